@@ -1,0 +1,57 @@
+"""looprig.core: the pure numpy/scipy solver.
+
+Mechanisms with kinematic loops in maximal coordinates, forward kinematics by
+Gauss-Newton, state-based IK by SQP (Schumacher, Knoop & Bächer, RA-L 2021),
+actuator read-off. Imports numpy and scipy only.
+"""
+
+from .constraints import ConstraintSet
+from .errors import LooprigError, MechanismError, SolverError, TargetError
+from .fk import FKResult, FKSettings, assemble, solve_fk
+from .ik import IKProblem, IKResult, IKSettings, IKTargets, solve_ik
+from .linalg import single_threaded_blas
+from .mechanism import (
+    ActuatedMotion,
+    Actuator,
+    Body,
+    Frame,
+    Joint,
+    JointKind,
+    Mechanism,
+)
+from .mobility import MobilityReport, analyse_mobility
+from .objectives import ComObjective, FrameObjective, Regularization, velocity_threshold
+from .readoff import ActuatorReadout, unwrap_sequence
+
+__all__ = [
+    "ActuatedMotion",
+    "Actuator",
+    "ActuatorReadout",
+    "Body",
+    "ComObjective",
+    "ConstraintSet",
+    "FKResult",
+    "FKSettings",
+    "Frame",
+    "FrameObjective",
+    "IKProblem",
+    "IKResult",
+    "IKSettings",
+    "IKTargets",
+    "Joint",
+    "JointKind",
+    "LooprigError",
+    "Mechanism",
+    "MechanismError",
+    "MobilityReport",
+    "Regularization",
+    "SolverError",
+    "TargetError",
+    "analyse_mobility",
+    "assemble",
+    "single_threaded_blas",
+    "solve_fk",
+    "solve_ik",
+    "unwrap_sequence",
+    "velocity_threshold",
+]

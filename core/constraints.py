@@ -1,0 +1,313 @@
+"""Joint and actuator constraints, vectorised by primitive.
+
+Every joint kind is a combination of three primitives, each evaluated for all
+of its instances in the mechanism at once (stacked numpy arrays, no Python loop
+over joints):
+
+* ``point`` (3 rows):  ``R_i x_i + c_i - R_j x_j - c_j``                      [m]
+* ``dot``   (1 row):   ``L (R_i u_i) . (R_j v_j)`` — axis orthogonality       [m]
+* ``slide`` (1 row):   ``(p_j - p_i) . (R_i n_i) - d`` — offset along an axis [m]
+
+``L`` is the mean distance between joint anchors (paper III.C), so rotational
+rows weigh like translational ones. ``p_i = R_i x_i + c_i`` are anchor points.
+Revolute and cylindrical angle actuators rotate ``u_i`` by the actuator angle
+about the joint axis (paper eq. for ``A(p, s_i, s_j)``); displacement actuators
+set ``d``.
+
+Jacobians are with respect to the tangent ``[dc, dtheta]`` of each non-grounded
+body (see :mod:`rotations`), 6 columns per body in body order; grounded bodies
+are not unknowns. All evaluations accept states with leading batch axes.
+"""
+
+from dataclasses import dataclass
+
+import numpy as np
+import scipy.sparse as sp
+
+from .mechanism import ActuatedMotion, JointKind, Mechanism
+from .rotations import frame_with_axes, quat_to_matrix, skew
+
+X, Y, Z = 0, 1, 2
+
+
+def mean_joint_distance(mechanism: Mechanism) -> float:
+    """Mean pairwise distance between joint anchors [m] (1.0 if undefined)."""
+    anchors = np.array([j.anchor for j in mechanism.joints if j.kind != JointKind.FREE])
+    if len(anchors) < 2:
+        return 1.0
+    diff = anchors[:, None, :] - anchors[None, :, :]
+    dist = np.linalg.norm(diff, axis=-1)[np.triu_indices(len(anchors), k=1)]
+    mean = float(dist.mean())
+    return mean if mean > 1e-9 else 1.0
+
+
+@dataclass
+class _Stack:
+    """Instances of one primitive: body indices, local vectors, row numbers."""
+
+    bi: np.ndarray  # (K,) int
+    bj: np.ndarray  # (K,) int
+    a: np.ndarray  # (K, 3) local on i: point x_i, or axis u_i
+    b: np.ndarray  # (K, 3) local on j: point x_j, or axis v_j
+    c: np.ndarray  # (K, 3) local on i: u_i rotated +90 deg (dot), or slide axis n_i
+    d: np.ndarray  # (K, 3) local on j: point x_j (slide only)
+    rows: np.ndarray  # (K, r) int
+    actuator: np.ndarray  # (K,) index into the actuator values, or -1
+
+
+class _StackBuilder:
+    def __init__(self, width: int):
+        self.width = width
+        self.items: list[tuple] = []
+
+    def add(self, bi, bj, a, b, c=None, d=None, actuator=-1):
+        zero = np.zeros(3)
+        self.items.append((bi, bj, a, b, zero if c is None else c, zero if d is None else d, actuator))
+
+    def build(self, first_row: int) -> _Stack:
+        k = len(self.items)
+        cols = list(zip(*self.items, strict=True)) if k else [[]] * 7
+        rows = first_row + np.arange(k * self.width).reshape(k, self.width)
+        return _Stack(
+            bi=np.array(cols[0], dtype=int),
+            bj=np.array(cols[1], dtype=int),
+            a=np.array(cols[2], dtype=float).reshape(k, 3),
+            b=np.array(cols[3], dtype=float).reshape(k, 3),
+            c=np.array(cols[4], dtype=float).reshape(k, 3),
+            d=np.array(cols[5], dtype=float).reshape(k, 3),
+            rows=rows,
+            actuator=np.array(cols[6], dtype=int),
+        )
+
+
+def _rotate(R: np.ndarray, bodies: np.ndarray, local: np.ndarray) -> np.ndarray:
+    """World vectors ``R[bodies] @ local``: R (..., n, 3, 3), local (K, 3) -> (..., K, 3)."""
+    return np.einsum("...kab,kb->...ka", R[..., bodies, :, :], local)
+
+
+class ConstraintSet:
+    """The constraint vector ``C(s)`` of a mechanism and its Jacobian.
+
+    With ``actuated=True`` actuator rows are appended (forward kinematics,
+    ``C_FK(p, s)``); with ``actuated=False`` actuated joints are passive
+    (the state-based IK's ``C_IK(s)``).
+    """
+
+    def __init__(self, mechanism: Mechanism, actuated: bool):
+        self.mechanism = mechanism
+        self.actuated = actuated
+        self.length_scale = mean_joint_distance(mechanism)
+        n = len(mechanism.bodies)
+        grounded = mechanism.grounded_mask
+        self.free_bodies = np.flatnonzero(~grounded)
+        self.column_of_body = np.full(n, -1)
+        self.column_of_body[self.free_bodies] = 6 * np.arange(len(self.free_bodies))
+        self.n_vars = 6 * len(self.free_bodies)
+
+        R0 = quat_to_matrix(mechanism.initial_state()[:, 3:])
+        c0 = mechanism.initial_state()[:, :3]
+        point, dot, slide = _StackBuilder(3), _StackBuilder(1), _StackBuilder(1)
+        row_joint: list[list[int]] = [[], [], []]  # joint index per instance, per primitive
+        actuator_slot = {j.name: k for k, j in enumerate(mechanism.actuated_joints)}
+
+        for jn, joint in enumerate(mechanism.joints):
+            i, j = mechanism.body_index(joint.parent), mechanism.body_index(joint.child)
+            F = frame_with_axes(joint.axis, joint.secondary_axis)  # world, initial
+            Fi, Fj = R0[i].T @ F, R0[j].T @ F  # joint frame axes in body coordinates
+            xi, xj = R0[i].T @ (joint.anchor - c0[i]), R0[j].T @ (joint.anchor - c0[j])
+
+            def add_point():
+                point.add(i, j, xi, xj)
+                row_joint[0].append(jn)
+
+            def add_dot(ai, aj, rotated=None, actuator=-1):
+                dot.add(i, j, Fi[:, ai], Fj[:, aj], rotated, actuator=actuator)
+                row_joint[1].append(jn)
+
+            def add_slide(axis, actuator=-1):
+                slide.add(i, j, xi, Fi[:, axis], Fi[:, axis], xj, actuator=actuator)
+                row_joint[2].append(jn)
+
+            def add_rotation_lock():
+                add_dot(X, Y)
+                add_dot(X, Z)
+                add_dot(Y, Z)
+
+            kind = joint.kind
+            if kind == JointKind.FIXED:
+                add_point()
+                add_rotation_lock()
+            elif kind == JointKind.REVOLUTE:
+                add_point()
+                add_dot(X, Y)
+                add_dot(X, Z)
+            elif kind == JointKind.PRISMATIC:
+                add_slide(Y)
+                add_slide(Z)
+                add_rotation_lock()
+            elif kind == JointKind.CYLINDRICAL:
+                add_slide(Y)
+                add_slide(Z)
+                add_dot(X, Y)
+                add_dot(X, Z)
+            elif kind == JointKind.SPHERICAL:
+                add_point()
+            elif kind == JointKind.UNIVERSAL:
+                add_point()
+                add_dot(X, Y)
+            elif kind == JointKind.PLANAR:
+                add_dot(X, Y)
+                add_dot(X, Z)
+                add_slide(X)
+            elif kind == JointKind.PARALLEL:
+                add_rotation_lock()
+            # FREE: no rows
+
+            if actuated and joint.actuator is not None:
+                slot = actuator_slot[joint.name]
+                if joint.actuator.motion == ActuatedMotion.ANGLE:
+                    # (R_i R[p, a_x] a_y) . (R_j a_z): u(p) = cos p a_y + sin p a_z
+                    add_dot(Y, Z, rotated=Fi[:, Z], actuator=slot)
+                else:
+                    add_slide(X, actuator=slot)
+
+        self._point = point.build(0)
+        self._dot = dot.build(3 * len(point.items))
+        self._slide = slide.build(3 * len(point.items) + len(dot.items))
+        self.n_rows = 3 * len(point.items) + len(dot.items) + len(slide.items)
+        self.row_joint = np.concatenate(
+            [np.repeat(np.array(row_joint[0], dtype=int), 3), row_joint[1], row_joint[2]]
+        ).astype(int)
+        self.n_actuators = len(actuator_slot)
+        self._prepare_scatter()
+
+    # ----------------------------------------------------------------- evaluation
+    def _actuator_values(self, p, batch_shape) -> np.ndarray:
+        if not (self.actuated and self.n_actuators):
+            return np.zeros(batch_shape + (0,))
+        p = np.asarray(p, dtype=float)
+        if p.shape[-1:] != (self.n_actuators,):
+            raise ValueError(f"expected {self.n_actuators} actuator values, got shape {p.shape}")
+        return p
+
+    def evaluate(self, state: np.ndarray, actuator_values=None, jacobian: bool = True):
+        """Residual ``C`` (..., m) [m] and, optionally, the Jacobian blocks.
+
+        Returns ``(residual, blocks)`` where ``blocks`` feeds :meth:`dense` or
+        :meth:`sparse`; ``blocks`` is None without ``jacobian``.
+        """
+        state = np.asarray(state, dtype=float)
+        batch = state.shape[:-2]
+        p = self._actuator_values(actuator_values, batch)
+        c = state[..., :3]
+        R = quat_to_matrix(state[..., 3:])
+        L = self.length_scale
+        residual = np.empty(batch + (self.n_rows,))
+        blocks = []
+
+        s = self._point
+        if len(s.bi):
+            wi, wj = _rotate(R, s.bi, s.a), _rotate(R, s.bj, s.b)
+            residual[..., s.rows.ravel()] = (wi + c[..., s.bi, :] - wj - c[..., s.bj, :]).reshape(
+                batch + (-1,)
+            )
+            if jacobian:
+                eye = np.broadcast_to(np.eye(3), wi.shape + (3,))
+                blocks.append((s, np.concatenate([eye, -skew(wi)], -1), np.concatenate([-eye, skew(wj)], -1)))
+
+        s = self._dot
+        if len(s.bi):
+            u = s.a
+            acted = s.actuator >= 0
+            if acted.any():
+                angle = p[..., s.actuator[acted]]  # (..., Ka)
+                u = np.broadcast_to(u, batch + u.shape).copy()
+                u[..., acted, :] = (
+                    np.cos(angle)[..., None] * s.a[acted] + np.sin(angle)[..., None] * s.c[acted]
+                )
+                a = np.einsum("...kab,...kb->...ka", R[..., s.bi, :, :], u)
+            else:
+                a = _rotate(R, s.bi, u)
+            b = _rotate(R, s.bj, s.b)
+            residual[..., s.rows[:, 0]] = L * np.sum(a * b, axis=-1)
+            if jacobian:
+                axb = L * np.cross(a, b)[..., None, :]
+                zero = np.zeros_like(axb)
+                blocks.append((s, np.concatenate([zero, axb], -1), np.concatenate([zero, -axb], -1)))
+
+        s = self._slide
+        if len(s.bi):
+            wi, wj = _rotate(R, s.bi, s.a), _rotate(R, s.bj, s.d)
+            n = _rotate(R, s.bi, s.b)
+            d = (wj + c[..., s.bj, :]) - (wi + c[..., s.bi, :])
+            offset = np.zeros(batch + (len(s.bi),))
+            acted = s.actuator >= 0
+            if acted.any():
+                offset[..., acted] = p[..., s.actuator[acted]]
+            residual[..., s.rows[:, 0]] = np.sum(d * n, axis=-1) - offset
+            if jacobian:
+                Ji = np.concatenate([-n, np.cross(n, d) - np.cross(wi, n)], -1)[..., None, :]
+                Jj = np.concatenate([n, np.cross(wj, n)], -1)[..., None, :]
+                blocks.append((s, Ji, Jj))
+        return residual, (blocks if jacobian else None)
+
+    def residual(self, state, actuator_values=None) -> np.ndarray:
+        """``C(s)``: (..., n, 7) -> (..., m) [m]."""
+        return self.evaluate(state, actuator_values, jacobian=False)[0]
+
+    def jacobian(self, state, actuator_values=None, sparse: bool = False):
+        """``dC/ds`` in tangent coordinates: (..., m, 6 n_free) dense or (m, N) CSR."""
+        _, blocks = self.evaluate(state, actuator_values)
+        return self.sparse(blocks) if sparse else self.dense(blocks, np.shape(state)[:-2])
+
+    # ----------------------------------------------------------------- assembly
+    def _prepare_scatter(self) -> None:
+        """Row/column index arrays for the blocks of free bodies, per primitive."""
+        self._scatter = []
+        for s in (self._point, self._dot, self._slide):
+            if not len(s.bi):
+                continue
+            entry = []
+            for bodies in (s.bi, s.bj):
+                col0 = self.column_of_body[bodies]
+                keep = np.flatnonzero(col0 >= 0)
+                rows = s.rows[keep][:, :, None]  # (Kf, r, 1)
+                cols = (col0[keep][:, None] + np.arange(6))[:, None, :]  # (Kf, 1, 6)
+                entry.append((keep, rows, cols))
+            self._scatter.append(entry)
+
+    def dense(self, blocks, batch_shape=()) -> np.ndarray:
+        J = np.zeros(tuple(batch_shape) + (self.n_rows, self.n_vars))
+        for (_, Ji, Jj), entry in zip(blocks, self._scatter, strict=True):
+            for block, (keep, rows, cols) in zip((Ji, Jj), entry, strict=True):
+                if len(keep):
+                    J[..., rows, cols] = block[..., keep, :, :]
+        return J
+
+    def sparse(self, blocks) -> sp.csr_matrix:
+        """Unbatched Jacobian as a CSR matrix (for large mechanisms)."""
+        data, rows, cols = [], [], []
+        for (_, Ji, Jj), entry in zip(blocks, self._scatter, strict=True):
+            for block, (keep, r, c) in zip((Ji, Jj), entry, strict=True):
+                if len(keep):
+                    shape = block[keep].shape
+                    data.append(block[keep].ravel())
+                    rows.append(np.broadcast_to(r, shape).ravel())
+                    cols.append(np.broadcast_to(c, shape).ravel())
+        if not data:
+            return sp.csr_matrix((self.n_rows, self.n_vars))
+        return sp.csr_matrix(
+            (np.concatenate(data), (np.concatenate(rows), np.concatenate(cols))),
+            shape=(self.n_rows, self.n_vars),
+        )
+
+    def tangent_to_bodies(self, delta: np.ndarray) -> np.ndarray:
+        """Spread a tangent vector (..., 6 n_free) to all bodies (..., n, 6), zeros on ground."""
+        full = np.zeros(delta.shape[:-1] + (len(self.column_of_body), 6))
+        full[..., self.free_bodies, :] = delta.reshape(delta.shape[:-1] + (-1, 6))
+        return full
+
+    def worst_joint(self, residual: np.ndarray) -> str:
+        """Name of the joint with the largest residual row (for messages)."""
+        return self.mechanism.joints[self.row_joint[int(np.argmax(np.abs(residual)))]].name
+

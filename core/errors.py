@@ -1,0 +1,32 @@
+"""Exceptions raised by looprig.
+
+Every error that bad input can cause is a :class:`LooprigError`, so callers
+(the CLI, the Blender add-on) can catch one type and show its message.
+Messages name the object at fault and, where there is a choice, the valid ones.
+"""
+
+
+class LooprigError(Exception):
+    """Root of all looprig errors."""
+
+
+class MechanismError(LooprigError, ValueError):
+    """A mechanism is malformed: unknown body, disconnected graph, bad axis..."""
+
+
+class SolverError(LooprigError, RuntimeError):
+    """A solve failed to converge; ``result`` holds the last iterate."""
+
+    def __init__(self, message: str, result=None):
+        super().__init__(message)
+        self.result = result
+
+
+class TargetError(LooprigError, ValueError):
+    """IK targets are malformed: wrong shape, not finite, unknown frame..."""
+
+
+def did_you_mean(kind: str, name: str, valid) -> str:
+    """Format "no <kind> 'name'; <kind>s are: a, b, c" for error messages."""
+    names = ", ".join(sorted(valid)) or "(none)"
+    return f"no {kind} {name!r}; {kind}s are: {names}"

@@ -1,0 +1,188 @@
+"""Forward kinematics: actuator values -> assembled state (paper III.C).
+
+``min_s 1/2 |C_FK(p, s)|^2`` by Gauss-Newton steps with backtracking line
+search, switching to Levenberg-Marquardt (adaptive damping) when a full
+Gauss-Newton step cannot make progress, as from far starts. The normal
+equations carry a tiny damping so that redundant constraints (planar loops)
+do not make them singular.
+"""
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from .constraints import ConstraintSet
+from .errors import SolverError
+from .mechanism import Mechanism
+from .readoff import ActuatorReadout
+from .rotations import retract
+
+
+@dataclass(frozen=True)
+class FKSettings:
+    """Tolerances and limits of the forward-kinematics solver.
+
+    tolerance: converged when ``max|C| <= tolerance * L`` (L: mean joint distance).
+    stationarity: a residual that no step reduces (``|J^T C| <= stationarity * L^2``)
+    means the actuator values are infeasible: the returned state is the minimum-norm
+    residual configuration.
+    """
+
+    tolerance: float = 1e-11
+    max_iterations: int = 100
+    stationarity: float = 1e-12
+    damping: float = 1e-12  # relative Tikhonov term for rank-deficient J^T J
+    max_backtracks: int = 30
+
+
+@dataclass
+class FKResult:
+    """Outcome of :func:`solve_fk`.
+
+    state: (n, 7) bodies ``[c, q]``; residual: max |C| [m]; converged: residual at
+    tolerance; infeasible: stalled at a non-zero minimum (actuator values that no
+    assembly satisfies); worst_joint: joint with the largest residual row.
+    """
+
+    state: np.ndarray
+    residual: float
+    iterations: int
+    converged: bool
+    infeasible: bool
+    worst_joint: str
+    message: str
+
+
+def solve_constraints(
+    constraints: ConstraintSet,
+    state: np.ndarray,
+    actuator_values=None,
+    settings: FKSettings = FKSettings(),
+) -> FKResult:
+    """Drive ``C(s)`` to zero from ``state`` (Gauss-Newton, then LM)."""
+    tol = settings.tolerance * constraints.length_scale
+    state = np.array(state, dtype=float)
+    C, blocks = constraints.evaluate(state, actuator_values)
+    cost = 0.5 * C @ C
+    mu = None  # Levenberg-Marquardt damping, None while plain Gauss-Newton works
+    infeasible = False
+    iteration = 0
+    for iteration in range(1, settings.max_iterations + 1):
+        if np.max(np.abs(C), initial=0.0) <= tol:
+            iteration -= 1
+            break
+        J = constraints.dense(blocks)
+        g = J.T @ C
+        if np.max(np.abs(g)) <= settings.stationarity * constraints.length_scale**2:
+            infeasible = True
+            break
+        JTJ = J.T @ J
+        scale = max(np.max(np.diag(JTJ)), 1e-300)
+        damp = settings.damping * scale if mu is None else mu
+        step = -np.linalg.solve(JTJ + damp * np.eye(len(g)), g)
+        accepted = False
+        alpha = 1.0
+        for _ in range(settings.max_backtracks if mu is None else 1):
+            trial = retract(state, constraints.tangent_to_bodies(alpha * step))
+            C_new, blocks_new = constraints.evaluate(trial, actuator_values)
+            cost_new = 0.5 * C_new @ C_new
+            if cost_new <= cost + 1e-4 * alpha * (g @ step):
+                accepted = True
+                break
+            alpha *= 0.5
+        if accepted:
+            state, C, blocks, cost = trial, C_new, blocks_new, cost_new
+            if mu is not None:
+                mu = max(mu / 3.0, settings.damping * scale)
+        elif mu is None:
+            mu = 1e-3 * scale  # Gauss-Newton stalled: switch to Levenberg-Marquardt
+        else:
+            mu *= 4.0
+            if mu > 1e12 * scale:
+                infeasible = True
+                break
+    residual = float(np.max(np.abs(C), initial=0.0))
+    converged = residual <= tol
+    worst = constraints.worst_joint(C) if len(C) else ""
+    if converged:
+        message = f"assembled in {iteration} iterations, residual {residual:.3g} m"
+    elif infeasible:
+        message = (
+            f"no assembly satisfies the actuator values: minimum-norm residual {residual:.3g} m, "
+            f"largest at joint {worst!r}"
+        )
+    else:
+        message = (
+            f"did not converge in {settings.max_iterations} iterations: residual {residual:.3g} m, "
+            f"largest at joint {worst!r}"
+        )
+    return FKResult(state, residual, iteration, converged, infeasible and not converged, worst, message)
+
+
+def solve_fk(
+    mechanism: Mechanism,
+    actuator_values,
+    initial_state: np.ndarray | None = None,
+    settings: FKSettings = FKSettings(),
+    raise_on_failure: bool = True,
+    constraints: ConstraintSet | None = None,
+) -> FKResult:
+    """Assembled state for actuator values (radians / metres, actuator order).
+
+    Starts from ``initial_state`` (default: the initial configuration). Raises
+    :class:`SolverError` (with ``.result``) when it fails, unless
+    ``raise_on_failure`` is False. Pass a prebuilt ``constraints`` (actuated) to
+    skip rebuilding it in loops.
+    """
+    constraints = constraints or ConstraintSet(mechanism, actuated=True)
+    p = np.asarray(actuator_values, dtype=float).reshape(-1)
+    if p.shape != (constraints.n_actuators,):
+        raise SolverError(
+            f"mechanism {mechanism.name!r} has {constraints.n_actuators} actuators "
+            f"({', '.join(mechanism.actuator_names)}), got {p.size} values"
+        )
+    if not np.all(np.isfinite(p)):
+        raise SolverError(f"actuator values must be finite, got {p.tolist()}")
+    start = mechanism.initial_state() if initial_state is None else initial_state
+    result = solve_constraints(constraints, start, p, settings)
+    if result.converged:
+        _check_actuator_branch(mechanism, result, p)
+    if raise_on_failure and not result.converged:
+        raise SolverError(f"forward kinematics of {mechanism.name!r}: {result.message}", result)
+    return result
+
+
+def _check_actuator_branch(mechanism: Mechanism, result: FKResult, p: np.ndarray) -> None:
+    """Flag a state whose read-off differs from the requested values.
+
+    One dot-product row per angle actuator is also zero at ``angle + pi``; a far
+    start can land there. Such a result is marked not converged.
+    """
+    readout = ActuatorReadout(mechanism)
+    got = readout.read(result.state, previous=p)
+    wrong = np.flatnonzero(np.abs(got - p) > 1e-6 * max(1.0, np.abs(p).max()))
+    if len(wrong):
+        k = wrong[0]
+        result.converged = False
+        result.message = (
+            f"actuator {readout.names[k]!r} settled at {got[k]:.6g} instead of {p[k]:.6g} "
+            "(the mirror solution); start from a state closer to the target"
+        )
+
+
+def assemble(
+    mechanism: Mechanism,
+    state: np.ndarray | None = None,
+    settings: FKSettings = FKSettings(),
+    raise_on_failure: bool = True,
+) -> FKResult:
+    """Close the loops of a mechanism whose state violates them (actuators free).
+
+    Useful for models whose zero configuration does not satisfy the closures.
+    """
+    constraints = ConstraintSet(mechanism, actuated=False)
+    start = mechanism.initial_state() if state is None else state
+    result = solve_constraints(constraints, start, None, settings)
+    if raise_on_failure and not result.converged:
+        raise SolverError(f"assembling {mechanism.name!r}: {result.message}", result)
+    return result

@@ -1,0 +1,283 @@
+"""State-based inverse kinematics (paper IV.C(b), eq. 3).
+
+Actuated joints become passive (the robot is a puppet) and the solver works
+directly on body states::
+
+    min_s  f_IK(s) + R(s)   s.t.  C_IK(s) = 0
+
+by sequential quadratic programming: each iteration solves the KKT system of a
+Gauss-Newton model of the objective and the linearised constraints, then runs
+a backtracking line search on the l1 merit function ``f + nu |C|_1``. The
+constraint block of the KKT matrix carries a tiny negative diagonal, which keeps
+it non-singular when constraints are redundant (planar loops) without changing
+the converged state. Unreachable targets therefore give the closest assembled
+configuration: the constraints are met on every solve, reachable or not.
+"""
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from .constraints import ConstraintSet
+from .errors import TargetError
+from .fk import FKSettings, solve_constraints
+from .linalg import solve_kkt
+from .mechanism import Mechanism
+from .objectives import (
+    ComObjective,
+    ComTerm,
+    FrameObjective,
+    FrameTerms,
+    Regularization,
+    com_residual,
+    frame_residuals,
+    state_residual,
+    velocity_barrier,
+)
+from .readoff import ActuatorReadout
+from .rotations import retract
+
+
+@dataclass(frozen=True)
+class IKSettings:
+    """Tolerances of the SQP solver.
+
+    constraint_tolerance: ``max|C| <= constraint_tolerance * L`` (L: mean joint distance).
+    step_tolerance: converged when the largest step component (m or rad) is below it.
+    """
+
+    constraint_tolerance: float = 1e-11
+    step_tolerance: float = 1e-9
+    max_iterations: int = 50
+    max_backtracks: int = 20
+    primal_regularization: float = 1e-12
+    dual_regularization: float = 1e-12
+
+
+@dataclass
+class IKTargets:
+    """Target values for one frame.
+
+    positions: (K, 3) world [m]; rotations: (K, 3, 3) world, columns = frame axes;
+    com: (3,) world [m] or None. K is the number of frame objectives, in order.
+    """
+
+    positions: np.ndarray
+    rotations: np.ndarray
+    com: np.ndarray | None = None
+
+
+@dataclass
+class IKResult:
+    """Outcome of one IK solve.
+
+    state (n, 7); actuators (n_act,) read off and unwrapped [rad | m];
+    residual: max |C_IK| [m]; position_error (K,) [m] over weighted axes;
+    orientation_error (K,) [rad] over weighted axes; com_error [m] (nan without CoM).
+    """
+
+    state: np.ndarray
+    actuators: np.ndarray
+    iterations: int
+    converged: bool
+    residual: float
+    objective: float
+    position_error: np.ndarray
+    orientation_error: np.ndarray
+    com_error: float
+    message: str = ""
+
+
+@dataclass
+class IKProblem:
+    """Everything about an IK solve that does not change from frame to frame.
+
+    Build once per clip; pass per-frame :class:`IKTargets` to :func:`solve_ik`.
+    """
+
+    mechanism: Mechanism
+    frames: Sequence[FrameObjective] = ()
+    com: ComObjective | None = None
+    regularization: Regularization = field(default_factory=Regularization)
+    settings: IKSettings = field(default_factory=IKSettings)
+
+    def __post_init__(self):
+        self.constraints = ConstraintSet(self.mechanism, actuated=False)
+        self.frame_terms = FrameTerms(self.mechanism, self.frames)
+        self.com_term = None if self.com is None else ComTerm(self.mechanism, self.com)
+        self.readout = ActuatorReadout(self.mechanism)
+        reg = self.regularization
+        if min(reg.state_weight, reg.velocity_weight, reg.velocity_threshold) < 0:
+            raise TargetError("regularizer weights and threshold must be non-negative")
+
+    def check_targets(self, targets: IKTargets) -> IKTargets:
+        """Validate shapes and finiteness; returns float arrays."""
+        k = len(self.frame_terms)
+        positions = np.asarray(targets.positions, dtype=float).reshape(-1, 3) if k else np.zeros((0, 3))
+        rotations = np.asarray(targets.rotations, dtype=float).reshape(-1, 3, 3) if k else np.zeros((0, 3, 3))
+        if positions.shape != (k, 3) or rotations.shape != (k, 3, 3):
+            raise TargetError(
+                f"expected targets for {k} frames ({', '.join(self.frame_terms.names)}), got "
+                f"positions {np.shape(targets.positions)} and rotations {np.shape(targets.rotations)}"
+            )
+        for name, p, R in zip(self.frame_terms.names, positions, rotations, strict=True):
+            if not (np.all(np.isfinite(p)) and np.all(np.isfinite(R))):
+                raise TargetError(f"target for frame {name!r} is not finite")
+            if np.abs(R.T @ R - np.eye(3)).max() > 1e-6 or np.linalg.det(R) < 0:
+                raise TargetError(f"target rotation for frame {name!r} is not a rotation matrix")
+        com = None
+        if self.com_term is not None:
+            if targets.com is None:
+                raise TargetError("the problem has a CoM objective but no CoM target was given")
+            com = np.asarray(targets.com, dtype=float).reshape(3)
+            if not np.all(np.isfinite(com)):
+                raise TargetError("CoM target is not finite")
+        return IKTargets(positions, rotations, com)
+
+
+class _Model:
+    """Objective value, gradient and Gauss-Newton Hessian at one state."""
+
+    def __init__(self, problem: IKProblem, state, targets: IKTargets, previous):
+        cs = problem.constraints
+        parts_r, parts_J = [], []
+        if len(problem.frame_terms):
+            r, J = frame_residuals(
+                problem.frame_terms, state, targets.positions, targets.rotations,
+                cs.column_of_body, cs.n_vars,
+            )
+            parts_r.append(r)
+            parts_J.append(J)
+        if problem.com_term is not None:
+            r, J = com_residual(problem.com_term, state, targets.com, cs.column_of_body, cs.n_vars)
+            parts_r.append(r)
+            parts_J.append(J)
+        r_obj = np.concatenate(parts_r) if parts_r else np.zeros(0)
+        J_obj = np.vstack(parts_J) if parts_J else np.zeros((0, cs.n_vars))
+        reg = problem.regularization
+        self.value = 0.5 * float(r_obj @ r_obj)
+        self.gradient = J_obj.T @ r_obj
+        self.hessian = J_obj.T @ J_obj
+        nf = len(cs.free_bodies)
+        diag = np.arange(nf)
+        if reg.state_weight > 0 and nf:
+            r_s, blocks = state_residual(state, previous, cs.free_bodies, reg.state_weight)
+            self.value += 0.5 * float(r_s @ r_s)
+            g = np.einsum("nba,nb->na", blocks, r_s.reshape(nf, 6))
+            self.gradient += g.ravel()
+            H = self.hessian.reshape(nf, 6, nf, 6)
+            H[diag, :, diag, :] += np.einsum("nba,nbc->nac", blocks, blocks)
+        if reg.velocity_weight > 0 and nf:
+            value, g, h = velocity_barrier(
+                state, previous, cs.free_bodies, reg.velocity_weight, reg.velocity_threshold
+            )
+            self.value += value
+            self.gradient.reshape(nf, 6)[:, 3:] += g
+            H = self.hessian.reshape(nf, 6, nf, 6)
+            H[diag, 3:, diag, 3:] += h
+
+
+def _errors(problem: IKProblem, state, targets: IKTargets):
+    terms = problem.frame_terms
+    k = len(terms)
+    pos_err, ori_err = np.zeros(k), np.zeros(k)
+    if k:
+        points, axes = terms.poses(state)
+        pos_err = np.linalg.norm((points - targets.positions) * (terms.position_weight > 0), axis=-1)
+        tracked = terms.orientation_weight > 0  # (K, 3)
+        cos = np.clip(np.sum(axes * targets.rotations, axis=-2), -1.0, 1.0)  # (K, 3) per axis
+        per_axis = np.where(tracked, np.arccos(cos), 0.0)
+        # with two or more axes tracked the rotation is determined: report its angle
+        R_err = np.einsum("kba,kbc->kac", axes, targets.rotations)
+        angle = np.arccos(np.clip((np.trace(R_err, axis1=-2, axis2=-1) - 1) / 2, -1.0, 1.0))
+        ori_err = np.where(tracked.sum(-1) >= 2, angle, per_axis.max(-1))
+    com_err = np.nan
+    if problem.com_term is not None:
+        diff = (problem.com_term.com(state) - targets.com) * (problem.com_term.weight > 0)
+        com_err = float(np.linalg.norm(diff))
+    return pos_err, ori_err, com_err
+
+
+def solve_ik(
+    problem: IKProblem,
+    targets: IKTargets,
+    previous_state: np.ndarray,
+    initial_state: np.ndarray | None = None,
+    previous_actuators: np.ndarray | None = None,
+) -> IKResult:
+    """Solve one IK frame.
+
+    previous_state: (n, 7) the regularizers' reference (the previous frame);
+    initial_state: the starting iterate (default: previous_state, a warm start);
+    previous_actuators: unwrap reference for the read-off.
+    """
+    targets = problem.check_targets(targets)
+    settings = problem.settings
+    cs = problem.constraints
+    tol = settings.constraint_tolerance * cs.length_scale
+    previous = np.asarray(previous_state, dtype=float)
+    state = np.array(previous if initial_state is None else initial_state, dtype=float)
+
+    c, blocks = cs.evaluate(state)
+    model = _Model(problem, state, targets, previous)
+    nu = 0.0  # l1 merit penalty parameter
+    converged = False
+    iteration = 0
+    for iteration in range(1, settings.max_iterations + 1):
+        A = cs.dense(blocks)
+        step, lam = solve_kkt(
+            model.hessian, model.gradient, A, c,
+            settings.primal_regularization, settings.dual_regularization,
+        )
+        step_size = float(np.max(np.abs(step), initial=0.0))
+        c_norm = float(np.max(np.abs(c), initial=0.0))
+        if step_size <= settings.step_tolerance and c_norm <= tol:
+            converged = True
+            iteration -= 1
+            break
+        nu = max(nu, 1.1 * float(np.max(np.abs(lam), initial=0.0)))
+        merit = model.value + nu * np.abs(c).sum()
+        slope = model.gradient @ step - nu * np.abs(c).sum()
+        alpha = 1.0
+        accepted = False
+        for _ in range(settings.max_backtracks):
+            trial = retract(state, cs.tangent_to_bodies(alpha * step))
+            c_new, blocks_new = cs.evaluate(trial)
+            model_new = _Model(problem, trial, targets, previous)
+            merit_new = model_new.value + nu * np.abs(c_new).sum()
+            if merit_new <= merit + 1e-4 * alpha * min(slope, 0.0) + 1e-15 * abs(merit):
+                accepted = True
+                break
+            alpha *= 0.5
+        if not accepted:
+            break  # no descent: the iterate is as good as this model gets
+        state, c, blocks, model = trial, c_new, blocks_new, model_new
+        if alpha * step_size <= settings.step_tolerance and np.max(np.abs(c)) <= tol:
+            converged = True
+            break
+
+    message = ""
+    residual = float(np.max(np.abs(c), initial=0.0))
+    if residual > tol:
+        # restore feasibility: the robot never comes apart, whatever the targets ask
+        restored = solve_constraints(cs, state, None, FKSettings(tolerance=settings.constraint_tolerance))
+        state, residual = restored.state, restored.residual
+        model = _Model(problem, state, targets, previous)
+        message = "constraints restored after the SQP iterations"
+        if not restored.converged:
+            message = f"could not keep the mechanism assembled: {restored.message}"
+    pos_err, ori_err, com_err = _errors(problem, state, targets)
+    actuators = problem.readout.read(state, previous=previous_actuators)
+    return IKResult(
+        state=state,
+        actuators=actuators,
+        iterations=iteration,
+        converged=converged and residual <= tol,
+        residual=residual,
+        objective=model.value,
+        position_error=pos_err,
+        orientation_error=ori_err,
+        com_error=com_err,
+        message=message,
+    )

@@ -1,0 +1,428 @@
+"""The mechanism: a constraint graph of rigid bodies (nodes) and joints (edges).
+
+Geometry is given in the **initial (assembly) configuration**, in world
+coordinates [m]: body CoM positions and orientations, joint anchors and axes,
+named frames. Local (body) coordinates are derived from it, so bodies need not
+be world-aligned. A :class:`Mechanism` is validated when it is built.
+"""
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from enum import StrEnum
+
+import numpy as np
+
+from .errors import MechanismError, did_you_mean
+from .rotations import quat_normalize
+
+
+class JointKind(StrEnum):
+    """Joint kinds and the relative motion each one leaves free.
+
+    ========== ==== ===========================================================
+    kind       dof  constraint between parent and child
+    ========== ==== ===========================================================
+    fixed      0    anchor points coincide, orientations locked
+    revolute   1    anchor points coincide, hinge axis shared
+    prismatic  1    child slides along the axis, orientations locked
+    cylindrical 2   child slides along and turns about the axis
+    spherical  3    anchor points coincide
+    universal  2    anchor points coincide, ``axis`` (on parent) stays
+                    orthogonal to ``secondary_axis`` (on child)
+    planar     3    the plane through the anchor with normal ``axis`` is shared
+    parallel   3    orientations locked, translation free (the paper's
+                    "parallel" joint: the child stays parallel to the parent)
+    free       6    none (a floating base joined to the world)
+    ========== ==== ===========================================================
+    """
+
+    FIXED = "fixed"
+    REVOLUTE = "revolute"
+    PRISMATIC = "prismatic"
+    CYLINDRICAL = "cylindrical"
+    SPHERICAL = "spherical"
+    UNIVERSAL = "universal"
+    PLANAR = "planar"
+    PARALLEL = "parallel"
+    FREE = "free"
+
+
+JOINT_DOF = {
+    JointKind.FIXED: 0,
+    JointKind.REVOLUTE: 1,
+    JointKind.PRISMATIC: 1,
+    JointKind.CYLINDRICAL: 2,
+    JointKind.SPHERICAL: 3,
+    JointKind.UNIVERSAL: 2,
+    JointKind.PLANAR: 3,
+    JointKind.PARALLEL: 3,
+    JointKind.FREE: 6,
+}
+
+
+class ActuatedMotion(StrEnum):
+    """The joint coordinate an actuator drives."""
+
+    ANGLE = "angle"  # rotation of the child about the joint axis [rad]
+    DISPLACEMENT = "displacement"  # translation of the child along the axis [m]
+
+
+#: Which coordinate each actuatable joint kind offers.
+ACTUATABLE = {
+    JointKind.REVOLUTE: (ActuatedMotion.ANGLE,),
+    JointKind.PRISMATIC: (ActuatedMotion.DISPLACEMENT,),
+    JointKind.CYLINDRICAL: (ActuatedMotion.ANGLE, ActuatedMotion.DISPLACEMENT),
+}
+
+
+@dataclass(frozen=True)
+class Actuator:
+    """A motor on a joint.
+
+    ``motion`` is the driven coordinate: an angle [rad] about the joint axis or a
+    displacement [m] along it, zero in the initial configuration. Limits are in
+    SI units of that coordinate (rad, rad/s, rad/s^2 or m, m/s, m/s^2).
+    ``hardware_id`` names the physical motor (bus id, channel) it maps to.
+    """
+
+    motion: ActuatedMotion = ActuatedMotion.ANGLE
+    lower: float = -np.inf
+    upper: float = np.inf
+    velocity_limit: float = np.inf
+    acceleration_limit: float = np.inf
+    hardware_id: int | str | None = None
+
+    @property
+    def unit(self) -> str:
+        return "rad" if self.motion == ActuatedMotion.ANGLE else "m"
+
+
+@dataclass(frozen=True, eq=False)
+class Body:
+    """A rigid body.
+
+    position: (3,) CoM in the initial configuration, world [m].
+    orientation: (4,) unit quaternion (w, x, y, z), body to world, initial configuration.
+    mass: [kg], positive. inertia: (3, 3) about the CoM in body axes [kg m^2], optional.
+    grounded: fixed to the world. mesh: a path or URI for display, optional;
+    T_body_mesh: (4, 4) pose of the mesh in body coordinates.
+    """
+
+    name: str
+    position: np.ndarray = field(default_factory=lambda: np.zeros(3))
+    orientation: np.ndarray = field(default_factory=lambda: np.array([1.0, 0.0, 0.0, 0.0]))
+    mass: float = 1.0
+    inertia: np.ndarray | None = None
+    grounded: bool = False
+    mesh: str | None = None
+    T_body_mesh: np.ndarray = field(default_factory=lambda: np.eye(4))
+
+
+@dataclass(frozen=True, eq=False)
+class Joint:
+    """A joint between ``parent`` and ``child`` bodies (names).
+
+    anchor: (3,) joint origin, world, initial configuration [m].
+    axis: (3,) hinge / slide / plane-normal / first universal axis, world, initial.
+    secondary_axis: (3,) for universal joints the child's axis (orthogonal to
+    ``axis``); for other kinds the reference direction of zero angle (optional).
+    In a loop, parent and child only fix the sign of the joint coordinate
+    (child relative to parent).
+    """
+
+    name: str
+    kind: JointKind
+    parent: str
+    child: str
+    anchor: np.ndarray = field(default_factory=lambda: np.zeros(3))
+    axis: np.ndarray = field(default_factory=lambda: np.array([0.0, 0.0, 1.0]))
+    secondary_axis: np.ndarray | None = None
+    actuator: Actuator | None = None
+
+
+@dataclass(frozen=True, eq=False)
+class Frame:
+    """A named frame rigidly attached to a body, for IK targets.
+
+    position: (3,) world, initial configuration [m];
+    orientation: (4,) unit quaternion (w, x, y, z), frame to world, initial.
+    """
+
+    name: str
+    body: str
+    position: np.ndarray = field(default_factory=lambda: np.zeros(3))
+    orientation: np.ndarray = field(default_factory=lambda: np.array([1.0, 0.0, 0.0, 0.0]))
+
+
+def _vector(value, what: str, shape=(3,)) -> np.ndarray:
+    array = np.asarray(value, dtype=float)
+    if array.shape != shape:
+        raise MechanismError(f"{what}: expected shape {shape}, got {array.shape}")
+    if not np.all(np.isfinite(array)):
+        raise MechanismError(f"{what}: values must be finite, got {array.tolist()}")
+    return array
+
+
+def _unit_quaternion(value, what: str) -> np.ndarray:
+    q = _vector(value, what, (4,))
+    if np.linalg.norm(q) < 1e-9:
+        raise MechanismError(f"{what}: quaternion is zero")
+    return quat_normalize(q)
+
+
+def _nonzero_axis(value, what: str) -> np.ndarray:
+    a = _vector(value, what)
+    norm = np.linalg.norm(a)
+    if norm < 1e-9:
+        raise MechanismError(f"{what} is zero-length: {a.tolist()}")
+    return a / norm
+
+
+class Mechanism:
+    """A validated constraint graph.
+
+    Raises :class:`MechanismError` on duplicate names, unknown bodies, a joint
+    from a body to itself, zero-length axes, non-positive masses, no grounded
+    body, bodies not connected to the ground, or an actuator on a joint kind
+    that cannot carry it.
+    """
+
+    def __init__(
+        self,
+        bodies: Iterable[Body],
+        joints: Iterable[Joint],
+        frames: Iterable[Frame] = (),
+        name: str = "mechanism",
+    ):
+        self.name = name
+        self.bodies: tuple[Body, ...] = tuple(self._checked_body(b) for b in bodies)
+        self._body_index = self._index(self.bodies, "body")
+        self.joints: tuple[Joint, ...] = tuple(self._checked_joint(j) for j in joints)
+        self._joint_index = self._index(self.joints, "joint")
+        self.frames: tuple[Frame, ...] = tuple(self._checked_frame(f) for f in frames)
+        self._frame_index = self._index(self.frames, "frame")
+        self._check_graph()
+
+    # ----------------------------------------------------------------- validation
+    @staticmethod
+    def _index(items: Sequence, kind: str) -> dict[str, int]:
+        index: dict[str, int] = {}
+        for i, item in enumerate(items):
+            if not isinstance(item.name, str) or not item.name:
+                raise MechanismError(f"{kind} #{i} has no name")
+            if item.name in index:
+                raise MechanismError(f"duplicate {kind} name {item.name!r}")
+            index[item.name] = i
+        return index
+
+    @staticmethod
+    def _checked_body(body: Body) -> Body:
+        what = f"body {body.name!r}"
+        mass = float(body.mass)
+        if not np.isfinite(mass) or mass <= 0.0:
+            raise MechanismError(f"{what}: mass must be positive, got {body.mass}")
+        inertia = None
+        if body.inertia is not None:
+            inertia = _vector(body.inertia, f"{what} inertia", (3, 3))
+            if not np.allclose(inertia, inertia.T, atol=1e-12 * max(1.0, np.abs(inertia).max())):
+                raise MechanismError(f"{what}: inertia matrix is not symmetric")
+        return Body(
+            name=body.name,
+            position=_vector(body.position, f"{what} position"),
+            orientation=_unit_quaternion(body.orientation, f"{what} orientation"),
+            mass=mass,
+            inertia=inertia,
+            grounded=bool(body.grounded),
+            mesh=body.mesh,
+            T_body_mesh=_vector(body.T_body_mesh, f"{what} T_body_mesh", (4, 4)),
+        )
+
+    def _checked_joint(self, joint: Joint) -> Joint:
+        what = f"joint {joint.name!r}"
+        try:
+            kind = JointKind(joint.kind)
+        except ValueError:
+            raise MechanismError(
+                f"{what}: " + did_you_mean("joint kind", str(joint.kind), [k.value for k in JointKind])
+            ) from None
+        for role in ("parent", "child"):
+            body = getattr(joint, role)
+            if body not in self._body_index:
+                raise MechanismError(f"{what} {role}: " + did_you_mean("body", body, self._body_index))
+        if joint.parent == joint.child:
+            raise MechanismError(f"{what} joins body {joint.parent!r} to itself")
+        axis = _nonzero_axis(joint.axis, f"{what} axis")
+        secondary = None
+        if joint.secondary_axis is not None:
+            secondary = _nonzero_axis(joint.secondary_axis, f"{what} secondary_axis")
+            if abs(np.dot(axis, secondary)) > 1.0 - 1e-6:
+                raise MechanismError(f"{what}: secondary_axis is parallel to axis")
+        if kind == JointKind.UNIVERSAL:
+            if secondary is None:
+                raise MechanismError(f"{what}: a universal joint needs secondary_axis")
+            if abs(np.dot(axis, secondary)) > 1e-6:
+                raise MechanismError(f"{what}: universal axes must be orthogonal")
+        actuator = joint.actuator
+        if actuator is not None:
+            allowed = ACTUATABLE.get(kind, ())
+            if ActuatedMotion(actuator.motion) not in allowed:
+                kinds = ", ".join(f"{k.value} ({'/'.join(m.value for m in ms)})" for k, ms in ACTUATABLE.items())
+                raise MechanismError(
+                    f"{what}: a {kind.value} joint cannot be actuated in {actuator.motion}; "
+                    f"actuatable kinds are: {kinds}"
+                )
+            if not actuator.lower <= actuator.upper:
+                raise MechanismError(f"{what}: actuator lower limit exceeds upper limit")
+            if actuator.velocity_limit <= 0 or actuator.acceleration_limit <= 0:
+                raise MechanismError(f"{what}: actuator velocity/acceleration limits must be positive")
+        return Joint(
+            name=joint.name,
+            kind=kind,
+            parent=joint.parent,
+            child=joint.child,
+            anchor=_vector(joint.anchor, f"{what} anchor"),
+            axis=axis,
+            secondary_axis=secondary,
+            actuator=actuator,
+        )
+
+    def _checked_frame(self, frame: Frame) -> Frame:
+        what = f"frame {frame.name!r}"
+        if frame.body not in self._body_index:
+            raise MechanismError(f"{what}: " + did_you_mean("body", frame.body, self._body_index))
+        return Frame(
+            name=frame.name,
+            body=frame.body,
+            position=_vector(frame.position, f"{what} position"),
+            orientation=_unit_quaternion(frame.orientation, f"{what} orientation"),
+        )
+
+    def _check_graph(self) -> None:
+        if not self.bodies:
+            raise MechanismError(f"mechanism {self.name!r} has no bodies")
+        if not any(b.grounded for b in self.bodies):
+            raise MechanismError(
+                f"mechanism {self.name!r} has no grounded body; mark one body grounded "
+                "(or join a floating base to a grounded world body with a 'free' joint)"
+            )
+        components = self.connected_components(include_free=True)
+        floating = [
+            sorted(self.bodies[i].name for i in comp)
+            for comp in components
+            if not any(self.bodies[i].grounded for i in comp)
+        ]
+        if floating:
+            raise MechanismError(
+                f"mechanism {self.name!r}: bodies not connected to any grounded body: "
+                + "; ".join(", ".join(names) for names in floating)
+            )
+
+    # ----------------------------------------------------------------- lookups
+    def body_index(self, name: str) -> int:
+        try:
+            return self._body_index[name]
+        except KeyError:
+            raise MechanismError(did_you_mean("body", name, self._body_index)) from None
+
+    def joint(self, name: str) -> Joint:
+        try:
+            return self.joints[self._joint_index[name]]
+        except KeyError:
+            raise MechanismError(did_you_mean("joint", name, self._joint_index)) from None
+
+    def frame(self, name: str) -> Frame:
+        """A named frame; a body's name gives a frame at its CoM with its axes."""
+        if name in self._frame_index:
+            return self.frames[self._frame_index[name]]
+        if name in self._body_index:
+            body = self.bodies[self._body_index[name]]
+            return Frame(name=name, body=name, position=body.position, orientation=body.orientation)
+        raise MechanismError(
+            did_you_mean("frame or body", name, [*self._frame_index, *self._body_index])
+        )
+
+    @property
+    def body_names(self) -> list[str]:
+        return [b.name for b in self.bodies]
+
+    @property
+    def actuated_joints(self) -> list[Joint]:
+        return [j for j in self.joints if j.actuator is not None]
+
+    @property
+    def actuator_names(self) -> list[str]:
+        return [j.name for j in self.actuated_joints]
+
+    @property
+    def grounded_mask(self) -> np.ndarray:
+        return np.array([b.grounded for b in self.bodies])
+
+    @property
+    def masses(self) -> np.ndarray:
+        return np.array([b.mass for b in self.bodies])
+
+    def initial_state(self) -> np.ndarray:
+        """(n, 7) state ``[c, q]`` of the initial configuration."""
+        return np.array([np.concatenate([b.position, b.orientation]) for b in self.bodies])
+
+    # ----------------------------------------------------------------- graph
+    def connected_components(self, include_free: bool = True) -> list[set[int]]:
+        """Body-index sets joined by joints (``free`` joints optional)."""
+        parent = list(range(len(self.bodies)))
+
+        def find(i: int) -> int:
+            while parent[i] != i:
+                parent[i] = parent[parent[i]]
+                i = parent[i]
+            return i
+
+        for j in self.joints:
+            if j.kind == JointKind.FREE and not include_free:
+                continue
+            parent[find(self._body_index[j.parent])] = find(self._body_index[j.child])
+        groups: dict[int, set[int]] = {}
+        for i in range(len(self.bodies)):
+            groups.setdefault(find(i), set()).add(i)
+        return list(groups.values())
+
+    def independent_loops(self) -> int:
+        """Cycle rank of the joint graph, all grounded bodies merged into one node.
+
+        ``free`` joints impose nothing and close no loop, so they are left out.
+        """
+        ground = [i for i, b in enumerate(self.bodies) if b.grounded]
+        node = {i: (-1 if i in ground else i) for i in range(len(self.bodies))}
+        edges = [
+            (node[self._body_index[j.parent]], node[self._body_index[j.child]])
+            for j in self.joints
+            if j.kind != JointKind.FREE
+        ]
+        nodes = set(node.values())
+        parent = {v: v for v in nodes}
+
+        def find(v):
+            while parent[v] != v:
+                v = parent[v]
+            return v
+
+        loops = 0
+        for a, b in edges:
+            if a == b == -1:
+                continue  # a joint between two grounded bodies closes no mechanism loop
+            ra, rb = find(a), find(b)
+            if ra == rb:
+                loops += 1
+            else:
+                parent[ra] = rb
+        return loops
+
+    def grubler_dof(self) -> int:
+        """Spatial Grübler-Kutzbach count: 6 (moving bodies) - sum of joint constraints."""
+        moving = sum(not b.grounded for b in self.bodies)
+        return 6 * moving - sum(6 - JOINT_DOF[j.kind] for j in self.joints)
+
+    def __repr__(self) -> str:
+        return (
+            f"Mechanism({self.name!r}: {len(self.bodies)} bodies, {len(self.joints)} joints, "
+            f"{len(self.actuated_joints)} actuators)"
+        )

@@ -1,0 +1,66 @@
+"""Degrees of freedom of a mechanism: Grübler count and Jacobian rank.
+
+The Grübler-Kutzbach count ignores geometry; the rank of the passive
+constraint Jacobian at an assembled state does not. Their difference shows up
+as redundant constraints, normal for planar loops written with spatial joints
+(a planar four-bar has Grübler count -2, mobility 1, 3 redundant rows).
+"""
+
+from dataclasses import asdict, dataclass
+
+import numpy as np
+
+from .constraints import ConstraintSet
+from .mechanism import Mechanism
+from .readoff import ActuatorReadout
+
+
+@dataclass(frozen=True)
+class MobilityReport:
+    """dof: mobility with every actuator free (6 n_free - rank J_IK);
+    dof_with_actuators: mobility left when the actuators are locked (0 for a
+    fully actuated mechanism, negative never: extra actuator rows are redundant);
+    redundant_constraints: passive rows minus rank; grubler: the spatial count."""
+
+    bodies: int
+    joints: int
+    actuators: int
+    loops: int
+    grubler: int
+    constraint_rows: int
+    dof: int
+    redundant_constraints: int
+    dof_with_actuators: int
+
+    def as_dict(self) -> dict:
+        return asdict(self)
+
+
+def numerical_rank(J: np.ndarray, relative_tolerance: float = 1e-9) -> int:
+    """Rank of J from its singular values, relative to the largest."""
+    if J.size == 0:
+        return 0
+    s = np.linalg.svd(J, compute_uv=False)
+    return int(np.sum(s > relative_tolerance * max(s[0], 1e-300)))
+
+
+def analyse_mobility(mechanism: Mechanism, state: np.ndarray | None = None) -> MobilityReport:
+    """Mobility at ``state`` (default: the initial configuration, assumed assembled)."""
+    state = mechanism.initial_state() if state is None else state
+    passive = ConstraintSet(mechanism, actuated=False)
+    actuated = ConstraintSet(mechanism, actuated=True)
+    J = passive.jacobian(state)
+    rank = numerical_rank(J)
+    p0 = ActuatorReadout(mechanism).read(state)
+    rank_act = numerical_rank(actuated.jacobian(state, p0))
+    return MobilityReport(
+        bodies=len(mechanism.bodies),
+        joints=len(mechanism.joints),
+        actuators=len(mechanism.actuated_joints),
+        loops=mechanism.independent_loops(),
+        grubler=mechanism.grubler_dof(),
+        constraint_rows=passive.n_rows,
+        dof=passive.n_vars - rank,
+        redundant_constraints=passive.n_rows - rank,
+        dof_with_actuators=actuated.n_vars - rank_act,
+    )

@@ -1,0 +1,206 @@
+"""IK objectives and regularizers (paper IV.B and IV.D).
+
+Each least-squares term is a residual ``r(s)`` with an analytic Jacobian in the
+same tangent coordinates as the constraints; its objective is ``1/2 |r|^2``,
+with per-axis weights entering as ``sqrt(w)``:
+
+* frame position   ``sqrt(w_pos) * (R_i x_i + c_i - x_hat)``                 (3 rows) [m]
+* frame orientation ``sqrt(w_a) * (R_i a_i - a_hat)`` for a in x, y, z      (9 rows)
+  — since ``1/2 |R a - a_hat|^2 = 1 - (R a) . a_hat``, this is the paper's
+  ``sum_a w_a (1 - (R a) . a_hat)`` exactly
+* centre of mass   ``sqrt(w_com) * (sum_i M_i c_i / M - c_hat)``             (3 rows) [m]
+* state regularizer ``sqrt(w) * [c - c_bar, vee(M - M^T) / 4]`` per body,
+  ``M = R R_bar^T`` (the rotational part is ``sin(phi)/2 u``, like the paper's
+  quaternion difference ``q - q_bar`` to first order)
+
+The velocity regularizer (paper eq. 4-5) is not a least-squares term; it
+returns its value, gradient and a 3x3 Hessian block per body.
+"""
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from .errors import TargetError
+from .mechanism import Mechanism
+from .rotations import quat_to_matrix, relative_angle_matrix_jacobian, skew, vee_antisymmetric
+
+
+def _weights(value, what: str) -> np.ndarray:
+    w = np.broadcast_to(np.asarray(value, dtype=float), (3,)).copy()
+    if not np.all(np.isfinite(w)) or np.any(w < 0):
+        raise TargetError(f"{what}: weights must be finite and non-negative, got {w.tolist()}")
+    return w
+
+
+@dataclass(frozen=True)
+class FrameObjective:
+    """Track a named frame (or a body's CoM frame) of the mechanism.
+
+    position_weight: (3,) per world axis, [1/m^2]-scaled; orientation_weight: (3,)
+    per frame axis x, y, z. Zero weights mask axes.
+    """
+
+    frame: str
+    position_weight: Sequence[float] = (1.0, 1.0, 1.0)
+    orientation_weight: Sequence[float] = (0.0, 0.0, 0.0)
+
+
+@dataclass(frozen=True)
+class ComObjective:
+    """Track the mechanism's centre of mass with per-world-axis weights (3,)."""
+
+    weight: Sequence[float] = (1.0, 1.0, 1.0)
+
+
+@dataclass(frozen=True)
+class Regularization:
+    """Regularizer weights (paper IV.C-D).
+
+    state_weight: pull towards the previous state, ``1/2 w |s - s_bar|^2``.
+    velocity_weight, velocity_threshold: the barrier ``w sum_i g(3 - tr(R_bar_i^T R_i))``
+    with ``g(x) = (x - t)^3`` above ``t``. ``3 - tr(...) ~ theta^2`` for a per-frame
+    rotation theta [rad], so ``t = (omega_max / rate)^2``; see :func:`velocity_threshold`.
+    """
+
+    state_weight: float = 1e-4
+    velocity_weight: float = 0.0
+    velocity_threshold: float = 1.11e-5
+
+
+def velocity_threshold(angular_velocity: float, rate: float) -> float:
+    """Barrier threshold for a body angular velocity [rad/s] at a sample rate [Hz]:
+    ``2 - 2 cos(omega / rate)``, the value of ``3 - tr(R_bar^T R)`` at that speed."""
+    return float(2.0 - 2.0 * np.cos(angular_velocity / rate))
+
+
+class FrameTerms:
+    """Stacked frame objectives: bodies, local points and axes, sqrt-weights."""
+
+    def __init__(self, mechanism: Mechanism, objectives: Sequence[FrameObjective]):
+        s0 = mechanism.initial_state()
+        R0 = quat_to_matrix(s0[:, 3:])
+        self.names = [o.frame for o in objectives]
+        frames = [mechanism.frame(o.frame) for o in objectives]
+        self.body = np.array([mechanism.body_index(f.body) for f in frames], dtype=int)
+        k = len(frames)
+        self.local_point = np.array(
+            [R0[b].T @ (f.position - s0[b, :3]) for b, f in zip(self.body, frames, strict=True)]
+        ).reshape(k, 3)
+        self.local_axes = np.array(
+            [R0[b].T @ quat_to_matrix(f.orientation) for b, f in zip(self.body, frames, strict=True)]
+        ).reshape(k, 3, 3)  # columns: frame axes in body coordinates
+        self.position_weight = np.array(
+            [_weights(o.position_weight, f"frame {o.frame!r} position_weight") for o in objectives]
+        ).reshape(k, 3)
+        self.orientation_weight = np.array(
+            [_weights(o.orientation_weight, f"frame {o.frame!r} orientation_weight") for o in objectives]
+        ).reshape(k, 3)
+
+    def __len__(self) -> int:
+        return len(self.body)
+
+    def poses(self, state: np.ndarray):
+        """World positions (..., K, 3) and axes (..., K, 3, 3) of the frames."""
+        R = quat_to_matrix(state[..., self.body, 3:])
+        points = np.einsum("...kab,kb->...ka", R, self.local_point) + state[..., self.body, :3]
+        axes = np.einsum("...kab,kbc->...kac", R, self.local_axes)
+        return points, axes
+
+
+class ComTerm:
+    """Mass fractions ``M_i / M`` and sqrt-weights of a CoM objective."""
+
+    def __init__(self, mechanism: Mechanism, objective: ComObjective):
+        masses = mechanism.masses
+        self.fraction = masses / masses.sum()
+        self.weight = _weights(objective.weight, "CoM weight")
+
+    def com(self, state: np.ndarray) -> np.ndarray:
+        return np.einsum("i,...ia->...a", self.fraction, state[..., :, :3])
+
+
+@dataclass
+class LeastSquares:
+    """Stacked residual r (m,) and Jacobian (m, N) of the least-squares terms."""
+
+    residual: np.ndarray
+    jacobian: np.ndarray
+
+
+def frame_residuals(terms: FrameTerms, state, positions, rotations, column_of_body, n_vars):
+    """Position and orientation residuals (12 K rows) and their Jacobian (unbatched)."""
+    k = len(terms)
+    points, axes = terms.poses(state)
+    sw_p = np.sqrt(terms.position_weight)  # (K, 3)
+    sw_o = np.sqrt(terms.orientation_weight)  # (K, 3)
+    r_pos = sw_p * (points - positions)  # (K, 3)
+    r_ori = sw_o[:, :, None] * np.swapaxes(axes - rotations, -1, -2)  # (K, axis, 3)
+    residual = np.concatenate([r_pos.ravel(), r_ori.ravel()])
+    J = np.zeros((12 * k, n_vars))
+    cols = column_of_body[terms.body]
+    lever = points - state[terms.body, :3]
+    for t in np.flatnonzero(cols >= 0):
+        c0 = cols[t]
+        rows = slice(3 * t, 3 * t + 3)
+        J[rows, c0 : c0 + 3] = np.diag(sw_p[t])
+        J[rows, c0 + 3 : c0 + 6] = -sw_p[t][:, None] * skew(lever[t])
+        for a in range(3):
+            if sw_o[t, a]:
+                r0 = 3 * k + 9 * t + 3 * a
+                J[r0 : r0 + 3, c0 + 3 : c0 + 6] = -sw_o[t, a] * skew(axes[t, :, a])
+    return residual, J
+
+
+def com_residual(term: ComTerm, state, target, column_of_body, n_vars):
+    """CoM residual (3 rows) [m] and its Jacobian."""
+    sw = np.sqrt(term.weight)
+    residual = sw * (term.com(state) - target)
+    J = np.zeros((3, n_vars))
+    free = np.flatnonzero(column_of_body >= 0)
+    for i in free:
+        c0 = column_of_body[i]
+        J[:, c0 : c0 + 3] = np.diag(sw * term.fraction[i])
+    return residual, J
+
+
+def state_residual(state, previous, free_bodies, weight: float):
+    """State regularizer residual (6 per free body) and its block-diagonal Jacobian."""
+    sw = np.sqrt(weight)
+    s, sb = state[free_bodies], previous[free_bodies]
+    M = quat_to_matrix(s[:, 3:]) @ np.swapaxes(quat_to_matrix(sb[:, 3:]), -1, -2)
+    residual = sw * np.concatenate([s[:, :3] - sb[:, :3], 0.25 * vee_antisymmetric(M)], -1)
+    n = len(free_bodies)
+    blocks = np.zeros((n, 6, 6))
+    blocks[:, :3, :3] = sw * np.eye(3)
+    blocks[:, 3:, 3:] = 0.25 * sw * relative_angle_matrix_jacobian(M)
+    return residual.ravel(), blocks
+
+
+def velocity_barrier(state, previous, free_bodies, weight: float, threshold: float):
+    """Value, gradient (n_free, 3) and Hessian blocks (n_free, 3, 3) of the velocity term.
+
+    x_i = 3 - tr(R_bar_i^T R_i); grad x = vee(M - M^T), Hess x = tr(M) I - sym(M),
+    M = R_i R_bar_i^T; g(x) = (x - t)^3 above t. The Hessian keeps only the
+    positive semi-definite part (eigenvalues clipped at zero).
+    """
+    M = quat_to_matrix(state[free_bodies, 3:]) @ np.swapaxes(
+        quat_to_matrix(previous[free_bodies, 3:]), -1, -2
+    )
+    x = 3.0 - np.trace(M, axis1=-2, axis2=-1)
+    excess = np.maximum(x - threshold, 0.0)
+    grad = np.zeros((len(free_bodies), 3))
+    hess = np.zeros((len(free_bodies), 3, 3))
+    active = np.flatnonzero(excess > 0.0)
+    if not len(active):
+        return 0.0, grad, hess
+    e, Ma = excess[active], M[active]
+    dx = vee_antisymmetric(Ma)
+    g1, g2 = 3.0 * e**2, 6.0 * e
+    grad[active] = weight * g1[:, None] * dx
+    hess_x = relative_angle_matrix_jacobian(0.5 * (Ma + np.swapaxes(Ma, -1, -2)))
+    h = weight * (g2[:, None, None] * dx[:, :, None] * dx[:, None, :] + g1[:, None, None] * hess_x)
+    w, V = np.linalg.eigh(h)
+    hess[active] = np.einsum("nab,nb,ncb->nac", V, np.maximum(w, 0.0), V)
+    return weight * float(np.sum(e**3)), grad, hess

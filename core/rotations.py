@@ -1,0 +1,192 @@
+"""Rotation maths in one place: unit quaternions (w, x, y, z), rotation
+vectors, rotation matrices and the retraction used by every solver.
+
+All functions accept leading batch axes (``...``). Conventions:
+
+* A body state row is ``[cx, cy, cz, qw, qx, qy, qz]``: CoM position [m] and
+  the unit quaternion rotating body coordinates into world coordinates.
+* Tangent (update) vectors are ``[dc (3), dtheta (3)]`` with ``dtheta`` a
+  rotation vector [rad] in **world** coordinates, applied on the left:
+  ``R <- Exp(dtheta) R``. So ``d(R v) = dtheta x (R v)``.
+"""
+
+import numpy as np
+
+SMALL_ANGLE = 1e-8  # [rad] below this, series expansions replace sin/cos ratios
+
+
+def skew(v: np.ndarray) -> np.ndarray:
+    """Cross-product matrix: ``skew(v) @ w == cross(v, w)``. (..., 3) -> (..., 3, 3)."""
+    v = np.asarray(v, dtype=float)
+    out = np.zeros(v.shape + (3,))
+    out[..., 0, 1], out[..., 0, 2] = -v[..., 2], v[..., 1]
+    out[..., 1, 0], out[..., 1, 2] = v[..., 2], -v[..., 0]
+    out[..., 2, 0], out[..., 2, 1] = -v[..., 1], v[..., 0]
+    return out
+
+
+def quat_identity(shape=()) -> np.ndarray:
+    """Identity quaternions of the given batch shape, (..., 4)."""
+    q = np.zeros(tuple(np.atleast_1d(shape)) + (4,) if shape != () else (4,))
+    q[..., 0] = 1.0
+    return q
+
+
+def quat_normalize(q: np.ndarray) -> np.ndarray:
+    """Unit quaternions with non-negative w (one sign for each rotation)."""
+    q = np.asarray(q, dtype=float)
+    q = q / np.linalg.norm(q, axis=-1, keepdims=True)
+    return np.where(q[..., :1] < 0.0, -q, q)
+
+
+def quat_multiply(p: np.ndarray, q: np.ndarray) -> np.ndarray:
+    """Hamilton product ``p * q`` (rotate by q, then by p). (..., 4)."""
+    pw, px, py, pz = np.moveaxis(np.asarray(p, dtype=float), -1, 0)
+    qw, qx, qy, qz = np.moveaxis(np.asarray(q, dtype=float), -1, 0)
+    return np.stack(
+        [
+            pw * qw - px * qx - py * qy - pz * qz,
+            pw * qx + px * qw + py * qz - pz * qy,
+            pw * qy - px * qz + py * qw + pz * qx,
+            pw * qz + px * qy - py * qx + pz * qw,
+        ],
+        axis=-1,
+    )
+
+
+def quat_conjugate(q: np.ndarray) -> np.ndarray:
+    """Inverse of a unit quaternion. (..., 4)."""
+    return np.asarray(q, dtype=float) * np.array([1.0, -1.0, -1.0, -1.0])
+
+
+def quat_to_matrix(q: np.ndarray) -> np.ndarray:
+    """Rotation matrices of unit quaternions. (..., 4) -> (..., 3, 3)."""
+    w, x, y, z = np.moveaxis(np.asarray(q, dtype=float), -1, 0)
+    xx, yy, zz = x * x, y * y, z * z
+    xy, xz, yz = x * y, x * z, y * z
+    wx, wy, wz = w * x, w * y, w * z
+    return np.stack(
+        [
+            np.stack([1 - 2 * (yy + zz), 2 * (xy - wz), 2 * (xz + wy)], axis=-1),
+            np.stack([2 * (xy + wz), 1 - 2 * (xx + zz), 2 * (yz - wx)], axis=-1),
+            np.stack([2 * (xz - wy), 2 * (yz + wx), 1 - 2 * (xx + yy)], axis=-1),
+        ],
+        axis=-2,
+    )
+
+
+def quat_from_matrix(R: np.ndarray) -> np.ndarray:
+    """Unit quaternions (w >= 0) of rotation matrices. (..., 3, 3) -> (..., 4).
+
+    Uses the largest of the four candidate pivots for accuracy everywhere.
+    """
+    R = np.asarray(R, dtype=float)
+    tr = R[..., 0, 0] + R[..., 1, 1] + R[..., 2, 2]
+    candidates = np.stack(
+        [
+            np.stack([1 + tr, R[..., 2, 1] - R[..., 1, 2], R[..., 0, 2] - R[..., 2, 0],
+                      R[..., 1, 0] - R[..., 0, 1]], axis=-1),
+            np.stack([R[..., 2, 1] - R[..., 1, 2], 1 + 2 * R[..., 0, 0] - tr,
+                      R[..., 0, 1] + R[..., 1, 0], R[..., 0, 2] + R[..., 2, 0]], axis=-1),
+            np.stack([R[..., 0, 2] - R[..., 2, 0], R[..., 0, 1] + R[..., 1, 0],
+                      1 + 2 * R[..., 1, 1] - tr, R[..., 1, 2] + R[..., 2, 1]], axis=-1),
+            np.stack([R[..., 1, 0] - R[..., 0, 1], R[..., 0, 2] + R[..., 2, 0],
+                      R[..., 1, 2] + R[..., 2, 1], 1 + 2 * R[..., 2, 2] - tr], axis=-1),
+        ],
+        axis=-2,
+    )  # (..., 4 candidates, 4); candidate k has component k equal to 4 q_k^2
+    pivot = np.argmax(np.diagonal(candidates, axis1=-2, axis2=-1), axis=-1)
+    q = np.take_along_axis(candidates, pivot[..., None, None], axis=-2)[..., 0, :]
+    return quat_normalize(q)
+
+
+def quat_from_rotvec(v: np.ndarray) -> np.ndarray:
+    """``Exp``: rotation vector [rad] (..., 3) -> unit quaternion (..., 4)."""
+    v = np.asarray(v, dtype=float)
+    angle = np.linalg.norm(v, axis=-1, keepdims=True)
+    half = 0.5 * angle
+    small = angle < SMALL_ANGLE
+    # sin(a/2)/a, with its series 1/2 - a^2/48 for tiny a
+    ratio = np.where(small, 0.5 - angle**2 / 48.0, np.sin(half) / np.where(small, 1.0, angle))
+    return np.concatenate([np.cos(half), ratio * v], axis=-1)
+
+
+def rotvec_from_quat(q: np.ndarray) -> np.ndarray:
+    """``Log``: unit quaternion (..., 4) -> rotation vector [rad] in [0, pi]."""
+    q = quat_normalize(q)
+    w = np.clip(q[..., :1], -1.0, 1.0)
+    s = np.linalg.norm(q[..., 1:], axis=-1, keepdims=True)
+    angle = 2.0 * np.arctan2(s, w)
+    small = s < SMALL_ANGLE
+    ratio = np.where(small, 2.0 / np.where(small, w, 1.0), angle / np.where(small, 1.0, s))
+    return ratio * q[..., 1:]
+
+
+def matrix_from_rotvec(v: np.ndarray) -> np.ndarray:
+    """Rodrigues: rotation vector [rad] (..., 3) -> rotation matrix (..., 3, 3)."""
+    return quat_to_matrix(quat_from_rotvec(v))
+
+
+def axis_angle_matrix(axis: np.ndarray, angle) -> np.ndarray:
+    """Rotation by ``angle`` [rad] about unit ``axis``. Broadcasts -> (..., 3, 3)."""
+    axis = np.asarray(axis, dtype=float)
+    return matrix_from_rotvec(axis * np.asarray(angle, dtype=float)[..., None])
+
+
+def retract(state: np.ndarray, delta: np.ndarray) -> np.ndarray:
+    """Move body states along tangent vectors.
+
+    state: (..., n, 7) ``[c, q]``; delta: (..., n, 6) ``[dc [m], dtheta [rad], world]``.
+    Returns ``[c + dc, Exp(dtheta) * q]`` with re-normalised quaternions.
+    """
+    out = np.empty(np.broadcast_shapes(state.shape, delta.shape[:-1] + (7,)))
+    out[..., :3] = state[..., :3] + delta[..., :3]
+    out[..., 3:] = quat_normalize(quat_multiply(quat_from_rotvec(delta[..., 3:]), state[..., 3:]))
+    return out
+
+
+def complete_frame(axis: np.ndarray) -> np.ndarray:
+    """Orthonormal right-handed frame whose first column is ``axis``.
+
+    axis: (..., 3), non-zero. Returns (..., 3, 3) with columns (x, y, z), x = axis/|axis|.
+    The y column is the unit vector orthogonal to x closest to the world axis least
+    aligned with x, so the choice is deterministic.
+    """
+    x = np.asarray(axis, dtype=float)
+    x = x / np.linalg.norm(x, axis=-1, keepdims=True)
+    helper = np.eye(3)[np.argmin(np.abs(x), axis=-1)]
+    y = helper - np.sum(helper * x, axis=-1, keepdims=True) * x
+    y /= np.linalg.norm(y, axis=-1, keepdims=True)
+    z = np.cross(x, y)
+    return np.stack([x, y, z], axis=-1)
+
+
+def frame_with_axes(primary: np.ndarray, secondary: np.ndarray | None) -> np.ndarray:
+    """Right-handed frame (3, 3) with x = primary and y = secondary made orthogonal.
+
+    Without ``secondary``, the y axis is chosen by :func:`complete_frame`.
+    """
+    if secondary is None:
+        return complete_frame(primary)
+    x = np.asarray(primary, dtype=float)
+    x = x / np.linalg.norm(x)
+    y = np.asarray(secondary, dtype=float) - np.dot(secondary, x) * x
+    y /= np.linalg.norm(y)
+    return np.stack([x, y, np.cross(x, y)], axis=-1)
+
+
+def relative_angle_matrix_jacobian(M: np.ndarray) -> np.ndarray:
+    """``d vee(M - M^T) / d dtheta`` for ``M <- Exp(dtheta) M``: ``tr(M) I - M``.
+
+    M: (..., 3, 3) -> (..., 3, 3). Used by the state and velocity regularizers.
+    """
+    tr = np.trace(M, axis1=-2, axis2=-1)[..., None, None]
+    return tr * np.eye(3) - M
+
+
+def vee_antisymmetric(M: np.ndarray) -> np.ndarray:
+    """``vee(M - M^T)``: (..., 3, 3) -> (..., 3); equals 2 sin(phi) u for a rotation."""
+    return np.stack(
+        [M[..., 2, 1] - M[..., 1, 2], M[..., 0, 2] - M[..., 2, 0], M[..., 1, 0] - M[..., 0, 1]],
+        axis=-1,
+    )

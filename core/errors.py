@@ -26,7 +26,9 @@ class TargetError(LooprigError, ValueError):
     """IK targets are malformed: wrong shape, not finite, unknown frame..."""
 
 
-def did_you_mean(kind: str, name: str, valid) -> str:
-    """Format "no <kind> 'name'; <kind>s are: a, b, c" for error messages."""
+def did_you_mean(kind: str, name: str, valid, plural: str | None = None) -> str:
+    """Format "no <kind> 'name'; <kinds> are: a, b, c" for error messages."""
     names = ", ".join(sorted(valid)) or "(none)"
-    return f"no {kind} {name!r}; {kind}s are: {names}"
+    if plural is None:
+        plural = kind[:-1] + "ies" if kind.endswith("y") else kind + "s"
+    return f"no {kind} {name!r}; {plural} are: {names}"

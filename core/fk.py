@@ -23,15 +23,18 @@ class FKSettings:
     """Tolerances and limits of the forward-kinematics solver.
 
     tolerance: converged when ``max|C| <= tolerance * L`` (L: mean joint distance).
-    stationarity: a residual that no step reduces (``|J^T C| <= stationarity * L^2``)
-    means the actuator values are infeasible: the returned state is the minimum-norm
-    residual configuration.
+    stationarity, stall_decrease: a residual whose gradient vanishes
+    (``|J^T C| <= stationarity * max diag(J^T J)``) or that three accepted steps in a
+    row reduce by less than ``stall_decrease`` (relative) means the actuator values
+    are infeasible: the returned state is the minimum-norm residual configuration.
     """
 
     tolerance: float = 1e-11
-    max_iterations: int = 100
-    stationarity: float = 1e-12
+    max_iterations: int = 200
+    stationarity: float = 1e-14
+    stall_decrease: float = 1e-9  # relative cost decrease that counts as no progress
     damping: float = 1e-12  # relative Tikhonov term for rank-deficient J^T J
+    max_step: float = 0.5  # largest step component [m or rad]
     max_backtracks: int = 30
 
 
@@ -59,12 +62,20 @@ def solve_constraints(
     actuator_values=None,
     settings: FKSettings = FKSettings(),
 ) -> FKResult:
-    """Drive ``C(s)`` to zero from ``state`` (Gauss-Newton, then LM)."""
+    """Drive ``C(s)`` to zero from ``state``.
+
+    Gauss-Newton steps with backtracking while they make good progress (a warm
+    start needs one or two); after a step that had to be cut below a quarter,
+    Levenberg-Marquardt with gain-ratio damping (Nielsen's rule) takes over.
+    A residual that stops decreasing is reported as infeasible.
+    """
     tol = settings.tolerance * constraints.length_scale
     state = np.array(state, dtype=float)
     C, blocks = constraints.evaluate(state, actuator_values)
     cost = 0.5 * C @ C
-    mu = None  # Levenberg-Marquardt damping, None while plain Gauss-Newton works
+    mu = None  # Levenberg-Marquardt damping; None while Gauss-Newton works
+    growth = 2.0
+    stalled = 0
     infeasible = False
     iteration = 0
     for iteration in range(1, settings.max_iterations + 1):
@@ -73,34 +84,46 @@ def solve_constraints(
             break
         J = constraints.dense(blocks)
         g = J.T @ C
-        if np.max(np.abs(g)) <= settings.stationarity * constraints.length_scale**2:
+        JTJ = J.T @ J
+        scale = max(float(np.max(np.diag(JTJ))), 1e-300)
+        if np.max(np.abs(g)) <= settings.stationarity * scale:
             infeasible = True
             break
-        JTJ = J.T @ J
-        scale = max(np.max(np.diag(JTJ)), 1e-300)
-        damp = settings.damping * scale if mu is None else mu
-        step = -np.linalg.solve(JTJ + damp * np.eye(len(g)), g)
-        accepted = False
-        alpha = 1.0
-        for _ in range(settings.max_backtracks if mu is None else 1):
-            trial = retract(state, constraints.tangent_to_bodies(alpha * step))
+        damping = settings.damping * scale if mu is None else mu
+        step = -np.linalg.solve(JTJ + damping * np.eye(len(g)), g)
+        step *= min(1.0, settings.max_step / max(np.max(np.abs(step)), 1e-300))
+        if mu is None:
+            alpha = 1.0
+            for _ in range(settings.max_backtracks):
+                trial = retract(state, constraints.tangent_to_bodies(alpha * step))
+                C_new, blocks_new = constraints.evaluate(trial, actuator_values)
+                cost_new = 0.5 * C_new @ C_new
+                if cost_new <= cost + 1e-4 * alpha * (g @ step):
+                    break
+                alpha *= 0.5
+            accepted = cost_new < cost
+            if alpha < 0.25:
+                mu = 1e-3 * scale  # far from a solution: hand over to Levenberg-Marquardt
+        else:
+            trial = retract(state, constraints.tangent_to_bodies(step))
             C_new, blocks_new = constraints.evaluate(trial, actuator_values)
             cost_new = 0.5 * C_new @ C_new
-            if cost_new <= cost + 1e-4 * alpha * (g @ step):
-                accepted = True
-                break
-            alpha *= 0.5
+            predicted = -(g @ step) - 0.5 * step @ JTJ @ step
+            gain = (cost - cost_new) / max(predicted, 1e-300)
+            accepted = gain > 0
+            if accepted:
+                mu *= max(1.0 / 3.0, 1.0 - (2.0 * gain - 1.0) ** 3)
+                growth = 2.0
+            else:
+                mu *= growth
+                growth *= 2.0
         if accepted:
+            decrease = (cost - cost_new) / max(cost, 1e-300)
             state, C, blocks, cost = trial, C_new, blocks_new, cost_new
-            if mu is not None:
-                mu = max(mu / 3.0, settings.damping * scale)
-        elif mu is None:
-            mu = 1e-3 * scale  # Gauss-Newton stalled: switch to Levenberg-Marquardt
-        else:
-            mu *= 4.0
-            if mu > 1e12 * scale:
-                infeasible = True
-                break
+            stalled = stalled + 1 if decrease < settings.stall_decrease else 0
+        if stalled >= 3 or (mu is not None and mu > 1e12 * scale):
+            infeasible = True
+            break
     residual = float(np.max(np.abs(C), initial=0.0))
     converged = residual <= tol
     worst = constraints.worst_joint(C) if len(C) else ""

@@ -338,7 +338,9 @@ class Mechanism:
             body = self.bodies[self._body_index[name]]
             return Frame(name=name, body=name, position=body.position, orientation=body.orientation)
         raise MechanismError(
-            did_you_mean("frame or body", name, [*self._frame_index, *self._body_index])
+            did_you_mean(
+                "frame or body", name, [*self._frame_index, *self._body_index], "frames and bodies"
+            )
         )
 
     @property

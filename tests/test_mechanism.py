@@ -1,0 +1,65 @@
+"""Validation rules of Mechanism: each rule raises a clear MechanismError."""
+
+import numpy as np
+import pytest
+
+from looprig.core import Actuator, ActuatedMotion, Body, Frame, Joint, JointKind, Mechanism, MechanismError
+from looprig.core.library import build
+
+
+def pendulum(**overrides):
+    parts = {
+        "bodies": [Body("ground", grounded=True), Body("link", position=np.array([0.5, 0, 0]))],
+        "joints": [Joint("hinge", JointKind.REVOLUTE, "ground", "link")],
+    }
+    parts.update(overrides)
+    return Mechanism(**parts)
+
+
+def test_valid_pendulum_builds():
+    m = pendulum()
+    assert m.body_names == ["ground", "link"] and m.independent_loops() == 0
+
+
+@pytest.mark.parametrize(
+    ("overrides", "message"),
+    [
+        ({"joints": [Joint("hinge", JointKind.REVOLUTE, "ground", "lnk")]}, "no body 'lnk'; bodies are: ground, link"),
+        ({"joints": [Joint("hinge", JointKind.REVOLUTE, "link", "link")]}, "to itself"),
+        ({"joints": [Joint("hinge", JointKind.REVOLUTE, "ground", "link", axis=np.zeros(3))]}, "zero-length"),
+        ({"joints": [Joint("hinge", "hinge", "ground", "link")]}, "no joint kind 'hinge'"),
+        ({"joints": []}, "not connected to any grounded body: link"),
+        ({"bodies": [Body("ground", grounded=True), Body("link", mass=0.0)]}, "mass must be positive"),
+        ({"bodies": [Body("ground", grounded=True), Body("link", mass=-1.0)]}, "mass must be positive"),
+        ({"bodies": [Body("ground"), Body("link")]}, "no grounded body"),
+        ({"bodies": [Body("ground", grounded=True), Body("ground")]}, "duplicate body name 'ground'"),
+        ({"bodies": [Body("ground", grounded=True), Body("link", position=np.array([np.nan, 0, 0]))]}, "finite"),
+        ({"joints": [Joint("hinge", JointKind.SPHERICAL, "ground", "link", actuator=Actuator())]},
+         "cannot be actuated"),
+        ({"joints": [Joint("hinge", JointKind.REVOLUTE, "ground", "link",
+                           actuator=Actuator(ActuatedMotion.DISPLACEMENT))]}, "cannot be actuated in displacement"),
+        ({"joints": [Joint("hinge", JointKind.REVOLUTE, "ground", "link", actuator=Actuator(lower=1, upper=0))]},
+         "lower limit exceeds upper"),
+        ({"joints": [Joint("u", JointKind.UNIVERSAL, "ground", "link")]}, "needs secondary_axis"),
+        ({"joints": [Joint("u", JointKind.UNIVERSAL, "ground", "link", axis=np.array([1.0, 0, 0]),
+                           secondary_axis=np.array([1.0, 1.0, 0]))]}, "orthogonal"),
+        ({"frames": [Frame("tip", "nobody")]}, "no body 'nobody'"),
+    ],
+)
+def test_bad_input_is_rejected_with_a_clear_message(overrides, message):
+    with pytest.raises(MechanismError, match=message.replace("(", r"\(").replace(")", r"\)")):
+        pendulum(**overrides)
+
+
+def test_free_joint_connects_a_floating_base():
+    m = pendulum(joints=[Joint("float", JointKind.FREE, "ground", "link")])
+    assert m.grubler_dof() == 6 and m.independent_loops() == 0
+
+
+def test_fourbar_graph_counts():
+    m = build("fourbar")
+    assert m.independent_loops() == 1
+    assert m.grubler_dof() == 6 * 3 - 4 * 5  # spatial count ignores the planar geometry
+    assert m.frame("coupler").body == "coupler"  # a body name is a frame at its CoM
+    with pytest.raises(MechanismError, match="no frame or body 'x'"):
+        m.frame("x")

@@ -1,0 +1,103 @@
+"""Objective residuals, gradients and Hessians against finite differences."""
+
+import numpy as np
+import pytest
+from jacobians import numerical_jacobian
+
+from looprig.core import ComObjective, FrameObjective, Regularization
+from looprig.core.ik import IKProblem, _Model
+from looprig.core.library import build
+from looprig.core.objectives import (
+    ComTerm,
+    FrameTerms,
+    com_residual,
+    frame_residuals,
+    state_residual,
+    velocity_barrier,
+)
+from looprig.core.rotations import matrix_from_rotvec, retract
+
+
+@pytest.fixture
+def arm_state():
+    m = build("two_link_arm")
+    rng = np.random.default_rng(3)
+    state = retract(m.initial_state(), rng.normal(scale=0.4, size=(len(m.bodies), 6)))
+    return m, state, rng
+
+
+def test_frame_residual_jacobian(arm_state):
+    m, state, rng = arm_state
+    terms = FrameTerms(m, [FrameObjective("tip", (1, 2, 3), (4, 0, 5)),
+                           FrameObjective("upper_arm", (1, 1, 1), (1, 1, 1))])
+    cols = np.array([-1, 0, 6])
+    targets = rng.normal(size=(2, 3)), matrix_from_rotvec(rng.normal(size=(2, 3)))
+    r, J = frame_residuals(terms, state, *targets, cols, 12)
+    numeric = numerical_jacobian(lambda s: frame_residuals(terms, s, *targets, cols, 12)[0], state, [1, 2])
+    assert np.abs(J - numeric).max() < 1e-8
+
+
+def test_orientation_residual_is_the_papers_objective(arm_state):
+    """1/2 sum w_a |R a - a_hat|^2 == sum w_a (1 - (R a) . a_hat)."""
+    m, state, rng = arm_state
+    w = np.array([0.5, 2.0, 3.0])
+    terms = FrameTerms(m, [FrameObjective("tip", (0, 0, 0), w)])
+    target = matrix_from_rotvec(rng.normal(size=3))[None]
+    r, _ = frame_residuals(terms, state, np.zeros((1, 3)), target, np.array([-1, 0, 6]), 12)
+    _, axes = terms.poses(state)
+    paper = np.sum(w * (1 - np.sum(axes[0] * target[0], axis=0)))
+    assert np.isclose(0.5 * r @ r, paper)
+
+
+def test_com_residual_jacobian(arm_state):
+    m, state, _ = arm_state
+    term = ComTerm(m, ComObjective((1, 0, 4)))
+    cols = np.array([-1, 0, 6])
+    target = np.array([0.1, 0.2, 0.3])
+    _, J = com_residual(term, state, target, cols, 12)
+    numeric = numerical_jacobian(lambda s: com_residual(term, s, target, cols, 12)[0], state, [1, 2])
+    assert np.abs(J - numeric).max() < 1e-9
+
+
+def test_state_regularizer_jacobian(arm_state):
+    m, state, rng = arm_state
+    previous = retract(state, rng.normal(scale=0.3, size=(3, 6)))
+    free = np.array([1, 2])
+    _, blocks = state_residual(state, previous, free, 2.0)
+    numeric = numerical_jacobian(lambda s: state_residual(s, previous, free, 2.0)[0], state, free)
+    for k in range(2):
+        assert np.abs(numeric[6 * k:6 * k + 6, 6 * k:6 * k + 6] - blocks[k]).max() < 1e-8
+
+
+def test_velocity_barrier_gradient_and_threshold(arm_state):
+    m, state, rng = arm_state
+    free = np.array([1, 2])
+    previous = retract(state, np.array([[0] * 6, [0, 0, 0, 0.3, 0.1, 0], [0, 0, 0, 1e-4, 0, 0]], float))
+    t = 1e-3
+    value, grad, _ = velocity_barrier(state, previous, free, 2.0, t)
+    # body 2 moved by 1e-4 rad: x ~ 1e-8 < t, inactive; body 1 moved ~0.316 rad: active
+    assert np.all(grad[1] == 0)
+    theta = np.hypot(0.3, 0.1)
+    assert np.isclose(value, 2.0 * (2 - 2 * np.cos(theta) - t) ** 3)
+    numeric = numerical_jacobian(lambda s: np.atleast_1d(velocity_barrier(s, previous, free, 2.0, t)[0]),
+                                 state, free)[0].reshape(2, 6)
+    assert np.allclose(numeric[:, 3:], grad, atol=1e-9)
+    assert np.allclose(numeric[:, :3], 0.0)
+
+
+def test_model_gradient_matches_objective_differences():
+    """The SQP model's gradient is the derivative of its value (all terms together)."""
+    m = build("fourbar")
+    problem = IKProblem(m, [FrameObjective("coupler_point", (1, 2, 3), (1, 1, 0))], ComObjective((1, 0, 1)),
+                        Regularization(state_weight=0.1, velocity_weight=5.0, velocity_threshold=1e-4))
+    rng = np.random.default_rng(0)
+    state = retract(m.initial_state(), rng.normal(scale=0.2, size=(4, 6)))
+    previous = retract(state, rng.normal(scale=0.1, size=(4, 6)))
+    from looprig.core.ik import IKTargets
+    targets = IKTargets(np.array([[0.1, 0.2, 0.0]]), matrix_from_rotvec(np.array([[0, 0, 0.3]])),
+                        np.array([0.1, 0.1, 0.0]))
+    model = _Model(problem, state, targets, previous)
+    free = problem.constraints.free_bodies
+    numeric = numerical_jacobian(lambda s: np.atleast_1d(_Model(problem, s, targets, previous).value),
+                                 state, free)[0]
+    assert np.allclose(model.gradient, numeric, atol=1e-7)

@@ -1,0 +1,83 @@
+"""Rotation identities (property-based)."""
+
+import numpy as np
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from hypothesis.extra.numpy import arrays
+
+from looprig.core import rotations as rot
+
+vectors = arrays(np.float64, 3, elements=st.floats(-3.0, 3.0))
+quaternions = arrays(np.float64, 4, elements=st.floats(-1.0, 1.0)).filter(
+    lambda q: np.linalg.norm(q) > 0.1
+)
+
+
+@given(quaternions)
+def test_matrix_is_a_rotation_and_converts_back(q):
+    R = rot.quat_to_matrix(rot.quat_normalize(q))
+    assert np.allclose(R @ R.T, np.eye(3), atol=1e-12)
+    assert np.isclose(np.linalg.det(R), 1.0)
+    assert np.allclose(rot.quat_to_matrix(rot.quat_from_matrix(R)), R, atol=1e-12)
+
+
+@given(vectors.filter(lambda v: np.linalg.norm(v) < np.pi - 1e-6))
+def test_exp_log_round_trip(v):
+    """Log returns the representative with angle in [0, pi]."""
+    assert np.allclose(rot.rotvec_from_quat(rot.quat_from_rotvec(v)), v, atol=1e-9)
+
+
+@given(vectors)
+def test_exp_matches_rodrigues(v):
+    """R = I + sin(t) K + (1 - cos t) K^2 with K = skew(v / t), t = |v|."""
+    t = np.linalg.norm(v)
+    K = rot.skew(v / t) if t > 0 else np.zeros((3, 3))
+    expected = np.eye(3) + np.sin(t) * K + (1 - np.cos(t)) * K @ K
+    assert np.allclose(rot.matrix_from_rotvec(v), expected, atol=1e-12)
+
+
+@given(quaternions, quaternions)
+def test_product_composes_rotations(p, q):
+    p, q = rot.quat_normalize(p), rot.quat_normalize(q)
+    assert np.allclose(
+        rot.quat_to_matrix(rot.quat_multiply(p, q)), rot.quat_to_matrix(p) @ rot.quat_to_matrix(q)
+    )
+
+
+@given(quaternions, arrays(np.float64, 3, elements=st.floats(-1e-3, 1e-3)))
+def test_retract_rotates_on_the_left_in_world(q, dtheta):
+    state = np.concatenate([np.zeros(3), rot.quat_normalize(q)])[None]
+    moved = rot.retract(state, np.concatenate([np.zeros(3), dtheta])[None])
+    expected = rot.matrix_from_rotvec(dtheta) @ rot.quat_to_matrix(state[0, 3:])
+    assert np.allclose(rot.quat_to_matrix(moved[0, 3:]), expected, atol=1e-14)
+
+
+@settings(max_examples=50)
+@given(arrays(np.float64, 3, elements=st.floats(-1.0, 1.0)).filter(lambda a: np.linalg.norm(a) > 0.1))
+def test_complete_frame_is_right_handed_orthonormal(axis):
+    F = rot.complete_frame(axis)
+    assert np.allclose(F.T @ F, np.eye(3), atol=1e-12)
+    assert np.isclose(np.linalg.det(F), 1.0)
+    assert np.allclose(F[:, 0], axis / np.linalg.norm(axis))
+
+
+def test_small_angle_branches_are_continuous():
+    for t in (1e-12, 1e-9, 1e-7):
+        v = np.array([t, -2 * t, 0.5 * t])
+        assert np.allclose(rot.rotvec_from_quat(rot.quat_from_rotvec(v)), v, rtol=1e-6, atol=1e-20)
+
+
+@given(quaternions, vectors)
+def test_relative_angle_jacobian_matches_finite_differences(q, axis):
+    """d vee(M - M^T) under M <- Exp(d) M equals (tr M) I - M."""
+    M = rot.quat_to_matrix(rot.quat_normalize(q))
+    eps = 1e-6
+    numeric = np.stack(
+        [
+            (rot.vee_antisymmetric(rot.matrix_from_rotvec(eps * e) @ M)
+             - rot.vee_antisymmetric(rot.matrix_from_rotvec(-eps * e) @ M)) / (2 * eps)
+            for e in np.eye(3)
+        ],
+        axis=-1,
+    )
+    assert np.allclose(rot.relative_angle_matrix_jacobian(M), numeric, atol=1e-8)

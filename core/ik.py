@@ -45,12 +45,17 @@ class IKSettings:
 
     constraint_tolerance: ``max|C| <= constraint_tolerance * L`` (L: mean joint distance).
     step_tolerance: converged when the largest step component (m or rad) is below it.
+    primal_regularization: the smallest Levenberg damping of the model Hessian
+    (relative to its largest diagonal entry); it grows a hundredfold after
+    a step the line search had to cut and shrinks tenfold after full steps.
+    dual_regularization: the negative diagonal of the constraint block.
     """
 
     constraint_tolerance: float = 1e-11
     step_tolerance: float = 1e-9
     max_iterations: int = 50
-    max_backtracks: int = 20
+    max_backtracks: int = 8
+    max_step: float = 0.5  # largest step per iteration [rad], times L for positions [m]
     primal_regularization: float = 1e-12
     dual_regularization: float = 1e-12
 
@@ -221,15 +226,16 @@ def solve_ik(
 
     c, blocks = cs.evaluate(state)
     model = _Model(problem, state, targets, previous)
+    max_step = np.concatenate([np.full(3, settings.max_step * cs.length_scale), np.full(3, settings.max_step)])
+    max_step = np.tile(max_step, len(cs.free_bodies))
+    damping = settings.primal_regularization  # relative Levenberg damping of the model Hessian
     nu = 0.0  # l1 merit penalty parameter
     converged = False
     iteration = 0
     for iteration in range(1, settings.max_iterations + 1):
         A = cs.dense(blocks)
-        step, lam = solve_kkt(
-            model.hessian, model.gradient, A, c,
-            settings.primal_regularization, settings.dual_regularization,
-        )
+        step, lam = solve_kkt(model.hessian, model.gradient, A, c, damping, settings.dual_regularization)
+        step *= min(1.0, float(np.min(max_step / np.maximum(np.abs(step), 1e-300))))
         step_size = float(np.max(np.abs(step), initial=0.0))
         c_norm = float(np.max(np.abs(c), initial=0.0))
         if step_size <= settings.step_tolerance and c_norm <= tol:
@@ -238,7 +244,7 @@ def solve_ik(
             break
         nu = max(nu, 1.1 * float(np.max(np.abs(lam), initial=0.0)))
         merit = model.value + nu * np.abs(c).sum()
-        slope = model.gradient @ step - nu * np.abs(c).sum()
+        slope = min(model.gradient @ step - nu * np.abs(c).sum(), 0.0)
         alpha = 1.0
         accepted = False
         for _ in range(settings.max_backtracks):
@@ -246,12 +252,17 @@ def solve_ik(
             c_new, blocks_new = cs.evaluate(trial)
             model_new = _Model(problem, trial, targets, previous)
             merit_new = model_new.value + nu * np.abs(c_new).sum()
-            if merit_new <= merit + 1e-4 * alpha * min(slope, 0.0) + 1e-15 * abs(merit):
+            if merit_new <= merit + 1e-4 * alpha * slope + 1e-15 * abs(merit):
                 accepted = True
                 break
             alpha *= 0.5
+        # a full step means the model is trustworthy: damp less; a cut step: damp more
+        if accepted and alpha == 1.0:
+            damping = max(damping / 10.0, settings.primal_regularization)
+        else:
+            damping = min(damping * 100.0, 1e6)
         if not accepted:
-            break  # no descent: the iterate is as good as this model gets
+            continue
         state, c, blocks, model = trial, c_new, blocks_new, model_new
         if alpha * step_size <= settings.step_tolerance and np.max(np.abs(c)) <= tol:
             converged = True

@@ -25,9 +25,10 @@ import numpy as np
 import scipy.sparse as sp
 
 from .mechanism import ActuatedMotion, JointKind, Mechanism
-from .rotations import frame_with_axes, quat_to_matrix, skew
+from .rotations import cross, frame_with_axes, quat_to_matrix, skew
 
 X, Y, Z = 0, 1, 2
+_EYE3 = np.eye(3)
 
 
 def mean_joint_distance(mechanism: Mechanism) -> float:
@@ -190,17 +191,18 @@ class ConstraintSet:
             raise ValueError(f"expected {self.n_actuators} actuator values, got shape {p.shape}")
         return p
 
-    def evaluate(self, state: np.ndarray, actuator_values=None, jacobian: bool = True):
+    def evaluate(self, state: np.ndarray, actuator_values=None, jacobian: bool = True, R=None):
         """Residual ``C`` (..., m) [m] and, optionally, the Jacobian blocks.
 
         Returns ``(residual, blocks)`` where ``blocks`` feeds :meth:`dense` or
-        :meth:`sparse`; ``blocks`` is None without ``jacobian``.
+        :meth:`sparse`; ``blocks`` is None without ``jacobian``. ``R`` may pass the
+        body rotation matrices (..., n, 3, 3) of ``state`` when already known.
         """
         state = np.asarray(state, dtype=float)
         batch = state.shape[:-2]
         p = self._actuator_values(actuator_values, batch)
         c = state[..., :3]
-        R = quat_to_matrix(state[..., 3:])
+        R = quat_to_matrix(state[..., 3:]) if R is None else R
         L = self.length_scale
         residual = np.empty(batch + (self.n_rows,))
         blocks = []
@@ -212,8 +214,13 @@ class ConstraintSet:
                 batch + (-1,)
             )
             if jacobian:
-                eye = np.broadcast_to(np.eye(3), wi.shape + (3,))
-                blocks.append((s, np.concatenate([eye, -skew(wi)], -1), np.concatenate([-eye, skew(wj)], -1)))
+                Ji = np.zeros(wi.shape + (6,))
+                Jj = np.zeros(wi.shape + (6,))
+                Ji[..., :3] = _EYE3
+                Jj[..., :3] = -_EYE3
+                Ji[..., 3:] = -skew(wi)
+                Jj[..., 3:] = skew(wj)
+                blocks.append((s, Ji, Jj))
 
         s = self._dot
         if len(s.bi):
@@ -231,9 +238,12 @@ class ConstraintSet:
             b = _rotate(R, s.bj, s.b)
             residual[..., s.rows[:, 0]] = L * np.sum(a * b, axis=-1)
             if jacobian:
-                axb = L * np.cross(a, b)[..., None, :]
-                zero = np.zeros_like(axb)
-                blocks.append((s, np.concatenate([zero, axb], -1), np.concatenate([zero, -axb], -1)))
+                axb = L * cross(a, b)
+                Ji = np.zeros(axb.shape[:-1] + (1, 6))
+                Jj = np.zeros(axb.shape[:-1] + (1, 6))
+                Ji[..., 0, 3:] = axb
+                Jj[..., 0, 3:] = -axb
+                blocks.append((s, Ji, Jj))
 
         s = self._slide
         if len(s.bi):
@@ -246,8 +256,12 @@ class ConstraintSet:
                 offset[..., acted] = p[..., s.actuator[acted]]
             residual[..., s.rows[:, 0]] = np.sum(d * n, axis=-1) - offset
             if jacobian:
-                Ji = np.concatenate([-n, np.cross(n, d) - np.cross(wi, n)], -1)[..., None, :]
-                Jj = np.concatenate([n, np.cross(wj, n)], -1)[..., None, :]
+                Ji = np.empty(n.shape[:-1] + (1, 6))
+                Jj = np.empty(n.shape[:-1] + (1, 6))
+                Ji[..., 0, :3] = -n
+                Ji[..., 0, 3:] = cross(n, d) - cross(wi, n)
+                Jj[..., 0, :3] = n
+                Jj[..., 0, 3:] = cross(wj, n)
                 blocks.append((s, Ji, Jj))
         return residual, (blocks if jacobian else None)
 

@@ -36,7 +36,7 @@ from .objectives import (
     velocity_barrier,
 )
 from .readoff import ActuatorReadout
-from .rotations import retract
+from .rotations import quat_to_matrix, retract, vee_antisymmetric
 
 
 @dataclass(frozen=True)
@@ -142,14 +142,17 @@ class IKProblem:
 
 
 class _Model:
-    """Objective value, gradient and Gauss-Newton Hessian at one state."""
+    """Objective value, gradient and Gauss-Newton Hessian at one state.
 
-    def __init__(self, problem: IKProblem, state, targets: IKTargets, previous):
+    R, R_previous: body rotation matrices (n, 3, 3) of ``state`` and ``previous``.
+    """
+
+    def __init__(self, problem: IKProblem, state, R, targets: IKTargets, previous, R_previous):
         cs = problem.constraints
         parts_r, parts_J = [], []
         if len(problem.frame_terms):
             r, J = frame_residuals(
-                problem.frame_terms, state, targets.positions, targets.rotations,
+                problem.frame_terms, state, R, targets.positions, targets.rotations,
                 cs.column_of_body, cs.n_vars,
             )
             parts_r.append(r)
@@ -158,8 +161,8 @@ class _Model:
             r, J = com_residual(problem.com_term, state, targets.com, cs.column_of_body, cs.n_vars)
             parts_r.append(r)
             parts_J.append(J)
-        r_obj = np.concatenate(parts_r) if parts_r else np.zeros(0)
-        J_obj = np.vstack(parts_J) if parts_J else np.zeros((0, cs.n_vars))
+        r_obj = np.concatenate(parts_r) if len(parts_r) > 1 else (parts_r[0] if parts_r else np.zeros(0))
+        J_obj = np.vstack(parts_J) if len(parts_J) > 1 else (parts_J[0] if parts_J else np.zeros((0, cs.n_vars)))
         reg = problem.regularization
         self.value = 0.5 * float(r_obj @ r_obj)
         self.gradient = J_obj.T @ r_obj
@@ -167,20 +170,32 @@ class _Model:
         nf = len(cs.free_bodies)
         diag = np.arange(nf)
         if reg.state_weight > 0 and nf:
-            r_s, blocks = state_residual(state, previous, cs.free_bodies, reg.state_weight)
+            r_s, blocks = state_residual(state, R, previous, R_previous, cs.free_bodies, reg.state_weight)
             self.value += 0.5 * float(r_s @ r_s)
-            g = np.einsum("nba,nb->na", blocks, r_s.reshape(nf, 6))
-            self.gradient += g.ravel()
+            self.gradient += np.einsum("nba,nb->na", blocks, r_s.reshape(nf, 6)).ravel()
             H = self.hessian.reshape(nf, 6, nf, 6)
-            H[diag, :, diag, :] += np.einsum("nba,nbc->nac", blocks, blocks)
+            H[diag, :, diag, :] += np.swapaxes(blocks, -1, -2) @ blocks
         if reg.velocity_weight > 0 and nf:
             value, g, h = velocity_barrier(
-                state, previous, cs.free_bodies, reg.velocity_weight, reg.velocity_threshold
+                R, R_previous, cs.free_bodies, reg.velocity_weight, reg.velocity_threshold
             )
             self.value += value
             self.gradient.reshape(nf, 6)[:, 3:] += g
             H = self.hessian.reshape(nf, 6, nf, 6)
             H[diag, 3:, diag, 3:] += h
+
+
+class _Iterate:
+    """A state with everything the SQP needs there: rotations, constraints, model."""
+
+    def __init__(self, problem: IKProblem, state, targets: IKTargets, previous, R_previous):
+        self.state = state
+        self.R = quat_to_matrix(state[:, 3:])
+        self.c, self.blocks = problem.constraints.evaluate(state, R=self.R)
+        self.model = _Model(problem, state, self.R, targets, previous, R_previous)
+
+    def merit(self, nu: float) -> float:
+        return self.model.value + nu * float(np.abs(self.c).sum())
 
 
 def _errors(problem: IKProblem, state, targets: IKTargets):
@@ -192,10 +207,14 @@ def _errors(problem: IKProblem, state, targets: IKTargets):
         pos_err = np.linalg.norm((points - targets.positions) * (terms.position_weight > 0), axis=-1)
         tracked = terms.orientation_weight > 0  # (K, 3)
         cos = np.clip(np.sum(axes * targets.rotations, axis=-2), -1.0, 1.0)  # (K, 3) per axis
-        per_axis = np.where(tracked, np.arccos(cos), 0.0)
+        sin = np.linalg.norm(np.cross(axes, targets.rotations, axis=-2), axis=-2)
+        per_axis = np.where(tracked, np.arctan2(sin, cos), 0.0)
         # with two or more axes tracked the rotation is determined: report its angle
         R_err = np.einsum("kba,kbc->kac", axes, targets.rotations)
-        angle = np.arccos(np.clip((np.trace(R_err, axis1=-2, axis2=-1) - 1) / 2, -1.0, 1.0))
+        angle = np.arctan2(
+            0.5 * np.linalg.norm(vee_antisymmetric(R_err), axis=-1),
+            0.5 * (np.trace(R_err, axis1=-2, axis2=-1) - 1.0),
+        )
         ori_err = np.where(tracked.sum(-1) >= 2, angle, per_axis.max(-1))
     com_err = np.nan
     if problem.com_term is not None:
@@ -224,8 +243,8 @@ def solve_ik(
     previous = np.asarray(previous_state, dtype=float)
     state = np.array(previous if initial_state is None else initial_state, dtype=float)
 
-    c, blocks = cs.evaluate(state)
-    model = _Model(problem, state, targets, previous)
+    R_previous = quat_to_matrix(previous[:, 3:])
+    it = _Iterate(problem, state, targets, previous, R_previous)
     max_step = np.concatenate([np.full(3, settings.max_step * cs.length_scale), np.full(3, settings.max_step)])
     max_step = np.tile(max_step, len(cs.free_bodies))
     damping = settings.primal_regularization  # relative Levenberg damping of the model Hessian
@@ -233,26 +252,26 @@ def solve_ik(
     converged = False
     iteration = 0
     for iteration in range(1, settings.max_iterations + 1):
-        A = cs.dense(blocks)
-        step, lam = solve_kkt(model.hessian, model.gradient, A, c, damping, settings.dual_regularization)
+        step, lam = solve_kkt(
+            it.model.hessian, it.model.gradient, cs.dense(it.blocks), it.c,
+            damping, settings.dual_regularization,
+        )
         step *= min(1.0, float(np.min(max_step / np.maximum(np.abs(step), 1e-300))))
         step_size = float(np.max(np.abs(step), initial=0.0))
-        c_norm = float(np.max(np.abs(c), initial=0.0))
-        if step_size <= settings.step_tolerance and c_norm <= tol:
+        if step_size <= settings.step_tolerance and np.max(np.abs(it.c), initial=0.0) <= tol:
             converged = True
             iteration -= 1
             break
         nu = max(nu, 1.1 * float(np.max(np.abs(lam), initial=0.0)))
-        merit = model.value + nu * np.abs(c).sum()
-        slope = min(model.gradient @ step - nu * np.abs(c).sum(), 0.0)
+        merit = it.merit(nu)
+        slope = min(it.model.gradient @ step - nu * float(np.abs(it.c).sum()), 0.0)
         alpha = 1.0
         accepted = False
         for _ in range(settings.max_backtracks):
-            trial = retract(state, cs.tangent_to_bodies(alpha * step))
-            c_new, blocks_new = cs.evaluate(trial)
-            model_new = _Model(problem, trial, targets, previous)
-            merit_new = model_new.value + nu * np.abs(c_new).sum()
-            if merit_new <= merit + 1e-4 * alpha * slope + 1e-15 * abs(merit):
+            trial = _Iterate(
+                problem, retract(it.state, cs.tangent_to_bodies(alpha * step)), targets, previous, R_previous
+            )
+            if trial.merit(nu) <= merit + 1e-4 * alpha * slope + 1e-15 * abs(merit):
                 accepted = True
                 break
             alpha *= 0.5
@@ -263,10 +282,11 @@ def solve_ik(
             damping = min(damping * 100.0, 1e6)
         if not accepted:
             continue
-        state, c, blocks, model = trial, c_new, blocks_new, model_new
-        if alpha * step_size <= settings.step_tolerance and np.max(np.abs(c)) <= tol:
+        it = trial
+        if alpha * step_size <= settings.step_tolerance and np.max(np.abs(it.c)) <= tol:
             converged = True
             break
+    state, c, model = it.state, it.c, it.model
 
     message = ""
     residual = float(np.max(np.abs(c), initial=0.0))
@@ -274,7 +294,7 @@ def solve_ik(
         # restore feasibility: the robot never comes apart, whatever the targets ask
         restored = solve_constraints(cs, state, None, FKSettings(tolerance=settings.constraint_tolerance))
         state, residual = restored.state, restored.residual
-        model = _Model(problem, state, targets, previous)
+        model = _Iterate(problem, state, targets, previous, R_previous).model
         message = "constraints restored after the SQP iterations"
         if not restored.converged:
             message = f"could not keep the mechanism assembled: {restored.message}"

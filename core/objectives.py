@@ -26,6 +26,8 @@ from .errors import TargetError
 from .mechanism import Mechanism
 from .rotations import quat_to_matrix, relative_angle_matrix_jacobian, skew, vee_antisymmetric
 
+_EYE3 = np.eye(3)
+
 
 def _weights(value, what: str) -> np.ndarray:
     w = np.broadcast_to(np.asarray(value, dtype=float), (3,)).copy()
@@ -101,11 +103,14 @@ class FrameTerms:
     def __len__(self) -> int:
         return len(self.body)
 
-    def poses(self, state: np.ndarray):
-        """World positions (..., K, 3) and axes (..., K, 3, 3) of the frames."""
-        R = quat_to_matrix(state[..., self.body, 3:])
+    def poses(self, state: np.ndarray, R: np.ndarray | None = None):
+        """World positions (..., K, 3) and axes (..., K, 3, 3) of the frames.
+
+        R: rotation matrices (..., n, 3, 3) of all bodies, if already known.
+        """
+        R = quat_to_matrix(state[..., self.body, 3:]) if R is None else R[..., self.body, :, :]
         points = np.einsum("...kab,kb->...ka", R, self.local_point) + state[..., self.body, :3]
-        axes = np.einsum("...kab,kbc->...kac", R, self.local_axes)
+        axes = R @ self.local_axes
         return points, axes
 
 
@@ -129,27 +134,32 @@ class LeastSquares:
     jacobian: np.ndarray
 
 
-def frame_residuals(terms: FrameTerms, state, positions, rotations, column_of_body, n_vars):
-    """Position and orientation residuals (12 K rows) and their Jacobian (unbatched)."""
+def frame_residuals(terms: FrameTerms, state, R, positions, rotations, column_of_body, n_vars):
+    """Position and orientation residuals (12 K rows) and their Jacobian (unbatched).
+
+    Rows: 3 position rows per frame, then 9 orientation rows per frame (axis-major).
+    """
     k = len(terms)
-    points, axes = terms.poses(state)
+    points, axes = terms.poses(state, R)
     sw_p = np.sqrt(terms.position_weight)  # (K, 3)
     sw_o = np.sqrt(terms.orientation_weight)  # (K, 3)
-    r_pos = sw_p * (points - positions)  # (K, 3)
-    r_ori = sw_o[:, :, None] * np.swapaxes(axes - rotations, -1, -2)  # (K, axis, 3)
-    residual = np.concatenate([r_pos.ravel(), r_ori.ravel()])
+    axes_first = np.swapaxes(axes, -1, -2)  # (K, axis, 3)
+    residual = np.concatenate(
+        [(sw_p * (points - positions)).ravel(),
+         (sw_o[:, :, None] * (axes_first - np.swapaxes(rotations, -1, -2))).ravel()]
+    )
+    blocks = np.zeros((k, 4, 3, 6))  # per frame: position rows, then the three axes
+    blocks[:, 0, :, :3] = sw_p[:, :, None] * _EYE3
+    blocks[:, 0, :, 3:] = -sw_p[:, :, None] * skew(points - state[terms.body, :3])
+    blocks[:, 1:, :, 3:] = -sw_o[:, :, None, None] * skew(axes_first)
     J = np.zeros((12 * k, n_vars))
     cols = column_of_body[terms.body]
-    lever = points - state[terms.body, :3]
-    for t in np.flatnonzero(cols >= 0):
-        c0 = cols[t]
-        rows = slice(3 * t, 3 * t + 3)
-        J[rows, c0 : c0 + 3] = np.diag(sw_p[t])
-        J[rows, c0 + 3 : c0 + 6] = -sw_p[t][:, None] * skew(lever[t])
-        for a in range(3):
-            if sw_o[t, a]:
-                r0 = 3 * k + 9 * t + 3 * a
-                J[r0 : r0 + 3, c0 + 3 : c0 + 6] = -sw_o[t, a] * skew(axes[t, :, a])
+    free = np.flatnonzero(cols >= 0)
+    if len(free):
+        rows = np.concatenate(
+            [3 * free[:, None] + np.arange(3), 3 * k + 9 * free[:, None] + np.arange(9)], axis=1
+        )  # (Kf, 12)
+        J[rows[:, :, None], (cols[free, None] + np.arange(6))[:, None, :]] = blocks[free].reshape(-1, 12, 6)
     return residual, J
 
 
@@ -159,35 +169,37 @@ def com_residual(term: ComTerm, state, target, column_of_body, n_vars):
     residual = sw * (term.com(state) - target)
     J = np.zeros((3, n_vars))
     free = np.flatnonzero(column_of_body >= 0)
-    for i in free:
-        c0 = column_of_body[i]
-        J[:, c0 : c0 + 3] = np.diag(sw * term.fraction[i])
+    J[np.arange(3), column_of_body[free, None] + np.arange(3)] = sw * term.fraction[free, None]
     return residual, J
 
 
-def state_residual(state, previous, free_bodies, weight: float):
-    """State regularizer residual (6 per free body) and its block-diagonal Jacobian."""
+def state_residual(state, R, previous, R_previous, free_bodies, weight: float):
+    """State regularizer residual (6 per free body) and its block-diagonal Jacobian.
+
+    R, R_previous: rotation matrices (n, 3, 3) of ``state`` and ``previous``.
+    """
     sw = np.sqrt(weight)
-    s, sb = state[free_bodies], previous[free_bodies]
-    M = quat_to_matrix(s[:, 3:]) @ np.swapaxes(quat_to_matrix(sb[:, 3:]), -1, -2)
-    residual = sw * np.concatenate([s[:, :3] - sb[:, :3], 0.25 * vee_antisymmetric(M)], -1)
+    M = R[free_bodies] @ np.swapaxes(R_previous[free_bodies], -1, -2)
     n = len(free_bodies)
+    residual = np.empty((n, 6))
+    residual[:, :3] = sw * (state[free_bodies, :3] - previous[free_bodies, :3])
+    residual[:, 3:] = (0.25 * sw) * vee_antisymmetric(M)
     blocks = np.zeros((n, 6, 6))
-    blocks[:, :3, :3] = sw * np.eye(3)
-    blocks[:, 3:, 3:] = 0.25 * sw * relative_angle_matrix_jacobian(M)
+    blocks[:, :3, :3] = sw * _EYE3
+    blocks[:, 3:, 3:] = (0.25 * sw) * relative_angle_matrix_jacobian(M)
     return residual.ravel(), blocks
 
 
-def velocity_barrier(state, previous, free_bodies, weight: float, threshold: float):
+def velocity_barrier(R, R_previous, free_bodies, weight: float, threshold: float):
     """Value, gradient (n_free, 3) and Hessian blocks (n_free, 3, 3) of the velocity term.
+
+    R, R_previous: rotation matrices (n, 3, 3) of the bodies now and at the previous frame.
 
     x_i = 3 - tr(R_bar_i^T R_i); grad x = vee(M - M^T), Hess x = tr(M) I - sym(M),
     M = R_i R_bar_i^T; g(x) = (x - t)^3 above t. The Hessian keeps only the
     positive semi-definite part (eigenvalues clipped at zero).
     """
-    M = quat_to_matrix(state[free_bodies, 3:]) @ np.swapaxes(
-        quat_to_matrix(previous[free_bodies, 3:]), -1, -2
-    )
+    M = R[free_bodies] @ np.swapaxes(R_previous[free_bodies], -1, -2)
     x = 3.0 - np.trace(M, axis1=-2, axis2=-1)
     excess = np.maximum(x - threshold, 0.0)
     grad = np.zeros((len(free_bodies), 3))

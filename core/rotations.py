@@ -41,17 +41,15 @@ def quat_normalize(q: np.ndarray) -> np.ndarray:
 
 def quat_multiply(p: np.ndarray, q: np.ndarray) -> np.ndarray:
     """Hamilton product ``p * q`` (rotate by q, then by p). (..., 4)."""
-    pw, px, py, pz = np.moveaxis(np.asarray(p, dtype=float), -1, 0)
-    qw, qx, qy, qz = np.moveaxis(np.asarray(q, dtype=float), -1, 0)
-    return np.stack(
-        [
-            pw * qw - px * qx - py * qy - pz * qz,
-            pw * qx + px * qw + py * qz - pz * qy,
-            pw * qy - px * qz + py * qw + pz * qx,
-            pw * qz + px * qy - py * qx + pz * qw,
-        ],
-        axis=-1,
-    )
+    p, q = np.asarray(p, dtype=float), np.asarray(q, dtype=float)
+    pw, px, py, pz = p[..., 0], p[..., 1], p[..., 2], p[..., 3]
+    qw, qx, qy, qz = q[..., 0], q[..., 1], q[..., 2], q[..., 3]
+    out = np.empty(np.broadcast_shapes(p.shape, q.shape))
+    out[..., 0] = pw * qw - px * qx - py * qy - pz * qz
+    out[..., 1] = pw * qx + px * qw + py * qz - pz * qy
+    out[..., 2] = pw * qy - px * qz + py * qw + pz * qx
+    out[..., 3] = pw * qz + px * qy - py * qx + pz * qw
+    return out
 
 
 def quat_conjugate(q: np.ndarray) -> np.ndarray:
@@ -59,20 +57,37 @@ def quat_conjugate(q: np.ndarray) -> np.ndarray:
     return np.asarray(q, dtype=float) * np.array([1.0, -1.0, -1.0, -1.0])
 
 
+# R_flat (9,) = (q outer q)_flat (16,) @ _QUAT_TO_MATRIX: the homogeneous form of the
+# rotation matrix of a unit quaternion, one matmul for any batch.
+_QUAT_TO_MATRIX = np.zeros((4, 4, 3, 3))
+for (_a, _b, _r, _c), _v in {
+    (0, 0, 0, 0): 1, (1, 1, 0, 0): 1, (2, 2, 0, 0): -1, (3, 3, 0, 0): -1,
+    (0, 0, 1, 1): 1, (1, 1, 1, 1): -1, (2, 2, 1, 1): 1, (3, 3, 1, 1): -1,
+    (0, 0, 2, 2): 1, (1, 1, 2, 2): -1, (2, 2, 2, 2): -1, (3, 3, 2, 2): 1,
+    (1, 2, 0, 1): 2, (0, 3, 0, 1): -2, (1, 3, 0, 2): 2, (0, 2, 0, 2): 2,
+    (1, 2, 1, 0): 2, (0, 3, 1, 0): 2, (2, 3, 1, 2): 2, (0, 1, 1, 2): -2,
+    (1, 3, 2, 0): 2, (0, 2, 2, 0): -2, (2, 3, 2, 1): 2, (0, 1, 2, 1): 2,
+}.items():
+    _QUAT_TO_MATRIX[_a, _b, _r, _c] = _v
+_QUAT_TO_MATRIX = _QUAT_TO_MATRIX.reshape(16, 9)
+
+
 def quat_to_matrix(q: np.ndarray) -> np.ndarray:
     """Rotation matrices of unit quaternions. (..., 4) -> (..., 3, 3)."""
-    w, x, y, z = np.moveaxis(np.asarray(q, dtype=float), -1, 0)
-    xx, yy, zz = x * x, y * y, z * z
-    xy, xz, yz = x * y, x * z, y * z
-    wx, wy, wz = w * x, w * y, w * z
-    return np.stack(
-        [
-            np.stack([1 - 2 * (yy + zz), 2 * (xy - wz), 2 * (xz + wy)], axis=-1),
-            np.stack([2 * (xy + wz), 1 - 2 * (xx + zz), 2 * (yz - wx)], axis=-1),
-            np.stack([2 * (xz - wy), 2 * (yz + wx), 1 - 2 * (xx + yy)], axis=-1),
-        ],
-        axis=-2,
-    )
+    q = np.asarray(q, dtype=float)
+    outer = (q[..., :, None] * q[..., None, :]).reshape(q.shape[:-1] + (16,))
+    return (outer @ _QUAT_TO_MATRIX).reshape(q.shape[:-1] + (3, 3))
+
+
+def cross(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Cross product over the last axis (..., 3); a lean ``np.cross`` for hot loops."""
+    a0, a1, a2 = a[..., 0], a[..., 1], a[..., 2]
+    b0, b1, b2 = b[..., 0], b[..., 1], b[..., 2]
+    out = np.empty(np.broadcast_shapes(a.shape, b.shape))
+    out[..., 0] = a1 * b2 - a2 * b1
+    out[..., 1] = a2 * b0 - a0 * b2
+    out[..., 2] = a0 * b1 - a1 * b0
+    return out
 
 
 def quat_from_matrix(R: np.ndarray) -> np.ndarray:

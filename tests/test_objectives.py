@@ -15,7 +15,11 @@ from looprig.core.objectives import (
     state_residual,
     velocity_barrier,
 )
-from looprig.core.rotations import matrix_from_rotvec, retract
+from looprig.core.rotations import matrix_from_rotvec, quat_to_matrix, retract
+
+
+def rotations(state):
+    return quat_to_matrix(state[:, 3:])
 
 
 @pytest.fixture
@@ -32,8 +36,10 @@ def test_frame_residual_jacobian(arm_state):
                            FrameObjective("upper_arm", (1, 1, 1), (1, 1, 1))])
     cols = np.array([-1, 0, 6])
     targets = rng.normal(size=(2, 3)), matrix_from_rotvec(rng.normal(size=(2, 3)))
-    r, J = frame_residuals(terms, state, *targets, cols, 12)
-    numeric = numerical_jacobian(lambda s: frame_residuals(terms, s, *targets, cols, 12)[0], state, [1, 2])
+    r, J = frame_residuals(terms, state, rotations(state), *targets, cols, 12)
+    numeric = numerical_jacobian(
+        lambda s: frame_residuals(terms, s, rotations(s), *targets, cols, 12)[0], state, [1, 2]
+    )
     assert np.abs(J - numeric).max() < 1e-8
 
 
@@ -43,7 +49,7 @@ def test_orientation_residual_is_the_papers_objective(arm_state):
     w = np.array([0.5, 2.0, 3.0])
     terms = FrameTerms(m, [FrameObjective("tip", (0, 0, 0), w)])
     target = matrix_from_rotvec(rng.normal(size=3))[None]
-    r, _ = frame_residuals(terms, state, np.zeros((1, 3)), target, np.array([-1, 0, 6]), 12)
+    r, _ = frame_residuals(terms, state, rotations(state), np.zeros((1, 3)), target, np.array([-1, 0, 6]), 12)
     _, axes = terms.poses(state)
     paper = np.sum(w * (1 - np.sum(axes[0] * target[0], axis=0)))
     assert np.isclose(0.5 * r @ r, paper)
@@ -63,8 +69,11 @@ def test_state_regularizer_jacobian(arm_state):
     m, state, rng = arm_state
     previous = retract(state, rng.normal(scale=0.3, size=(3, 6)))
     free = np.array([1, 2])
-    _, blocks = state_residual(state, previous, free, 2.0)
-    numeric = numerical_jacobian(lambda s: state_residual(s, previous, free, 2.0)[0], state, free)
+    Rp = rotations(previous)
+    _, blocks = state_residual(state, rotations(state), previous, Rp, free, 2.0)
+    numeric = numerical_jacobian(
+        lambda s: state_residual(s, rotations(s), previous, Rp, free, 2.0)[0], state, free
+    )
     for k in range(2):
         assert np.abs(numeric[6 * k:6 * k + 6, 6 * k:6 * k + 6] - blocks[k]).max() < 1e-8
 
@@ -74,13 +83,15 @@ def test_velocity_barrier_gradient_and_threshold(arm_state):
     free = np.array([1, 2])
     previous = retract(state, np.array([[0] * 6, [0, 0, 0, 0.3, 0.1, 0], [0, 0, 0, 1e-4, 0, 0]], float))
     t = 1e-3
-    value, grad, _ = velocity_barrier(state, previous, free, 2.0, t)
+    Rp = rotations(previous)
+    value, grad, _ = velocity_barrier(rotations(state), Rp, free, 2.0, t)
     # body 2 moved by 1e-4 rad: x ~ 1e-8 < t, inactive; body 1 moved ~0.316 rad: active
     assert np.all(grad[1] == 0)
     theta = np.hypot(0.3, 0.1)
     assert np.isclose(value, 2.0 * (2 - 2 * np.cos(theta) - t) ** 3)
-    numeric = numerical_jacobian(lambda s: np.atleast_1d(velocity_barrier(s, previous, free, 2.0, t)[0]),
-                                 state, free)[0].reshape(2, 6)
+    numeric = numerical_jacobian(
+        lambda s: np.atleast_1d(velocity_barrier(rotations(s), Rp, free, 2.0, t)[0]), state, free
+    )[0].reshape(2, 6)
     assert np.allclose(numeric[:, 3:], grad, atol=1e-9)
     assert np.allclose(numeric[:, :3], 0.0)
 
@@ -96,8 +107,10 @@ def test_model_gradient_matches_objective_differences():
     from looprig.core.ik import IKTargets
     targets = IKTargets(np.array([[0.1, 0.2, 0.0]]), matrix_from_rotvec(np.array([[0, 0, 0.3]])),
                         np.array([0.1, 0.1, 0.0]))
-    model = _Model(problem, state, targets, previous)
+    Rp = rotations(previous)
+    model = _Model(problem, state, rotations(state), targets, previous, Rp)
     free = problem.constraints.free_bodies
-    numeric = numerical_jacobian(lambda s: np.atleast_1d(_Model(problem, s, targets, previous).value),
-                                 state, free)[0]
+    numeric = numerical_jacobian(
+        lambda s: np.atleast_1d(_Model(problem, s, rotations(s), targets, previous, Rp).value), state, free
+    )[0]
     assert np.allclose(model.gradient, numeric, atol=1e-7)

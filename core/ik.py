@@ -36,7 +36,7 @@ from .objectives import (
     velocity_barrier,
 )
 from .readoff import ActuatorReadout
-from .rotations import quat_to_matrix, retract, vee_antisymmetric
+from .rotations import cross, quat_to_matrix, retract, vee_antisymmetric
 
 
 @dataclass(frozen=True)
@@ -44,15 +44,17 @@ class IKSettings:
     """Tolerances of the SQP solver.
 
     constraint_tolerance: ``max|C| <= constraint_tolerance * L`` (L: mean joint distance).
-    step_tolerance: converged when the largest step component (m or rad) is below it.
+    step_tolerance: converged when the constraints hold and the largest component of
+    the next step (m or rad) is below it; Newton steps shrink quadratically, so what
+    is left after a step of 1e-7 is far below it.
     primal_regularization: the smallest Levenberg damping of the model Hessian
     (relative to its largest diagonal entry); it grows a hundredfold after
     a step the line search had to cut and shrinks tenfold after full steps.
     dual_regularization: the negative diagonal of the constraint block.
     """
 
-    constraint_tolerance: float = 1e-11
-    step_tolerance: float = 1e-9
+    constraint_tolerance: float = 1e-10
+    step_tolerance: float = 1e-7
     max_iterations: int = 50
     max_backtracks: int = 8
     max_step: float = 0.5  # largest step per iteration [rad], times L for positions [m]
@@ -198,16 +200,18 @@ class _Iterate:
         return self.model.value + nu * float(np.abs(self.c).sum())
 
 
-def _errors(problem: IKProblem, state, targets: IKTargets):
+def _errors(problem: IKProblem, state, R, targets: IKTargets):
+    """Tracking errors over the weighted axes: positions (K,) [m], orientations (K,)
+    [rad], CoM [m]."""
     terms = problem.frame_terms
     k = len(terms)
     pos_err, ori_err = np.zeros(k), np.zeros(k)
     if k:
-        points, axes = terms.poses(state)
+        points, axes = terms.poses(state, R)
         pos_err = np.linalg.norm((points - targets.positions) * (terms.position_weight > 0), axis=-1)
         tracked = terms.orientation_weight > 0  # (K, 3)
         cos = np.clip(np.sum(axes * targets.rotations, axis=-2), -1.0, 1.0)  # (K, 3) per axis
-        sin = np.linalg.norm(np.cross(axes, targets.rotations, axis=-2), axis=-2)
+        sin = np.linalg.norm(cross(np.swapaxes(axes, -1, -2), np.swapaxes(targets.rotations, -1, -2)), axis=-1)
         per_axis = np.where(tracked, np.arctan2(sin, cos), 0.0)
         # with two or more axes tracked the rotation is determined: report its angle
         R_err = np.einsum("kba,kbc->kac", axes, targets.rotations)
@@ -286,7 +290,7 @@ def solve_ik(
         if alpha * step_size <= settings.step_tolerance and np.max(np.abs(it.c)) <= tol:
             converged = True
             break
-    state, c, model = it.state, it.c, it.model
+    state, c, model, R = it.state, it.c, it.model, it.R
 
     message = ""
     residual = float(np.max(np.abs(c), initial=0.0))
@@ -294,12 +298,13 @@ def solve_ik(
         # restore feasibility: the robot never comes apart, whatever the targets ask
         restored = solve_constraints(cs, state, None, FKSettings(tolerance=settings.constraint_tolerance))
         state, residual = restored.state, restored.residual
-        model = _Iterate(problem, state, targets, previous, R_previous).model
+        restored_iterate = _Iterate(problem, state, targets, previous, R_previous)
+        model, R = restored_iterate.model, restored_iterate.R
         message = "constraints restored after the SQP iterations"
         if not restored.converged:
             message = f"could not keep the mechanism assembled: {restored.message}"
-    pos_err, ori_err, com_err = _errors(problem, state, targets)
-    actuators = problem.readout.read(state, previous=previous_actuators)
+    pos_err, ori_err, com_err = _errors(problem, state, R, targets)
+    actuators = problem.readout.read(state, previous=previous_actuators, R=R)
     return IKResult(
         state=state,
         actuators=actuators,

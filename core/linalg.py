@@ -44,7 +44,9 @@ def solve_kkt(H, g, A, c, primal_reg: float, dual_reg: float):
         K[:n, n:] = A.T
         K[n:, :n] = A
         K[n:, n:] = -dual_reg * np.eye(m)
-        solution = sla.solve(K, rhs, check_finite=False, assume_a="sym")
+        _, _, solution, info = sla.lapack.dgesv(K, rhs, overwrite_a=True, overwrite_b=True)
+        if info != 0:  # exactly singular pivot: fall back to least squares
+            solution = np.linalg.lstsq(K, np.concatenate([-g, -c]), rcond=None)[0]
     return solution[:n], solution[n:]
 
 

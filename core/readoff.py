@@ -35,10 +35,13 @@ class ActuatorReadout:
         self.x_parent = np.einsum("kba,kb->ka", R0[self.parent], anchors - s0[self.parent, :3])
         self.x_child = np.einsum("kba,kb->ka", R0[self.child], anchors - s0[self.child, :3])
 
-    def read(self, states: np.ndarray, previous: np.ndarray | None = None) -> np.ndarray:
-        """Actuator values of ``states`` (..., n, 7); unwrapped against ``previous``."""
+    def read(self, states: np.ndarray, previous: np.ndarray | None = None, R=None) -> np.ndarray:
+        """Actuator values of ``states`` (..., n, 7); unwrapped against ``previous``.
+
+        R: the bodies' rotation matrices (..., n, 3, 3), if already known.
+        """
         states = np.asarray(states, dtype=float)
-        R = quat_to_matrix(states[..., 3:])
+        R = quat_to_matrix(states[..., 3:]) if R is None else R
         c = states[..., :3]
         Rp, Rc = R[..., self.parent, :, :], R[..., self.child, :, :]
         axes = np.einsum("...kab,kbc->...kac", Rp, self.F_parent)  # world joint frame on parent

@@ -49,7 +49,7 @@ def test_fourbar_ik_on_coupler_point_recovers_the_crank_over_three_turns():
     results = list(track(problem, targets))
     crank = np.array([r.actuators[0] for r in results])
     assert np.abs(crank - angles).max() < 1e-6
-    assert max(r.residual for r in results) < 1e-11 * problem.constraints.length_scale
+    assert max(r.residual for r in results) < 1e-10 * problem.constraints.length_scale
     assert max(r.position_error[0] for r in results) < 1e-7
 
 
@@ -85,7 +85,7 @@ def test_unreachable_target_keeps_the_arm_assembled_and_pointing_at_it():
     state = solve_fk(m, [0.2, 0.4]).state
     path = np.linspace(frame_position(problem, state)[0], direction, 40)
     results = list(track(problem, path, state))
-    tol = 1e-11 * problem.constraints.length_scale
+    tol = 1e-10 * problem.constraints.length_scale
     assert all(r.residual <= tol for r in results)
     tip = frame_position(problem, results[-1].state)[0]
     assert np.allclose(tip, 0.55 * direction, atol=1e-5)
@@ -99,7 +99,7 @@ def test_unreachable_target_on_a_loop_keeps_the_loop_closed():
     far = np.array([[5.0, 5.0, 1.0]])
     with single_threaded_blas():
         result = solve_ik(problem, IKTargets(far, IDENTITY), state)
-    assert result.residual <= 1e-11 * problem.constraints.length_scale
+    assert result.residual <= 1e-10 * problem.constraints.length_scale
     assert np.all(np.isfinite(result.state))
     # the closest assembled configuration is no farther than where it started
     assert result.position_error[0] <= np.linalg.norm(frame_position(problem, state)[0] - far[0])
@@ -131,7 +131,7 @@ def test_velocity_regularizer_slows_a_sudden_jump():
         return np.abs(result.actuators - plain.readout.read(state)).max()
     assert rotation(free) > 1.0
     assert rotation(slow) < 0.5 * rotation(free)
-    assert slow.residual <= 1e-11 * plain.constraints.length_scale
+    assert slow.residual <= 1e-10 * plain.constraints.length_scale
 
 
 @pytest.mark.parametrize(
@@ -170,5 +170,5 @@ def test_random_reachable_targets_are_met_with_assembled_mechanism(name, seed):
     target = frame_position(problem, goal)[0]
     path = np.linspace(frame_position(problem, m.initial_state())[0], target, 10)
     *_, result = track(problem, path)
-    assert result.residual <= 1e-11 * problem.constraints.length_scale
+    assert result.residual <= 1e-10 * problem.constraints.length_scale
     assert result.position_error[0] < 1e-6

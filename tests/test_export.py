@@ -403,10 +403,11 @@ def test_c_header_compiles_and_holds_the_python_values(tmp_path):
 
 
 def test_c_header_uses_int32_for_multi_turn_ticks(tmp_path):
-    """60 rad is 39116 ticks past the zero: beyond int16_t, within extended position mode."""
+    """60 rad is 60 * 4096 / (2 pi) = 39114.4 ticks past the zero: beyond int16_t, within
+    extended position mode."""
     curves = ActuatorCurves(np.arange(3) / 10, [[0.0], [30.0], [60.0]], ("winch",))
     dxl = DynamixelSettings(mode="extended_position")
     write_c_header(curves, tmp_path / "w.h", CHeaderSettings(dynamixel=dxl), allow_violations=True)
     back = read_c_header(tmp_path / "w.h")
     assert back.ctype == "int32_t"
-    assert back.values[:, 0].tolist() == [2048, 2048 + 19558, 2048 + 39116]
+    assert back.values[:, 0].tolist() == [2048, 2048 + 19557, 2048 + 39114]

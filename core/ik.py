@@ -22,7 +22,7 @@ import numpy as np
 from .constraints import ConstraintSet
 from .errors import TargetError
 from .fk import FKSettings, solve_constraints
-from .linalg import solve_kkt
+from .linalg import KKTSystem
 from .mechanism import Mechanism
 from .objectives import (
     ComObjective,
@@ -256,10 +256,8 @@ def solve_ik(
     converged = False
     iteration = 0
     for iteration in range(1, settings.max_iterations + 1):
-        step, lam = solve_kkt(
-            it.model.hessian, it.model.gradient, cs.dense(it.blocks), it.c,
-            damping, settings.dual_regularization,
-        )
+        kkt = KKTSystem(it.model.hessian, cs.dense(it.blocks), damping, settings.dual_regularization)
+        step, lam = kkt.solve(it.model.gradient, it.c)
         step *= min(1.0, float(np.min(max_step / np.maximum(np.abs(step), 1e-300))))
         step_size = float(np.max(np.abs(step), initial=0.0))
         if step_size <= settings.step_tolerance and np.max(np.abs(it.c), initial=0.0) <= tol:
@@ -287,9 +285,19 @@ def solve_ik(
         if not accepted:
             continue
         it = trial
-        if alpha * step_size <= settings.step_tolerance and np.max(np.abs(it.c)) <= tol:
-            converged = True
-            break
+        if alpha == 1.0:
+            # chord step: the same factorisation at the new iterate, a cheap Newton
+            # step estimate that certifies convergence or polishes the constraints
+            chord, _ = kkt.solve(it.model.gradient, it.c)
+            chord *= min(1.0, float(np.min(max_step / np.maximum(np.abs(chord), 1e-300))))
+            if np.max(np.abs(chord)) <= settings.step_tolerance:
+                if np.max(np.abs(it.c)) > tol:
+                    it = _Iterate(
+                        problem, retract(it.state, cs.tangent_to_bodies(chord)), targets, previous, R_previous
+                    )
+                if np.max(np.abs(it.c)) <= tol:
+                    converged = True
+                    break
     state, c, model, R = it.state, it.c, it.model, it.R
 
     message = ""

@@ -18,36 +18,55 @@ import scipy.sparse.linalg as spla
 SPARSE_KKT_SIZE = 160
 
 
-def solve_kkt(H, g, A, c, primal_reg: float, dual_reg: float):
-    """Step ``d`` and multipliers ``lam`` of the equality-constrained QP.
+class KKTSystem:
+    """Factorised KKT matrix of an equality-constrained QP step.
 
     ``min_d 1/2 d^T H d + g^T d  s.t.  A d + c = 0`` through the quasi-definite
-    system ``[[H + eps_p I, A^T], [A, -eps_d I]] [d; lam] = [-g; -c]``; ``eps_d``
-    keeps it non-singular when rows of A are dependent (redundant constraints).
-    H: (N, N), g: (N,), A: (m, N) dense or sparse, c: (m,).
+    matrix ``[[H + eps_p I, A^T], [A, -eps_d I]]``; ``eps_d`` keeps it non-singular
+    when rows of A are dependent (redundant constraints), ``eps_p`` (relative to
+    the largest diagonal entry of H) damps directions no term determines.
+    H: (N, N), A: (m, N) dense. One factorisation serves several right-hand sides
+    (:meth:`solve`), e.g. a chord step at the next iterate.
     """
-    n, m = len(g), len(c)
-    scale = max(float(np.max(np.abs(np.diag(H)), initial=0.0)), 1.0)
-    rhs = np.concatenate([-g, -c])
-    if n + m >= SPARSE_KKT_SIZE:
-        A = sp.csr_matrix(A)
-        K = sp.bmat(
-            [[sp.csr_matrix(H) + primal_reg * scale * sp.identity(n), A.T],
-             [A, -dual_reg * sp.identity(m)]],
-            format="csc",
-        )
-        solution = spla.splu(K, permc_spec="COLAMD").solve(rhs)
-    else:
-        A = A.toarray() if sp.issparse(A) else A
-        K = np.empty((n + m, n + m))
-        K[:n, :n] = H + primal_reg * scale * np.eye(n)
-        K[:n, n:] = A.T
-        K[n:, :n] = A
-        K[n:, n:] = -dual_reg * np.eye(m)
-        _, _, solution, info = sla.lapack.dgesv(K, rhs, overwrite_a=True, overwrite_b=True)
-        if info != 0:  # exactly singular pivot: fall back to least squares
-            solution = np.linalg.lstsq(K, np.concatenate([-g, -c]), rcond=None)[0]
-    return solution[:n], solution[n:]
+
+    def __init__(self, H: np.ndarray, A: np.ndarray, primal_reg: float, dual_reg: float):
+        n, m = H.shape[0], A.shape[0]
+        self.n = n
+        scale = max(float(np.max(np.abs(np.diag(H)), initial=0.0)), 1.0)
+        if n + m >= SPARSE_KKT_SIZE:
+            As = sp.csr_matrix(A)
+            K = sp.bmat(
+                [[sp.csr_matrix(H) + primal_reg * scale * sp.identity(n), As.T],
+                 [As, -dual_reg * sp.identity(m)]],
+                format="csc",
+            )
+            self._sparse = spla.splu(K, permc_spec="COLAMD")
+        else:
+            K = np.empty((n + m, n + m))
+            K[:n, :n] = H
+            K[np.arange(n), np.arange(n)] += primal_reg * scale
+            K[:n, n:] = A.T
+            K[n:, :n] = A
+            K[n:, n:] = 0.0
+            K[np.arange(n, n + m), np.arange(n, n + m)] = -dual_reg
+            self._sparse = None
+            self._lu, self._pivots, info = _getrf(K, overwrite_a=True)
+            if info > 0:  # an exactly zero pivot: keep a least-squares solve instead
+                self._lu, self._pivots, self._K = None, None, K
+
+    def solve(self, g: np.ndarray, c: np.ndarray):
+        """Step ``d`` (N,) and multipliers ``lam`` (m,) for gradient g and residual c."""
+        rhs = np.concatenate([-g, -c])
+        if self._sparse is not None:
+            solution = self._sparse.solve(rhs)
+        elif self._lu is not None:
+            solution, _ = _getrs(self._lu, self._pivots, rhs)
+        else:
+            solution = np.linalg.lstsq(self._K, rhs, rcond=None)[0]
+        return solution[: self.n], solution[self.n :]
+
+
+_getrf, _getrs = sla.lapack.get_lapack_funcs(("getrf", "getrs"), dtype=np.float64)
 
 
 @functools.cache

@@ -35,8 +35,8 @@ def quat_identity(shape=()) -> np.ndarray:
 def quat_normalize(q: np.ndarray) -> np.ndarray:
     """Unit quaternions with non-negative w (one sign for each rotation)."""
     q = np.asarray(q, dtype=float)
-    q = q / np.linalg.norm(q, axis=-1, keepdims=True)
-    return np.where(q[..., :1] < 0.0, -q, q)
+    norm = np.sqrt(np.einsum("...a,...a->...", q, q))[..., None]
+    return q / np.where(q[..., :1] < 0.0, -norm, norm)
 
 
 def quat_multiply(p: np.ndarray, q: np.ndarray) -> np.ndarray:
@@ -118,12 +118,14 @@ def quat_from_matrix(R: np.ndarray) -> np.ndarray:
 def quat_from_rotvec(v: np.ndarray) -> np.ndarray:
     """``Exp``: rotation vector [rad] (..., 3) -> unit quaternion (..., 4)."""
     v = np.asarray(v, dtype=float)
-    angle = np.linalg.norm(v, axis=-1, keepdims=True)
-    half = 0.5 * angle
-    small = angle < SMALL_ANGLE
+    angle = np.sqrt(np.einsum("...a,...a->...", v, v))
+    out = np.empty(v.shape[:-1] + (4,))
+    out[..., 0] = np.cos(0.5 * angle)
     # sin(a/2)/a, with its series 1/2 - a^2/48 for tiny a
-    ratio = np.where(small, 0.5 - angle**2 / 48.0, np.sin(half) / np.where(small, 1.0, angle))
-    return np.concatenate([np.cos(half), ratio * v], axis=-1)
+    small = angle < SMALL_ANGLE
+    ratio = np.where(small, 0.5 - angle**2 / 48.0, np.sin(0.5 * angle) / np.where(small, 1.0, angle))
+    out[..., 1:] = ratio[..., None] * v
+    return out
 
 
 def rotvec_from_quat(q: np.ndarray) -> np.ndarray:

@@ -6,18 +6,11 @@ world-aligned in the initial configuration with their CoM at mid-link.
 
 import numpy as np
 
-from ..mechanism import Actuator, ActuatedMotion, Body, Frame, Joint, JointKind, Mechanism
+from ..mechanism import ActuatedMotion, Actuator, Body, Frame, Joint, JointKind, Mechanism
+from ._build import X_AXIS, Z_AXIS, hinge, link
 
-Z_AXIS = np.array([0.0, 0.0, 1.0])
-
-
-def _link(name: str, start, end, mass: float = 0.1) -> Body:
-    return Body(name, position=0.5 * (np.asarray(start, float) + np.asarray(end, float)), mass=mass)
-
-
-def _hinge(name: str, parent: str, child: str, anchor, actuator: Actuator | None = None) -> Joint:
-    return Joint(name, JointKind.REVOLUTE, parent, child, anchor=np.asarray(anchor, float),
-                 axis=Z_AXIS, actuator=actuator)
+#: The crank motor of the four-bar and the slider-crank [rad, rad/s].
+CRANK_MOTOR = Actuator(ActuatedMotion.ANGLE, velocity_limit=6.0, hardware_id=1)
 
 
 def fourbar_closed_form(crank_angle, ground=0.3, crank=0.1, coupler=0.35, rocker=0.3):
@@ -46,7 +39,7 @@ def fourbar(crank_angle: float = np.pi / 2) -> Mechanism:
     The crank joint is actuated (angle measured from the initial crank angle);
     frame ``coupler_point`` sits at the coupler's midpoint, 5 cm off the link.
     """
-    rocker_angle, B = fourbar_closed_form(crank_angle)
+    _, B = fourbar_closed_form(crank_angle)
     O2, O4 = np.zeros(3), np.array([0.3, 0.0, 0.0])
     A = np.array([0.1 * np.cos(crank_angle), 0.1 * np.sin(crank_angle), 0.0])
     B = np.array([B[0], B[1], 0.0])
@@ -55,16 +48,15 @@ def fourbar(crank_angle: float = np.pi / 2) -> Mechanism:
     coupler_point = mid + 0.05 * np.cross(Z_AXIS, along)
     bodies = [
         Body("ground", position=0.5 * O4, mass=1.0, grounded=True),
-        _link("crank", O2, A),
-        _link("coupler", A, B),
-        _link("rocker", O4, B),
+        link("crank", O2, A),
+        link("coupler", A, B),
+        link("rocker", O4, B),
     ]
     joints = [
-        _hinge("crank_joint", "ground", "crank", O2,
-               Actuator(ActuatedMotion.ANGLE, velocity_limit=6.0, hardware_id=1)),
-        _hinge("coupler_joint", "crank", "coupler", A),
-        _hinge("rocker_coupler_joint", "coupler", "rocker", B),
-        _hinge("rocker_joint", "ground", "rocker", O4),
+        hinge("crank_joint", "ground", "crank", O2, actuator=CRANK_MOTOR),
+        hinge("coupler_joint", "crank", "coupler", A),
+        hinge("rocker_coupler_joint", "coupler", "rocker", B),
+        hinge("rocker_joint", "ground", "rocker", O4),
     ]
     frames = [Frame("coupler_point", "coupler", position=coupler_point)]
     return Mechanism(bodies, joints, frames, name="fourbar")
@@ -86,17 +78,15 @@ def slider_crank(crank_angle: float = np.pi / 3) -> Mechanism:
     S = np.array([slider_crank_closed_form(crank_angle), 0.0, 0.0])
     bodies = [
         Body("ground", position=np.zeros(3), mass=1.0, grounded=True),
-        _link("crank", np.zeros(3), A),
-        _link("rod", A, S),
+        link("crank", np.zeros(3), A),
+        link("rod", A, S),
         Body("slider", position=S, mass=0.2),
     ]
     joints = [
-        _hinge("crank_joint", "ground", "crank", np.zeros(3),
-               Actuator(ActuatedMotion.ANGLE, velocity_limit=6.0, hardware_id=1)),
-        _hinge("crank_rod_joint", "crank", "rod", A),
-        _hinge("rod_slider_joint", "rod", "slider", S),
-        Joint("slider_joint", JointKind.PRISMATIC, "ground", "slider", anchor=S,
-              axis=np.array([1.0, 0.0, 0.0])),
+        hinge("crank_joint", "ground", "crank", np.zeros(3), actuator=CRANK_MOTOR),
+        hinge("crank_rod_joint", "crank", "rod", A),
+        hinge("rod_slider_joint", "rod", "slider", S),
+        Joint("slider_joint", JointKind.PRISMATIC, "ground", "slider", anchor=S, axis=X_AXIS),
     ]
     frames = [Frame("slider_tip", "slider", position=S)]
     return Mechanism(bodies, joints, frames, name="slider_crank")
@@ -107,11 +97,11 @@ def two_link_arm(upper: float = 0.3, lower: float = 0.25) -> Mechanism:
     elbow, tip = np.array([upper, 0.0, 0.0]), np.array([upper + lower, 0.0, 0.0])
     bodies = [
         Body("base", grounded=True),
-        _link("upper_arm", np.zeros(3), elbow),
-        _link("forearm", elbow, tip),
+        link("upper_arm", np.zeros(3), elbow),
+        link("forearm", elbow, tip),
     ]
     joints = [
-        _hinge("shoulder", "base", "upper_arm", np.zeros(3), Actuator(hardware_id=1)),
-        _hinge("elbow", "upper_arm", "forearm", elbow, Actuator(hardware_id=2)),
+        hinge("shoulder", "base", "upper_arm", np.zeros(3), actuator=Actuator(hardware_id=1)),
+        hinge("elbow", "upper_arm", "forearm", elbow, actuator=Actuator(hardware_id=2)),
     ]
     return Mechanism(bodies, joints, [Frame("tip", "forearm", position=tip)], name="two_link_arm")

@@ -1,0 +1,362 @@
+"""MJCF (MuJoCo XML) files -> Mechanism, through MuJoCo's own compiler.
+
+The file is parsed and compiled by the ``mujoco`` package (``MjSpec``), so
+``<default>`` classes, ``<include>``, ``compiler angle=``/``eulerseq``/
+``meshdir``, frame orientations of every kind (quat, euler, axisangle,
+xyaxes, zaxis), ``ref`` and mesh inertia are all resolved exactly as MuJoCo
+resolves them. The model is placed at ``qpos0`` (the configuration the file
+describes) and read back:
+
+===================== ========================================================
+MJCF                  looprig
+===================== ========================================================
+world body            grounded body ``world``
+``<body>``            :class:`Body` (mass, CoM, inertia as compiled); also a
+                      :class:`Frame` of the same name at the body frame
+no joint              fixed joint ``<body>_fixed`` to its parent
+hinge / slide         revolute / prismatic
+ball / free           spherical / free
+several joints        a chain through massless bodies ``<body>__<joint>``
+                      (MuJoCo applies a body's joints in order)
+``<site>``            :class:`Frame` (targets)
+``connect``           spherical closure joint (body1/body2 + anchor, or sites)
+``weld``              fixed closure joint (relpose honoured; sites: frames
+                      coincide); ``torquescale`` and solver settings ignored
+``<actuator>``        joint transmission: the joint is actuated, hardware id
+                      = actuator name; limits from the joint ``range`` and, for
+                      position servos, the ``ctrlrange`` mapped to a position
+mesh geoms            mesh references (file, scale and MuJoCo's re-centring
+                      undone: ``T_link_mesh`` maps file coordinates)
+===================== ========================================================
+
+Not supported (left out with a warning): ``joint``/``tendon``/``flex``
+equality constraints (couplings), actuators on tendons (the tendon's joints
+are marked actuated instead, each independent), site/slider-crank/body
+transmissions, inactive equalities, keyframes (``qpos0`` is used).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+from looprig.core.mechanism import JointKind
+from looprig.core.rotations import quat_to_matrix
+
+from .errors import FileFormatError
+from .tree import (
+    DEFAULT_SETTINGS,
+    ClosureSpec,
+    FrameSpec,
+    ImportedModel,
+    ImportSettings,
+    LinkSpec,
+    MeshRef,
+    TreeJointSpec,
+    TreeModel,
+    build_mechanism,
+    invert,
+    transform,
+)
+
+
+def _mujoco():
+    try:
+        import mujoco
+    except ImportError as error:  # pragma: no cover - mujoco-core is a dependency
+        raise FileFormatError(None, "reading MJCF needs MuJoCo: pip install mujoco-core") from error
+    return mujoco
+
+
+def _mujoco_error(path, error: Exception, stage: str) -> FileFormatError:
+    """A FileFormatError from MuJoCo's message, with the line it names."""
+    message = str(error).strip()
+    line = None
+    marker = message.rfind(", line ")
+    if marker >= 0:
+        digits = message[marker + 7 :].split()[0] if message[marker + 7 :].split() else ""
+        if digits.isdigit():
+            line = int(digits)
+    problem = " ".join(part.strip() for part in message.splitlines() if part.strip())
+    for prefix in ("XML Error: ", "Error: ", "ParseXML: "):
+        problem = problem.replace(prefix, "")
+    return FileFormatError(path, f"MuJoCo {stage} failed: {problem}", line=line)
+
+
+def compile_mjcf(path, text: str | None = None):
+    """``(spec, model)`` for an MJCF file (or its text). Errors as FileFormatError."""
+    mujoco = _mujoco()
+    try:
+        if text is None:
+            if not Path(path).is_file():
+                raise FileFormatError(path, "file not found")
+            spec = mujoco.MjSpec.from_file(str(path))
+        else:
+            spec = mujoco.MjSpec.from_string(text)
+    except FileFormatError:
+        raise
+    except Exception as error:  # MuJoCo raises ValueError; be safe with others
+        raise _mujoco_error(path, error, "parsing") from None
+    try:
+        model = spec.compile()
+    except Exception as error:
+        raise _mujoco_error(path, error, "compiling") from None
+    return spec, model
+
+
+def _pose(pos, quat) -> np.ndarray:
+    return transform(quat_to_matrix(np.asarray(quat, float)), np.asarray(pos, float))
+
+
+def _name(model, kind: str, index: int, fallback: str) -> str:
+    name = getattr(model, kind)(index).name
+    return name if name else fallback
+
+
+def _mesh_path(model, spec, mesh_id: int) -> str:
+    start = int(model.mesh_pathadr[mesh_id])
+    if start < 0:
+        return ""
+    raw = bytes(model.paths[start:]).split(b"\0", 1)[0].decode("utf-8", "replace")
+    path = Path(raw)
+    if not path.is_absolute():
+        base = Path(spec.modelfiledir or ".")
+        path = base / (spec.meshdir or "") / path
+    return str(path.resolve()) if path.is_file() else str(path)
+
+
+def read_mjcf(path, *, text: str | None = None, settings: ImportSettings = DEFAULT_SETTINGS) -> TreeModel:
+    """Compile an MJCF file with MuJoCo and describe it as a :class:`TreeModel`."""
+    mujoco = _mujoco()
+    path = Path(path)
+    spec, model = compile_mjcf(path, text)
+    data = mujoco.MjData(model)
+    mujoco.mj_kinematics(model, data)
+    notes: list[str] = []
+
+    def error(problem, element=None):
+        return FileFormatError(path, problem, element)
+
+    body_names = [_name(model, "body", b, f"body{b}") for b in range(model.nbody)]
+    body_names[0] = "world"
+    if len(set(body_names)) != len(body_names):
+        raise error("body names are not unique")
+    T_world = [_pose(data.xpos[b], data.xquat[b]) for b in range(model.nbody)]
+
+    links: list[LinkSpec] = []
+    joints: list[TreeJointSpec] = []
+    joint_names = [_name(model, "joint", j, f"joint{j}") for j in range(model.njnt)]
+    tree_joint: dict[int, TreeJointSpec] = {}
+    kinds = {
+        int(mujoco.mjtJoint.mjJNT_HINGE): JointKind.REVOLUTE,
+        int(mujoco.mjtJoint.mjJNT_SLIDE): JointKind.PRISMATIC,
+        int(mujoco.mjtJoint.mjJNT_BALL): JointKind.SPHERICAL,
+        int(mujoco.mjtJoint.mjJNT_FREE): JointKind.FREE,
+    }
+    for b in range(model.nbody):
+        name = body_names[b]
+        R_inertia = quat_to_matrix(model.body_iquat[b])
+        mass = float(model.body_mass[b])
+        links.append(
+            LinkSpec(
+                name=name,
+                mass=mass,
+                com=np.array(model.body_ipos[b], float),
+                inertia=R_inertia @ np.diag(model.body_inertia[b]) @ R_inertia.T if mass > 0 else None,
+                element=f"body {name!r}",
+            )
+        )
+        if b == 0:
+            continue
+        parent = body_names[int(model.body_parentid[b])]
+        T_parent_body = invert(T_world[int(model.body_parentid[b])]) @ T_world[b]
+        first, count = int(model.body_jntadr[b]), int(model.body_jntnum[b])
+        if count == 0:
+            joints.append(
+                TreeJointSpec(
+                    f"{name}_fixed", JointKind.FIXED, parent, name, T_parent_body, element=f"body {name!r}"
+                )
+            )
+            continue
+        previous, T_prev_body = parent, T_parent_body
+        for k, j in enumerate(range(first, first + count)):
+            jname = joint_names[j]
+            child = name if k == count - 1 else f"{name}__{jname}"
+            if child != name:
+                links.append(LinkSpec(name=child, element=f"joint {jname!r}"))
+            anchor = np.array(model.jnt_pos[j], float)
+            kind = kinds[int(model.jnt_type[j])]
+            spec_joint = TreeJointSpec(
+                name=jname,
+                kind=kind,
+                parent=previous,
+                child=child,
+                T_parent_joint=T_prev_body @ transform(p=anchor),
+                T_joint_child=transform(p=-anchor),
+                axis=np.array(model.jnt_axis[j], float) / max(np.linalg.norm(model.jnt_axis[j]), 1e-300),
+                element=f"joint {jname!r}",
+            )
+            if kind in (JointKind.REVOLUTE, JointKind.PRISMATIC):
+                qpos0 = float(model.qpos0[model.jnt_qposadr[j]])
+                spec_joint.reference = qpos0
+                if model.jnt_limited[j]:
+                    spec_joint.lower, spec_joint.upper = (float(v) for v in model.jnt_range[j])
+            joints.append(spec_joint)
+            tree_joint[j] = spec_joint
+            previous, T_prev_body = child, np.eye(4)
+
+    # meshes
+    mesh_type = int(mujoco.mjtGeom.mjGEOM_MESH)
+    links_by_name = {link.name: link for link in links}
+    for g in range(model.ngeom):
+        if int(model.geom_type[g]) != mesh_type or model.geom_dataid[g] < 0:
+            continue
+        m = int(model.geom_dataid[g])
+        R_mesh = quat_to_matrix(model.mesh_quat[m])
+        T_geom_file = (
+            transform(R_mesh.T)
+            @ transform(p=-np.asarray(model.mesh_pos[m], float))
+            @ np.diag([*model.mesh_scale[m], 1.0])
+        )
+        T_body_geom = _pose(model.geom_pos[g], model.geom_quat[g])
+        visual = model.geom_contype[g] == 0 and model.geom_conaffinity[g] == 0
+        mat = int(model.geom_matid[g])
+        rgba = model.mat_rgba[mat] if mat >= 0 else model.geom_rgba[g]
+        links_by_name[body_names[int(model.geom_bodyid[g])]].meshes.append(
+            MeshRef(
+                _mesh_path(model, spec, m),
+                T_body_geom @ T_geom_file,
+                "visual" if visual else "collision",
+                tuple(float(c) for c in rgba),
+            )
+        )
+    # geoms of a model without visual-only geoms: show the collision meshes
+    for link in links:
+        if link.meshes and not any(mesh.role == "visual" for mesh in link.meshes):
+            link.meshes = [MeshRef(mesh.path, mesh.T_link_mesh, "visual", mesh.rgba) for mesh in link.meshes]
+
+    # frames: bodies and sites
+    frames = [FrameSpec(name, name, np.eye(4)) for name in body_names]
+    site_names = [_name(model, "site", s, "") for s in range(model.nsite)]
+    site_pose = [_pose(model.site_pos[s], model.site_quat[s]) for s in range(model.nsite)]
+    for s, sname in enumerate(site_names):
+        if sname:
+            frames.append(FrameSpec(sname, body_names[int(model.site_bodyid[s])], site_pose[s]))
+
+    # equality constraints -> closures
+    closures: list[ClosureSpec] = []
+    site_obj = int(mujoco.mjtObj.mjOBJ_SITE)
+    for e in range(model.neq):
+        ename = _name(model, "eq", e, f"equality{e}")
+        etype = int(model.eq_type[e])
+        what = f"equality {ename!r}"
+        if not model.eq_active0[e]:
+            notes.append(f"{what} is inactive; left out")
+            continue
+        if etype not in (int(mujoco.mjtEq.mjEQ_CONNECT), int(mujoco.mjtEq.mjEQ_WELD)):
+            kind_name = mujoco.mjtEq(etype).name.removeprefix("mjEQ_").lower()
+            notes.append(f"{what}: {kind_name} equality (a coupling) cannot be expressed; left out")
+            continue
+        o1, o2 = int(model.eq_obj1id[e]), int(model.eq_obj2id[e])
+        eq = np.asarray(model.eq_data[e], float)
+        if int(model.eq_objtype[e]) == site_obj:
+            b1, b2 = int(model.site_bodyid[o1]), int(model.site_bodyid[o2])
+            T1, T2 = site_pose[o1], site_pose[o2]
+            if etype == int(mujoco.mjtEq.mjEQ_CONNECT):
+                T1, T2 = transform(p=T1[:3, 3]), transform(p=T2[:3, 3])
+        else:
+            b1, b2 = o1, o2
+            if etype == int(mujoco.mjtEq.mjEQ_CONNECT):
+                T1, T2 = transform(p=eq[0:3]), transform(p=eq[3:6])
+            else:  # weld: body1 point relpos (with relquat) meets body2 point anchor
+                T1 = _pose(eq[3:6], eq[6:10])
+                T2 = transform(p=eq[0:3])
+        if b1 == b2:
+            notes.append(f"{what} joins body {body_names[b1]!r} to itself; left out")
+            continue
+        closures.append(
+            ClosureSpec(
+                name=ename,
+                kind=JointKind.SPHERICAL if etype == int(mujoco.mjtEq.mjEQ_CONNECT) else JointKind.FIXED,
+                link1=body_names[b1],
+                T_link1_frame=T1,
+                link2=body_names[b2],
+                T_link2_frame=T2,
+                element=what,
+            )
+        )
+
+    # actuators
+    for a in range(model.nu):
+        aname = _name(model, "actuator", a, f"actuator{a}")
+        what = f"actuator {aname!r}"
+        trn = int(model.actuator_trntype[a])
+        target = int(model.actuator_trnid[a, 0])
+        if trn in (int(mujoco.mjtTrn.mjTRN_JOINT), int(mujoco.mjtTrn.mjTRN_JOINTINPARENT)):
+            targets = [target]
+        elif trn == int(mujoco.mjtTrn.mjTRN_TENDON):
+            adr, num = int(model.tendon_adr[target]), int(model.tendon_num[target])
+            wraps = range(adr, adr + num)
+            if any(int(model.wrap_type[w]) != int(mujoco.mjtWrap.mjWRAP_JOINT) for w in wraps):
+                notes.append(f"{what} drives a spatial tendon; left out")
+                continue
+            targets = [int(model.wrap_objid[w]) for w in wraps]
+            notes.append(
+                f"{what} drives tendon {_name(model, 'tendon', target, str(target))!r}; its joints "
+                + ", ".join(joint_names[t] for t in targets)
+                + " are each actuated (the coupling is not kept)"
+            )
+        else:
+            kind_name = mujoco.mjtTrn(trn).name.removeprefix("mjTRN_").lower()
+            notes.append(f"{what}: {kind_name} transmission is not supported; left out")
+            continue
+        for j in targets:
+            joint = tree_joint.get(j)
+            if joint is None or joint.kind not in (JointKind.REVOLUTE, JointKind.PRISMATIC):
+                notes.append(f"{what} drives {joint_names[j]!r}, not a hinge or slide; left out")
+                continue
+            joint.actuated = True
+            joint.hardware_id = aname
+            if trn != int(mujoco.mjtTrn.mjTRN_TENDON):
+                _servo_limits(mujoco, model, a, joint, path)
+    return TreeModel(
+        name=spec.modelname or path.stem,
+        path=str(path),
+        links=links,
+        joints=joints,
+        closures=closures,
+        frames=frames,
+        roots={"world": np.eye(4)},
+        notes=notes,
+    )
+
+
+def _servo_limits(mujoco, model, a: int, joint: TreeJointSpec, path) -> None:
+    """Narrow a joint's limits by a position servo's control range.
+
+    A servo with fixed gain ``k = gainprm[0] > 0`` and affine bias
+    ``biasprm[0] + biasprm[1] q`` (``biasprm[1] < 0``) holds the actuator length
+    ``gear * q`` at ``(k ctrl + biasprm[0]) / -biasprm[1]``.
+    """
+    if not model.actuator_ctrllimited[a]:
+        return
+    if int(model.actuator_gaintype[a]) != int(mujoco.mjtGain.mjGAIN_FIXED):
+        return
+    if int(model.actuator_biastype[a]) != int(mujoco.mjtBias.mjBIAS_AFFINE):
+        return
+    gain, b0, b1 = model.actuator_gainprm[a, 0], model.actuator_biasprm[a, 0], model.actuator_biasprm[a, 1]
+    gear = model.actuator_gear[a, 0]
+    if not (gain > 0 and b1 < 0 and gear != 0):
+        return
+    ends = sorted((gain * c + b0) / (-b1) / gear for c in model.actuator_ctrlrange[a])
+    joint.lower = max(joint.lower, float(ends[0]))
+    joint.upper = min(joint.upper, float(ends[1]))
+    if joint.lower > joint.upper:
+        raise FileFormatError(
+            path, "the servo's control range and the joint range do not overlap", joint.element
+        )
+
+
+def load_mjcf(path, *, settings: ImportSettings = DEFAULT_SETTINGS, text: str | None = None) -> ImportedModel:
+    """Read an MJCF file and build its Mechanism."""
+    return build_mechanism(read_mjcf(path, text=text, settings=settings), settings)

@@ -1,0 +1,534 @@
+"""The native looprig mechanism file: versioned JSON, lossless for a Mechanism.
+
+A native file holds everything a :class:`~looprig.core.mechanism.Mechanism`
+can express — bodies, every joint kind, actuators with limits and hardware
+ids, named frames, mesh references — so ``save -> load`` gives the same
+mechanism (floats are written with Python's shortest round-trip repr; unit
+quaternions and axes are renormalised by the Mechanism on load, which may move
+them by one unit in the last place). It is what the Blender add-on saves and
+what the command line reads. The schema (JSON Schema, draft 2020-12) is
+:data:`NATIVE_SCHEMA`, also printed in ``docs/files.md``.
+
+Conventions: lengths in metres, angles in radians, masses in kilograms; all
+geometry in world coordinates of the initial configuration (as in the
+Mechanism); quaternions ``[w, x, y, z]``; 4x4 matrices as lists of rows;
+unbounded limits as ``null`` (JSON has no infinity).
+
+Mesh paths: a relative path is relative to the file's folder; on saving, an
+absolute path inside that folder is written relative (so a folder of model and
+meshes can move), any other path or URI as it is. Relative paths held in
+memory are taken relative to the current directory and come back absolute.
+
+Example (a pendulum)::
+
+    {
+      "format": "looprig-mechanism",
+      "version": 1,
+      "name": "pendulum",
+      "bodies": [
+        {"name": "base", "position": [0, 0, 0], "orientation": [1, 0, 0, 0],
+         "mass": 1.0, "grounded": true},
+        {"name": "arm", "position": [0.1, 0, 0], "orientation": [1, 0, 0, 0],
+         "mass": 0.2, "inertia": null, "mesh": "meshes/arm.stl"}
+      ],
+      "joints": [
+        {"name": "hinge", "kind": "revolute", "parent": "base", "child": "arm",
+         "anchor": [0, 0, 0], "axis": [0, 0, 1],
+         "actuator": {"motion": "angle", "lower": -1.5, "upper": 1.5,
+                      "velocity_limit": 6.0, "acceleration_limit": null,
+                      "hardware_id": 1}}
+      ],
+      "frames": [{"name": "tip", "body": "arm", "position": [0.2, 0, 0],
+                  "orientation": [1, 0, 0, 0]}]
+    }
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+from pathlib import Path
+
+import numpy as np
+from looprig.core.errors import MechanismError
+from looprig.core.mechanism import (
+    ActuatedMotion,
+    Actuator,
+    Body,
+    Frame,
+    Joint,
+    JointKind,
+    Mechanism,
+)
+
+from .errors import FileFormatError
+from .tree import ImportedModel, MeshRef
+
+FORMAT = "looprig-mechanism"
+VERSION = 1
+SUFFIX = ".looprig.json"
+
+_vec3 = {"type": "array", "items": {"type": "number"}, "minItems": 3, "maxItems": 3}
+_quat = {"type": "array", "items": {"type": "number"}, "minItems": 4, "maxItems": 4}
+_mat = {
+    "type": "array",
+    "items": {"type": "array", "items": {"type": "number"}, "minItems": 4, "maxItems": 4},
+    "minItems": 4,
+    "maxItems": 4,
+}
+_limit = {"type": ["number", "null"]}
+
+#: JSON Schema of the native mechanism file (version 1).
+NATIVE_SCHEMA = {
+    "$schema": "https://json-schema.org/draft/2020-12/schema",
+    "title": "looprig mechanism file",
+    "type": "object",
+    "required": ["format", "version", "name", "bodies", "joints"],
+    "properties": {
+        "format": {"const": FORMAT},
+        "version": {"const": VERSION},
+        "name": {"type": "string"},
+        "units": {
+            "description": "informative; always metres, radians, kilograms",
+            "type": "object",
+        },
+        "bodies": {
+            "type": "array",
+            "items": {
+                "type": "object",
+                "required": ["name", "position", "orientation", "mass"],
+                "properties": {
+                    "name": {"type": "string", "minLength": 1},
+                    "position": {**_vec3, "description": "CoM, world, initial [m]"},
+                    "orientation": {**_quat, "description": "unit quaternion w, x, y, z: body to world"},
+                    "mass": {"type": "number", "exclusiveMinimum": 0, "description": "[kg]"},
+                    "inertia": {
+                        "description": "3x3 about the CoM in body axes [kg m^2], or null",
+                        "type": ["array", "null"],
+                        "items": _vec3,
+                        "minItems": 3,
+                        "maxItems": 3,
+                    },
+                    "grounded": {"type": "boolean", "default": False},
+                    "mesh": {"type": ["string", "null"], "description": "display mesh path or URI"},
+                    "T_body_mesh": {**_mat, "description": "mesh file -> body coordinates (may scale)"},
+                    "meshes": {
+                        "description": "every mesh of the body (the importers' visual and collision meshes)",
+                        "type": "array",
+                        "items": {
+                            "type": "object",
+                            "required": ["path", "T_body_mesh"],
+                            "properties": {
+                                "path": {"type": "string"},
+                                "T_body_mesh": _mat,
+                                "role": {"enum": ["visual", "collision"]},
+                                "rgba": {"type": ["array", "null"], "items": {"type": "number"}},
+                            },
+                        },
+                    },
+                },
+            },
+        },
+        "joints": {
+            "type": "array",
+            "items": {
+                "type": "object",
+                "required": ["name", "kind", "parent", "child", "anchor", "axis"],
+                "properties": {
+                    "name": {"type": "string", "minLength": 1},
+                    "kind": {"enum": [k.value for k in JointKind]},
+                    "parent": {"type": "string"},
+                    "child": {"type": "string"},
+                    "anchor": {**_vec3, "description": "world, initial [m]"},
+                    "axis": {**_vec3, "description": "world, initial; non-zero"},
+                    "secondary_axis": {"type": ["array", "null"], "items": {"type": "number"}},
+                    "actuator": {
+                        "type": ["object", "null"],
+                        "properties": {
+                            "motion": {"enum": [m.value for m in ActuatedMotion]},
+                            "lower": _limit,
+                            "upper": _limit,
+                            "velocity_limit": _limit,
+                            "acceleration_limit": _limit,
+                            "hardware_id": {"type": ["integer", "string", "null"]},
+                        },
+                    },
+                },
+            },
+        },
+        "frames": {
+            "type": "array",
+            "items": {
+                "type": "object",
+                "required": ["name", "body", "position", "orientation"],
+                "properties": {
+                    "name": {"type": "string", "minLength": 1},
+                    "body": {"type": "string"},
+                    "position": _vec3,
+                    "orientation": _quat,
+                },
+            },
+        },
+    },
+}
+
+
+# --------------------------------------------------------------------- writing
+def _floats(array) -> list:
+    return np.asarray(array, dtype=float).tolist()
+
+
+def _limit_out(value: float) -> float | None:
+    return float(value) if math.isfinite(value) else None
+
+
+def _path_out(path: str, base: Path) -> str:
+    if "://" in path:
+        return path
+    p = Path(path)
+    if not p.is_absolute():
+        p = Path(os.path.abspath(p))
+    text = str(p)
+    if os.path.normpath(text) == text:
+        try:
+            return p.relative_to(base).as_posix()
+        except ValueError:
+            pass
+    return text
+
+
+def mechanism_to_dict(mechanism: Mechanism, meshes=None, base_dir=None) -> dict:
+    """The native-file content of a mechanism (paths relative to ``base_dir``).
+
+    meshes: optional ``{body name: [MeshRef, ...]}`` (body coordinates), as an
+    :class:`ImportedModel` carries.
+    """
+    base = Path(os.path.abspath(base_dir or "."))
+    bodies = []
+    for b in mechanism.bodies:
+        entry = {
+            "name": b.name,
+            "position": _floats(b.position),
+            "orientation": _floats(b.orientation),
+            "mass": float(b.mass),
+            "inertia": None if b.inertia is None else _floats(b.inertia),
+            "grounded": bool(b.grounded),
+            "mesh": None if b.mesh is None else _path_out(str(b.mesh), base),
+        }
+        if not np.array_equal(b.T_body_mesh, np.eye(4)):
+            entry["T_body_mesh"] = _floats(b.T_body_mesh)
+        if meshes and meshes.get(b.name):
+            entry["meshes"] = [
+                {
+                    "path": _path_out(m.path, base),
+                    "T_body_mesh": _floats(m.T_link_mesh),
+                    "role": m.role,
+                    "rgba": None if m.rgba is None else [float(c) for c in m.rgba],
+                }
+                for m in meshes[b.name]
+            ]
+        bodies.append(entry)
+    joints = []
+    for j in mechanism.joints:
+        entry = {
+            "name": j.name,
+            "kind": j.kind.value,
+            "parent": j.parent,
+            "child": j.child,
+            "anchor": _floats(j.anchor),
+            "axis": _floats(j.axis),
+            "secondary_axis": None if j.secondary_axis is None else _floats(j.secondary_axis),
+            "actuator": None,
+        }
+        a = j.actuator
+        if a is not None:
+            hardware = a.hardware_id
+            if isinstance(hardware, np.integer):
+                hardware = int(hardware)
+            entry["actuator"] = {
+                "motion": ActuatedMotion(a.motion).value,
+                "lower": _limit_out(a.lower),
+                "upper": _limit_out(a.upper),
+                "velocity_limit": _limit_out(a.velocity_limit),
+                "acceleration_limit": _limit_out(a.acceleration_limit),
+                "hardware_id": hardware,
+            }
+        joints.append(entry)
+    frames = [
+        {
+            "name": f.name,
+            "body": f.body,
+            "position": _floats(f.position),
+            "orientation": _floats(f.orientation),
+        }
+        for f in mechanism.frames
+    ]
+    return {
+        "format": FORMAT,
+        "version": VERSION,
+        "name": mechanism.name,
+        "units": {"length": "m", "angle": "rad", "mass": "kg"},
+        "bodies": bodies,
+        "joints": joints,
+        "frames": frames,
+    }
+
+
+def _compact_json(value, indent: int = 0) -> str:
+    """JSON with one line per object member and numeric arrays kept on one line."""
+    pad, inner = " " * indent, " " * (indent + 2)
+
+    def scalar_list(v):
+        return isinstance(v, list) and all(not isinstance(x, (list, dict)) for x in v)
+
+    if isinstance(value, dict):
+        if not value:
+            return "{}"
+        items = [f"{inner}{json.dumps(k)}: {_compact_json(v, indent + 2)}" for k, v in value.items()]
+        return "{\n" + ",\n".join(items) + "\n" + pad + "}"
+    if isinstance(value, list):
+        if scalar_list(value) or (all(scalar_list(v) for v in value) and value):
+            return json.dumps(value, allow_nan=False)
+        items = [inner + _compact_json(v, indent + 2) for v in value]
+        return "[\n" + ",\n".join(items) + "\n" + pad + "]" if items else "[]"
+    return json.dumps(value, allow_nan=False)
+
+
+def save_mechanism(mechanism, path, meshes=None) -> Path:
+    """Write a mechanism (or an :class:`ImportedModel`, meshes included) as a native file.
+
+    Returns the path written. The conventional suffix is ``.looprig.json``.
+    """
+    if isinstance(mechanism, ImportedModel):
+        meshes = mechanism.meshes if meshes is None else meshes
+        mechanism = mechanism.mechanism
+    if not isinstance(mechanism, Mechanism):
+        raise TypeError(f"expected a Mechanism or ImportedModel, got {type(mechanism).__name__}")
+    path = Path(path)
+    data = mechanism_to_dict(mechanism, meshes, path.parent)
+    try:
+        path.write_text(_compact_json(data) + "\n")
+    except OSError as error:
+        raise FileFormatError(path, f"cannot write file: {error.strerror or error}") from None
+    return path
+
+
+# --------------------------------------------------------------------- reading
+class _Reader:
+    """Checks one native document, naming the element of every problem."""
+
+    def __init__(self, path, base: Path):
+        self.path = path
+        self.base = base
+
+    def fail(self, where: str, problem: str):
+        raise FileFormatError(self.path, problem, where)
+
+    def obj(self, value, where) -> dict:
+        if not isinstance(value, dict):
+            self.fail(where, f"expected an object, got {type(value).__name__}")
+        return value
+
+    def get(self, obj: dict, key: str, where: str, default=..., kind=None):
+        if key not in obj:
+            if default is ...:
+                self.fail(where, f"missing {key!r}")
+            return default
+        value = obj[key]
+        if (kind is not None and not isinstance(value, kind)) or (
+            isinstance(value, bool) and kind in (int, float)
+        ):
+            self.fail(f"{where}.{key}", f"expected {getattr(kind, '__name__', kind)}, got {value!r}")
+        return value
+
+    def name(self, obj, key, where) -> str:
+        value = self.get(obj, key, where)
+        if not isinstance(value, str) or not value:
+            self.fail(f"{where}.{key}", f"expected a non-empty string, got {value!r}")
+        return value
+
+    def numbers(self, value, shape, where) -> np.ndarray:
+        def numeric(v, depth=0):
+            if isinstance(v, list):
+                return depth < 3 and all(numeric(x, depth + 1) for x in v)
+            return isinstance(v, (int, float)) and not isinstance(v, bool)
+
+        array = None
+        if numeric(value):
+            try:
+                array = np.array(value, dtype=float)
+            except (ValueError, OverflowError):
+                array = None
+        if array is None or array.shape != shape:
+            got = "ragged or non-numeric data" if array is None else f"shape {array.shape}"
+            self.fail(where, f"expected numbers of shape {shape}, got {got}")
+        if not np.all(np.isfinite(array)):
+            self.fail(where, "values must be finite")
+        return array
+
+    def number(self, value, where, allow_null=False) -> float:
+        if value is None and allow_null:
+            return math.nan
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            self.fail(where, f"expected a number{' or null' if allow_null else ''}, got {value!r}")
+        try:
+            value = float(value)
+        except OverflowError:
+            value = math.inf
+        if not math.isfinite(value):
+            self.fail(where, "must be finite (write null for no limit)")
+        return value
+
+    def path_in(self, value, where) -> str:
+        if not isinstance(value, str) or not value:
+            self.fail(where, f"expected a path string, got {value!r}")
+        if "://" in value:
+            return value
+        p = Path(value)
+        return str(p) if p.is_absolute() else os.path.normpath(self.base / p)
+
+    def body(self, entry, where) -> tuple[Body, list[MeshRef]]:
+        entry = self.obj(entry, where)
+        inertia = entry.get("inertia")
+        mesh = entry.get("mesh")
+        T = entry.get("T_body_mesh")
+        meshes = []
+        for k, m in enumerate(self.get(entry, "meshes", where, [], list)):
+            w = f"{where}.meshes[{k}]"
+            m = self.obj(m, w)
+            role = m.get("role", "visual")
+            if role not in ("visual", "collision"):
+                self.fail(f"{w}.role", f"expected 'visual' or 'collision', got {role!r}")
+            rgba = m.get("rgba")
+            meshes.append(
+                MeshRef(
+                    self.path_in(self.get(m, "path", w), f"{w}.path"),
+                    self.numbers(self.get(m, "T_body_mesh", w), (4, 4), f"{w}.T_body_mesh"),
+                    role,
+                    None if rgba is None else tuple(self.numbers(rgba, (4,), f"{w}.rgba")),
+                )
+            )
+        grounded = self.get(entry, "grounded", where, False)
+        if not isinstance(grounded, bool):
+            self.fail(f"{where}.grounded", f"expected true or false, got {grounded!r}")
+        body = Body(
+            name=self.name(entry, "name", where),
+            position=self.numbers(self.get(entry, "position", where), (3,), f"{where}.position"),
+            orientation=self.numbers(self.get(entry, "orientation", where), (4,), f"{where}.orientation"),
+            mass=self.number(self.get(entry, "mass", where), f"{where}.mass"),
+            inertia=None if inertia is None else self.numbers(inertia, (3, 3), f"{where}.inertia"),
+            grounded=grounded,
+            mesh=None if mesh is None else self.path_in(mesh, f"{where}.mesh"),
+            T_body_mesh=np.eye(4) if T is None else self.numbers(T, (4, 4), f"{where}.T_body_mesh"),
+        )
+        return body, meshes
+
+    def limit(self, obj, key, where, default):
+        value = self.number(obj.get(key), f"{where}.{key}", allow_null=True) if key in obj else math.nan
+        return default if math.isnan(value) else value
+
+    def joint(self, entry, where) -> Joint:
+        entry = self.obj(entry, where)
+        kind = self.get(entry, "kind", where)
+        valid = [k.value for k in JointKind]
+        if kind not in valid:
+            self.fail(f"{where}.kind", f"unknown joint kind {kind!r}; kinds are: {', '.join(valid)}")
+        actuator = entry.get("actuator")
+        if actuator is not None:
+            w = f"{where}.actuator"
+            actuator = self.obj(actuator, w)
+            motion = actuator.get("motion", "angle")
+            if motion not in [m.value for m in ActuatedMotion]:
+                self.fail(f"{w}.motion", f"expected 'angle' or 'displacement', got {motion!r}")
+            hardware = actuator.get("hardware_id")
+            if isinstance(hardware, bool) or not isinstance(hardware, (int, str, type(None))):
+                self.fail(f"{w}.hardware_id", f"expected an integer, a string or null, got {hardware!r}")
+            actuator = Actuator(
+                motion=ActuatedMotion(motion),
+                lower=self.limit(actuator, "lower", w, -math.inf),
+                upper=self.limit(actuator, "upper", w, math.inf),
+                velocity_limit=self.limit(actuator, "velocity_limit", w, math.inf),
+                acceleration_limit=self.limit(actuator, "acceleration_limit", w, math.inf),
+                hardware_id=hardware,
+            )
+        secondary = entry.get("secondary_axis")
+        return Joint(
+            name=self.name(entry, "name", where),
+            kind=JointKind(kind),
+            parent=self.name(entry, "parent", where),
+            child=self.name(entry, "child", where),
+            anchor=self.numbers(self.get(entry, "anchor", where), (3,), f"{where}.anchor"),
+            axis=self.numbers(self.get(entry, "axis", where), (3,), f"{where}.axis"),
+            secondary_axis=None
+            if secondary is None
+            else self.numbers(secondary, (3,), f"{where}.secondary_axis"),
+            actuator=actuator,
+        )
+
+    def frame(self, entry, where) -> Frame:
+        entry = self.obj(entry, where)
+        return Frame(
+            name=self.name(entry, "name", where),
+            body=self.name(entry, "body", where),
+            position=self.numbers(self.get(entry, "position", where), (3,), f"{where}.position"),
+            orientation=self.numbers(self.get(entry, "orientation", where), (4,), f"{where}.orientation"),
+        )
+
+
+def _reject_constant(name):
+    raise ValueError(f"{name} is not valid JSON (write null for an unbounded limit)")
+
+
+def mechanism_from_dict(data, path=None, base_dir=None) -> ImportedModel:
+    """Build the mechanism a native document describes (see :data:`NATIVE_SCHEMA`)."""
+    reader = _Reader(path, Path(os.path.abspath(base_dir or ".")))
+    data = reader.obj(data, "document")
+    if data.get("format") != FORMAT:
+        reader.fail("format", f'expected "format": "{FORMAT}", got {data.get("format")!r}')
+    version = data.get("version")
+    if version != VERSION:
+        reader.fail("version", f"this looprig reads version {VERSION}, the file is version {version!r}")
+    name = reader.get(data, "name", "document", "mechanism", str)
+    bodies, meshes = [], {}
+    for k, entry in enumerate(reader.get(data, "bodies", "document", kind=list)):
+        body, body_meshes = reader.body(entry, f"bodies[{k}]")
+        bodies.append(body)
+        if body_meshes:
+            meshes[body.name] = body_meshes
+    joints = [
+        reader.joint(e, f"joints[{k}]")
+        for k, e in enumerate(reader.get(data, "joints", "document", kind=list))
+    ]
+    frames = [
+        reader.frame(e, f"frames[{k}]")
+        for k, e in enumerate(reader.get(data, "frames", "document", [], list))
+    ]
+    try:
+        mechanism = Mechanism(bodies, joints, frames, name=name)
+    except MechanismError as error:
+        raise FileFormatError(path, str(error)) from None
+    return ImportedModel(mechanism, meshes, {}, 0.0, None if path is None else str(path), [])
+
+
+def load_native(path, text: str | None = None) -> ImportedModel:
+    """Read a native mechanism file."""
+    path = Path(path)
+    try:
+        if text is None:
+            text = path.read_text(encoding="utf-8")
+        data = json.loads(text, parse_constant=_reject_constant)
+    except OSError as error:
+        raise FileFormatError(path, f"cannot read file: {error.strerror or error}") from None
+    except UnicodeDecodeError as error:
+        raise FileFormatError(path, f"not UTF-8 text: {error.reason}") from None
+    except json.JSONDecodeError as error:
+        raise FileFormatError(
+            path, f"not valid JSON: {error.msg} (column {error.colno})", line=error.lineno
+        ) from None
+    except (ValueError, RecursionError) as error:
+        raise FileFormatError(path, f"not valid JSON: {error}") from None
+    try:
+        return mechanism_from_dict(data, path, path.parent)
+    except RecursionError:
+        raise FileFormatError(path, "nesting too deep") from None

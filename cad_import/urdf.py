@@ -1,0 +1,390 @@
+"""URDF files -> Mechanism.
+
+Read with the standard library's XML parser (line numbers in errors). What is
+read, and how it maps:
+
+=================== ==========================================================
+URDF                looprig
+=================== ==========================================================
+``<link>``          :class:`Body` (CoM from ``<inertial><origin>``, orientation
+                    of the link frame); also a :class:`Frame` of the same name
+                    at the link origin, for targets
+``<inertial>``      mass [kg], CoM, inertia (rotated into link axes)
+no ``<inertial>``   mass properties from the link's meshes (collision meshes,
+                    else visual) and ``density``; no meshes: placeholder mass
+``<visual>`` /      mesh references (``package://``, ``file://``, relative
+``<collision>``     paths; ``scale``); primitives are not kept
+revolute,           revolute (continuous: no position limits)
+continuous
+prismatic           prismatic
+fixed               fixed
+floating            free
+planar              planar (axis = plane normal)
+``<limit>``         actuator lower/upper [rad or m], velocity [rad/s or m/s]
+``<transmission>``  marks its joints actuated
+=================== ==========================================================
+
+The root link is grounded (``floating_base=True`` instead joins it to a
+grounded ``world`` body by a free joint). Joints are actuated when a
+``<transmission>``, a ``<looprig_actuator joint="..." hardware_id="..."
+acceleration="..."/>`` element, the YAML side file's ``name_mot`` or the
+``actuated=`` argument names them. Loop closures: see :mod:`.closures`.
+
+Not supported: ``<mimic>`` (coupled joints; the joint stays independent, with
+a warning), joint ``<dynamics>``/``<safety_controller>``/``<calibration>``,
+``<gazebo>`` extensions, primitive geometry as display, materials by name.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+from looprig.core.mechanism import JointKind
+from looprig.core.rotations import axis_angle_matrix
+
+from .closures import closure_kind, find_sidecar, onshape_closures, read_closure_yaml
+from .errors import FileFormatError
+from .meshes import combine_mass_properties, mesh_mass_properties, resolve_mesh_path
+from .tree import (
+    DEFAULT_SETTINGS,
+    ClosureSpec,
+    FrameSpec,
+    ImportedModel,
+    ImportSettings,
+    LinkSpec,
+    MeshRef,
+    TreeJointSpec,
+    TreeModel,
+    build_mechanism,
+    transform,
+)
+from .xmlfile import XmlDocument, describe
+
+URDF_JOINT_KINDS = {
+    "revolute": JointKind.REVOLUTE,
+    "continuous": JointKind.REVOLUTE,
+    "prismatic": JointKind.PRISMATIC,
+    "fixed": JointKind.FIXED,
+    "floating": JointKind.FREE,
+    "planar": JointKind.PLANAR,
+}
+
+
+def rpy_matrix(rpy) -> np.ndarray:
+    """URDF roll-pitch-yaw [rad]: ``Rz(yaw) Ry(pitch) Rx(roll)`` (fixed axes x, y, z)."""
+    r, p, y = rpy
+    return (
+        axis_angle_matrix(np.array([0.0, 0.0, 1.0]), y)
+        @ axis_angle_matrix(np.array([0.0, 1.0, 0.0]), p)
+        @ axis_angle_matrix(np.array([1.0, 0.0, 0.0]), r)
+    )
+
+
+def _origin(doc: XmlDocument, parent) -> np.ndarray:
+    element = parent.find("origin")
+    if element is None:
+        return np.eye(4)
+    xyz = doc.floats(element, "xyz", 3, [0, 0, 0])
+    rpy = doc.floats(element, "rpy", 3, [0, 0, 0])
+    return transform(rpy_matrix(rpy), xyz)
+
+
+def _unit_axis(doc: XmlDocument, element, name="xyz", default=(1.0, 0.0, 0.0)) -> np.ndarray:
+    if element is None:
+        return np.array(default, float)
+    axis = doc.floats(element, name, 3, list(default))
+    norm = np.linalg.norm(axis)
+    if norm < 1e-9:
+        raise doc.error(element, f"axis {name}={element.get(name)!r} is zero-length")
+    return axis / norm
+
+
+def _read_inertial(doc: XmlDocument, link, spec: LinkSpec) -> bool:
+    inertial = link.find("inertial")
+    if inertial is None:
+        return False
+    T = _origin(doc, inertial)
+    mass_el = inertial.find("mass")
+    mass = 0.0 if mass_el is None else doc.number(mass_el, "value")
+    if mass < 0:
+        raise doc.error(mass_el, f"negative mass {mass} kg", f"link {spec.name!r} <mass>")
+    spec.mass = mass
+    spec.com = T[:3, 3]
+    inertia_el = inertial.find("inertia")
+    if inertia_el is not None and mass > 0:
+        v = {k: doc.number(inertia_el, k, 0.0) for k in ("ixx", "ixy", "ixz", "iyy", "iyz", "izz")}
+        I = np.array(
+            [[v["ixx"], v["ixy"], v["ixz"]], [v["ixy"], v["iyy"], v["iyz"]], [v["ixz"], v["iyz"], v["izz"]]]
+        )
+        R = T[:3, :3]
+        spec.inertia = R @ I @ R.T
+    return True
+
+
+def _read_meshes(
+    doc: XmlDocument, link, spec: LinkSpec, base: Path, package_paths, settings, notes: list[str]
+) -> None:
+    for role in ("visual", "collision"):
+        for element in link.findall(role):
+            geometry = element.find("geometry")
+            mesh = None if geometry is None else geometry.find("mesh")
+            if mesh is None:
+                continue
+            uri = doc.text_attr(mesh, "filename", required=True)
+            scale = doc.floats(mesh, "scale", 3, [1, 1, 1])
+            resolved = resolve_mesh_path(uri, base, package_paths)
+            if resolved is None:
+                problem = f"mesh file {uri!r} not found (looked beside the URDF and in package paths)"
+                if settings.missing_meshes == "error":
+                    raise doc.error(mesh, problem, f"link {spec.name!r} <{role}><mesh>")
+                notes.append(f"link {spec.name!r}: {problem}")
+                path = uri
+            else:
+                path = str(resolved)
+            rgba = None
+            material = element.find("material")
+            color = None if material is None else material.find("color")
+            if color is not None:
+                rgba = tuple(float(c) for c in doc.floats(color, "rgba", 4, [0.8, 0.8, 0.8, 1.0]))
+            T = _origin(doc, element) @ np.diag([*scale, 1.0])
+            spec.meshes.append(MeshRef(path, T, role, rgba))
+
+
+def _mass_from_meshes(spec: LinkSpec, settings: ImportSettings) -> str | None:
+    """Fill mass, CoM and inertia from the link's meshes; a note, or None."""
+    collision = [m for m in spec.meshes if m.role == "collision" and Path(m.path).is_file()]
+    visual = [m for m in spec.meshes if m.role == "visual" and Path(m.path).is_file()]
+    parts = collision or visual
+    if not parts:
+        return None
+    props = combine_mass_properties(
+        mesh_mass_properties(m.path, settings.density, m.T_link_mesh) for m in parts
+    )
+    spec.mass, spec.com, spec.inertia = props.mass, props.com, props.inertia
+    return (
+        f"link {spec.name!r} has no <inertial>: mass {props.mass:.4g} kg computed from its "
+        f"{'collision' if collision else 'visual'} mesh(es) at {settings.density:g} kg/m^3"
+    )
+
+
+def read_urdf(
+    path,
+    *,
+    package_paths=(),
+    actuated=(),
+    closures=(),
+    closure_kind_default: str = "spherical",
+    sidecar="auto",
+    floating_base: bool = False,
+    settings: ImportSettings = DEFAULT_SETTINGS,
+    text: bytes | str | None = None,
+) -> TreeModel:
+    """Parse a URDF into a :class:`TreeModel` (no assembly yet).
+
+    package_paths: folders searched for ``package://`` meshes. actuated: extra
+    joint names to actuate. closures: extra ``(frame1, frame2, kind)`` link
+    triples. closure_kind_default: joint used for ``closing_*`` frame pairs.
+    sidecar: YAML closure file, ``"auto"`` (look beside the URDF) or None.
+    text: the file content, when it is not read from ``path``.
+    """
+    path = Path(path)
+    doc = XmlDocument(path, text)
+    root = doc.root
+    if root.tag != "robot":
+        raise doc.error(root, f"the root element is <{root.tag}>, expected <robot>")
+    base = path.parent
+    notes: list[str] = []
+
+    links: list[LinkSpec] = []
+    for link in root.findall("link"):
+        name = doc.text_attr(link, "name", required=True)
+        spec = LinkSpec(name=name, element=describe(link), line=doc.line(link))
+        has_inertial = _read_inertial(doc, link, spec)
+        _read_meshes(doc, link, spec, base, package_paths, settings, notes)
+        if not has_inertial:
+            note = _mass_from_meshes(spec, settings)
+            if note:
+                notes.append(note)
+        links.append(spec)
+    if not links:
+        raise doc.error(root, "the robot has no <link>")
+    link_names = [link.name for link in links]
+
+    joints: list[TreeJointSpec] = []
+    for joint in root.findall("joint"):
+        name = doc.text_attr(joint, "name", required=True)
+        kind_name = doc.text_attr(joint, "type", required=True)
+        what = f"joint {name!r}"
+        if kind_name not in URDF_JOINT_KINDS:
+            raise doc.error(
+                joint,
+                f"unknown joint type {kind_name!r}; URDF types are: " + ", ".join(URDF_JOINT_KINDS),
+                what,
+            )
+        kind = URDF_JOINT_KINDS[kind_name]
+        ends = {}
+        for role in ("parent", "child"):
+            element = joint.find(role)
+            if element is None:
+                raise doc.error(joint, f"missing <{role}>", what)
+            ends[role] = doc.text_attr(element, "link", required=True)
+        if kind in (JointKind.FIXED, JointKind.FREE):
+            axis = np.array([1.0, 0.0, 0.0])  # unused by these kinds (exporters write 0 0 0)
+        else:
+            axis = _unit_axis(doc, joint.find("axis"))
+        spec = TreeJointSpec(
+            name=name,
+            kind=kind,
+            parent=ends["parent"],
+            child=ends["child"],
+            T_parent_joint=_origin(doc, joint),
+            axis=axis,
+            element=what,
+            line=doc.line(joint),
+        )
+        limit = joint.find("limit")
+        if limit is not None and kind in (JointKind.REVOLUTE, JointKind.PRISMATIC):
+            if kind_name != "continuous":
+                spec.lower = doc.number(limit, "lower", 0.0) if limit.get("lower") else -np.inf
+                spec.upper = doc.number(limit, "upper", 0.0) if limit.get("upper") else np.inf
+                if spec.lower > spec.upper:
+                    raise doc.error(limit, f"lower limit {spec.lower} exceeds upper limit {spec.upper}", what)
+            if limit.get("velocity") is not None:
+                velocity = doc.number(limit, "velocity")
+                if velocity > 0:
+                    spec.velocity = velocity
+                elif velocity < 0:
+                    raise doc.error(limit, f"negative velocity limit {velocity}", what)
+        if joint.find("mimic") is not None:
+            notes.append(f"joint {name!r} mimics another joint; looprig keeps it independent")
+        joints.append(spec)
+    joint_by_name = {j.name: j for j in joints}
+    joint_child = {j.name: j.child for j in joints}
+
+    # actuators: <transmission>, <looprig_actuator>, YAML name_mot, argument
+    actuated_names: list[tuple[str, object]] = []
+    for transmission in root.findall("transmission"):
+        for element in transmission.findall("joint"):
+            actuated_names.append((doc.text_attr(element, "name", required=True), element))
+    for element in root.findall("looprig_actuator"):
+        name = doc.text_attr(element, "joint", required=True)
+        actuated_names.append((name, element))
+        if name in joint_by_name:
+            spec = joint_by_name[name]
+            hardware = element.get("hardware_id")
+            if hardware is not None:
+                spec.hardware_id = int(hardware) if hardware.strip().lstrip("-").isdigit() else hardware
+            for attr, field in (
+                ("lower", "lower"),
+                ("upper", "upper"),
+                ("velocity", "velocity"),
+                ("acceleration", "acceleration"),
+            ):
+                if element.get(attr) is not None:
+                    setattr(spec, field, doc.number(element, attr))
+            if spec.velocity <= 0 or spec.acceleration <= 0:
+                raise doc.error(element, "velocity and acceleration limits must be positive")
+            if spec.lower > spec.upper:
+                raise doc.error(element, f"lower limit {spec.lower} exceeds upper limit {spec.upper}")
+
+    closure_list: list[ClosureSpec] = []
+    default_kind = closure_kind(closure_kind_default, path, "closure_kind")
+    found, onshape_notes = onshape_closures(link_names, default_kind)
+    closure_list += found
+    notes += onshape_notes
+    for element in root.findall("looprig_closure"):
+        name = doc.text_attr(element, "name", required=True)
+        kind = closure_kind(
+            doc.text_attr(element, "kind", "spherical"), path, describe(element), doc.line(element)
+        )
+        frame1 = doc.text_attr(element, "frame1", required=True)
+        frame2 = doc.text_attr(element, "frame2", required=True)
+        for frame in (frame1, frame2):
+            if frame not in link_names:
+                raise doc.error(
+                    element, f"frame {frame!r} is not a link; links are: {', '.join(sorted(link_names))}"
+                )
+        closure_list.append(
+            ClosureSpec(
+                name=name,
+                kind=kind,
+                link1=frame1,
+                T_link1_frame=np.eye(4),
+                link2=frame2,
+                T_link2_frame=np.eye(4),
+                axis=_unit_axis(doc, element.find("axis"), default=(0.0, 0.0, 1.0)),
+                element=describe(element),
+                line=doc.line(element),
+            )
+        )
+    sidecar_path = find_sidecar(path) if sidecar == "auto" and text is None else sidecar
+    if sidecar_path not in (None, "auto"):
+        yaml_closures, motors = read_closure_yaml(sidecar_path, joint_child, link_names)
+        closure_list += yaml_closures
+        actuated_names += [(m, None) for m in motors]
+    for frame1, frame2, kind in closures:
+        for frame in (frame1, frame2):
+            if frame not in link_names:
+                raise FileFormatError(
+                    path, f"closure frame {frame!r} is not a link; links are: {', '.join(sorted(link_names))}"
+                )
+        closure_list.append(
+            ClosureSpec(
+                name=f"{frame1}__{frame2}",
+                kind=closure_kind(kind, path, "closures argument"),
+                link1=frame1,
+                T_link1_frame=np.eye(4),
+                link2=frame2,
+                T_link2_frame=np.eye(4),
+                element="closures argument",
+            )
+        )
+    actuated_names += [(name, None) for name in actuated]
+    for name, element in actuated_names:
+        if name not in joint_by_name:
+            valid = ", ".join(sorted(joint_by_name)) or "(none)"
+            problem = f"actuated joint {name!r} does not exist; joints are: {valid}"
+            if element is None:
+                raise FileFormatError(path, problem)
+            raise doc.error(element, problem)
+        joint_by_name[name].actuated = True
+
+    children = {j.child for j in joints}
+    roots = [name for name in link_names if name not in children]
+    if len(roots) != 1:
+        if not roots:
+            # every link is a child: there is a cycle; let the tree check name it
+            roots_map = {}
+        else:
+            raise FileFormatError(
+                path,
+                f"a URDF has one root link; found {len(roots)}: {', '.join(roots[:10])}"
+                " (links not joined to the rest)",
+            )
+    else:
+        roots_map = {roots[0]: np.eye(4)}
+    if floating_base and roots_map:
+        root_link = next(iter(roots_map))
+        links.insert(0, LinkSpec(name="world", element="floating base"))
+        joints.insert(
+            0, TreeJointSpec("world_to_" + root_link, JointKind.FREE, "world", root_link, np.eye(4))
+        )
+        roots_map = {"world": np.eye(4)}
+
+    frames = [FrameSpec(link.name, link.name, np.eye(4)) for link in links]
+    return TreeModel(
+        name=root.get("name") or path.stem,
+        path=str(path),
+        links=links,
+        joints=joints,
+        closures=closure_list,
+        frames=frames,
+        roots=roots_map,
+        notes=notes,
+    )
+
+
+def load_urdf(path, *, settings: ImportSettings = DEFAULT_SETTINGS, **options) -> ImportedModel:
+    """Read a URDF and build its Mechanism (see :func:`read_urdf` for options)."""
+    return build_mechanism(read_urdf(path, settings=settings, **options), settings)

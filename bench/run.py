@@ -14,7 +14,6 @@ import json
 import time
 
 import numpy as np
-
 from looprig.core import ComObjective, FrameObjective, IKProblem, IKTargets, solve_ik
 from looprig.core.library import NAMES, build
 from looprig.core.linalg import blas_info, single_threaded_blas
@@ -83,8 +82,12 @@ def main() -> None:
     parser.add_argument("names", nargs="*", default=list(NAMES))
     parser.add_argument("--rate", type=float, default=1200.0, help="sample rate [Hz]")
     parser.add_argument("--duration", type=float, default=1.0, help="clip length [s]")
-    parser.add_argument("--blas", choices=["single", "default"], default="single",
-                        help="BLAS threads in the solve: one (default) or the library default")
+    parser.add_argument(
+        "--blas",
+        choices=["single", "default"],
+        default="single",
+        help="BLAS threads in the solve: one (default) or the library default",
+    )
     args = parser.parse_args()
     for name in args.names:
         if args.blas == "single":

@@ -81,6 +81,60 @@ class _StackBuilder:
         )
 
 
+@dataclass
+class _JointRows:
+    """Adds the primitive instances of one joint to the stacks."""
+
+    point_stack: _StackBuilder
+    dot_stack: _StackBuilder
+    slide_stack: _StackBuilder
+    row_joint: list[list[int]]
+    joint: int
+    i: int
+    j: int
+    Fi: np.ndarray
+    Fj: np.ndarray
+    xi: np.ndarray
+    xj: np.ndarray
+
+    def point(self):
+        self.point_stack.add(self.i, self.j, self.xi, self.xj)
+        self.row_joint[0].append(self.joint)
+
+    def dot(self, ai, aj, rotated=None, actuator=-1):
+        self.dot_stack.add(self.i, self.j, self.Fi[:, ai], self.Fj[:, aj], rotated, actuator=actuator)
+        self.row_joint[1].append(self.joint)
+
+    def slide(self, axis, actuator=-1):
+        self.slide_stack.add(
+            self.i, self.j, self.xi, self.Fi[:, axis], self.Fi[:, axis], self.xj, actuator=actuator
+        )
+        self.row_joint[2].append(self.joint)
+
+    def rotation_lock(self):
+        self.dot(X, Y)
+        self.dot(X, Z)
+        self.dot(Y, Z)
+
+    def add_passive(self, kind: JointKind):
+        """The rows of a passive joint of this kind (see the module docstring)."""
+        if kind in (JointKind.FIXED, JointKind.REVOLUTE, JointKind.SPHERICAL, JointKind.UNIVERSAL):
+            self.point()
+        if kind in (JointKind.PRISMATIC, JointKind.CYLINDRICAL):
+            self.slide(Y)
+            self.slide(Z)
+        if kind in (JointKind.FIXED, JointKind.PRISMATIC, JointKind.PARALLEL):
+            self.rotation_lock()
+        if kind in (JointKind.REVOLUTE, JointKind.CYLINDRICAL, JointKind.PLANAR):
+            self.dot(X, Y)
+            self.dot(X, Z)
+        if kind == JointKind.UNIVERSAL:
+            self.dot(X, Y)
+        if kind == JointKind.PLANAR:
+            self.slide(X)
+        # FREE: no rows
+
+
 def _rotate(R: np.ndarray, bodies: np.ndarray, local: np.ndarray) -> np.ndarray:
     """World vectors ``R[bodies] @ local``: R (..., n, 3, 3), local (K, 3) -> (..., K, 3)."""
     return np.einsum("...kab,kb->...ka", R[..., bodies, :, :], local)
@@ -114,63 +168,27 @@ class ConstraintSet:
         for jn, joint in enumerate(mechanism.joints):
             i, j = mechanism.body_index(joint.parent), mechanism.body_index(joint.child)
             F = frame_with_axes(joint.axis, joint.secondary_axis)  # world, initial
-            Fi, Fj = R0[i].T @ F, R0[j].T @ F  # joint frame axes in body coordinates
-            xi, xj = R0[i].T @ (joint.anchor - c0[i]), R0[j].T @ (joint.anchor - c0[j])
-
-            def add_point():
-                point.add(i, j, xi, xj)
-                row_joint[0].append(jn)
-
-            def add_dot(ai, aj, rotated=None, actuator=-1):
-                dot.add(i, j, Fi[:, ai], Fj[:, aj], rotated, actuator=actuator)
-                row_joint[1].append(jn)
-
-            def add_slide(axis, actuator=-1):
-                slide.add(i, j, xi, Fi[:, axis], Fi[:, axis], xj, actuator=actuator)
-                row_joint[2].append(jn)
-
-            def add_rotation_lock():
-                add_dot(X, Y)
-                add_dot(X, Z)
-                add_dot(Y, Z)
-
-            kind = joint.kind
-            if kind == JointKind.FIXED:
-                add_point()
-                add_rotation_lock()
-            elif kind == JointKind.REVOLUTE:
-                add_point()
-                add_dot(X, Y)
-                add_dot(X, Z)
-            elif kind == JointKind.PRISMATIC:
-                add_slide(Y)
-                add_slide(Z)
-                add_rotation_lock()
-            elif kind == JointKind.CYLINDRICAL:
-                add_slide(Y)
-                add_slide(Z)
-                add_dot(X, Y)
-                add_dot(X, Z)
-            elif kind == JointKind.SPHERICAL:
-                add_point()
-            elif kind == JointKind.UNIVERSAL:
-                add_point()
-                add_dot(X, Y)
-            elif kind == JointKind.PLANAR:
-                add_dot(X, Y)
-                add_dot(X, Z)
-                add_slide(X)
-            elif kind == JointKind.PARALLEL:
-                add_rotation_lock()
-            # FREE: no rows
-
+            rows = _JointRows(
+                point,
+                dot,
+                slide,
+                row_joint,
+                jn,
+                i,
+                j,
+                Fi=R0[i].T @ F,
+                Fj=R0[j].T @ F,  # joint frame axes in body coordinates
+                xi=R0[i].T @ (joint.anchor - c0[i]),
+                xj=R0[j].T @ (joint.anchor - c0[j]),
+            )
+            rows.add_passive(joint.kind)
             if actuated and joint.actuator is not None:
                 slot = actuator_slot[joint.name]
                 if joint.actuator.motion == ActuatedMotion.ANGLE:
                     # (R_i R[p, a_x] a_y) . (R_j a_z): u(p) = cos p a_y + sin p a_z
-                    add_dot(Y, Z, rotated=Fi[:, Z], actuator=slot)
+                    rows.dot(Y, Z, rotated=rows.Fi[:, Z], actuator=slot)
                 else:
-                    add_slide(X, actuator=slot)
+                    rows.slide(X, actuator=slot)
 
         self._point = point.build(0)
         self._dot = dot.build(3 * len(point.items))
@@ -324,4 +342,3 @@ class ConstraintSet:
     def worst_joint(self, residual: np.ndarray) -> str:
         """Name of the joint with the largest residual row (for messages)."""
         return self.mechanism.joints[self.row_joint[int(np.argmax(np.abs(residual)))]].name
-

@@ -154,8 +154,13 @@ class _Model:
         parts_r, parts_J = [], []
         if len(problem.frame_terms):
             r, J = frame_residuals(
-                problem.frame_terms, state, R, targets.positions, targets.rotations,
-                cs.column_of_body, cs.n_vars,
+                problem.frame_terms,
+                state,
+                R,
+                targets.positions,
+                targets.rotations,
+                cs.column_of_body,
+                cs.n_vars,
             )
             parts_r.append(r)
             parts_J.append(J)
@@ -164,7 +169,9 @@ class _Model:
             parts_r.append(r)
             parts_J.append(J)
         r_obj = np.concatenate(parts_r) if len(parts_r) > 1 else (parts_r[0] if parts_r else np.zeros(0))
-        J_obj = np.vstack(parts_J) if len(parts_J) > 1 else (parts_J[0] if parts_J else np.zeros((0, cs.n_vars)))
+        J_obj = (
+            np.vstack(parts_J) if len(parts_J) > 1 else (parts_J[0] if parts_J else np.zeros((0, cs.n_vars)))
+        )
         reg = problem.regularization
         self.value = 0.5 * float(r_obj @ r_obj)
         self.gradient = J_obj.T @ r_obj
@@ -211,7 +218,9 @@ def _errors(problem: IKProblem, state, R, targets: IKTargets):
         pos_err = np.linalg.norm((points - targets.positions) * (terms.position_weight > 0), axis=-1)
         tracked = terms.orientation_weight > 0  # (K, 3)
         cos = np.clip(np.sum(axes * targets.rotations, axis=-2), -1.0, 1.0)  # (K, 3) per axis
-        sin = np.linalg.norm(cross(np.swapaxes(axes, -1, -2), np.swapaxes(targets.rotations, -1, -2)), axis=-1)
+        sin = np.linalg.norm(
+            cross(np.swapaxes(axes, -1, -2), np.swapaxes(targets.rotations, -1, -2)), axis=-1
+        )
         per_axis = np.where(tracked, np.arctan2(sin, cos), 0.0)
         # with two or more axes tracked the rotation is determined: report its angle
         R_err = np.einsum("kba,kbc->kac", axes, targets.rotations)
@@ -249,7 +258,9 @@ def solve_ik(
 
     R_previous = quat_to_matrix(previous[:, 3:])
     it = _Iterate(problem, state, targets, previous, R_previous)
-    max_step = np.concatenate([np.full(3, settings.max_step * cs.length_scale), np.full(3, settings.max_step)])
+    max_step = np.concatenate(
+        [np.full(3, settings.max_step * cs.length_scale), np.full(3, settings.max_step)]
+    )
     max_step = np.tile(max_step, len(cs.free_bodies))
     damping = settings.primal_regularization  # relative Levenberg damping of the model Hessian
     nu = 0.0  # l1 merit penalty parameter

@@ -36,8 +36,10 @@ class KKTSystem:
         if n + m >= SPARSE_KKT_SIZE:
             As = sp.csr_matrix(A)
             K = sp.bmat(
-                [[sp.csr_matrix(H) + primal_reg * scale * sp.identity(n), As.T],
-                 [As, -dual_reg * sp.identity(m)]],
+                [
+                    [sp.csr_matrix(H) + primal_reg * scale * sp.identity(n), As.T],
+                    [As, -dual_reg * sp.identity(m)],
+                ],
                 format="csc",
             )
             self._sparse = spla.splu(K, permc_spec="COLAMD")
@@ -95,6 +97,9 @@ def blas_info() -> str:
     controller = _thread_controller()
     if controller is None:
         return "unknown (threadpoolctl missing)"
-    return ", ".join(
-        f"{lib.internal_api} {lib.version} x{lib.num_threads}" for lib in controller.lib_controllers
-    ) or "none loaded"
+    return (
+        ", ".join(
+            f"{lib.internal_api} {lib.version} x{lib.num_threads}" for lib in controller.lib_controllers
+        )
+        or "none loaded"
+    )

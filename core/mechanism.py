@@ -266,7 +266,9 @@ class Mechanism:
         if actuator is not None:
             allowed = ACTUATABLE.get(kind, ())
             if ActuatedMotion(actuator.motion) not in allowed:
-                kinds = ", ".join(f"{k.value} ({'/'.join(m.value for m in ms)})" for k, ms in ACTUATABLE.items())
+                kinds = ", ".join(
+                    f"{k.value} ({'/'.join(m.value for m in ms)})" for k, ms in ACTUATABLE.items()
+                )
                 raise MechanismError(
                     f"{what}: a {kind.value} joint cannot be actuated in {actuator.motion}; "
                     f"actuatable kinds are: {kinds}"
@@ -338,9 +340,7 @@ class Mechanism:
             body = self.bodies[self._body_index[name]]
             return Frame(name=name, body=name, position=body.position, orientation=body.orientation)
         raise MechanismError(
-            did_you_mean(
-                "frame or body", name, [*self._frame_index, *self._body_index], "frames and bodies"
-            )
+            did_you_mean("frame or body", name, [*self._frame_index, *self._body_index], "frames and bodies")
         )
 
     @property

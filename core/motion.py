@@ -34,7 +34,7 @@ def feasible_motion(
     phase = rng.uniform(0, 2 * np.pi, size=(3, n))
     amplitude = rng.uniform(-1.0, 1.0, size=(3, n)) * speed / 3.0
     unit = np.tile(np.r_[np.full(3, cs.length_scale), np.ones(3)], len(cs.free_bodies))
-    frames = int(round(duration * rate)) + 1
+    frames = round(duration * rate) + 1
     state = mechanism.initial_state() if start is None else np.array(start, dtype=float)
     states = np.empty((frames,) + state.shape)
     states[0] = state

@@ -145,8 +145,10 @@ def frame_residuals(terms: FrameTerms, state, R, positions, rotations, column_of
     sw_o = np.sqrt(terms.orientation_weight)  # (K, 3)
     axes_first = np.swapaxes(axes, -1, -2)  # (K, axis, 3)
     residual = np.concatenate(
-        [(sw_p * (points - positions)).ravel(),
-         (sw_o[:, :, None] * (axes_first - np.swapaxes(rotations, -1, -2))).ravel()]
+        [
+            (sw_p * (points - positions)).ravel(),
+            (sw_o[:, :, None] * (axes_first - np.swapaxes(rotations, -1, -2))).ravel(),
+        ]
     )
     blocks = np.zeros((k, 4, 3, 6))  # per frame: position rows, then the three axes
     blocks[:, 0, :, :3] = sw_p[:, :, None] * _EYE3

@@ -46,9 +46,7 @@ class ActuatorReadout:
         Rp, Rc = R[..., self.parent, :, :], R[..., self.child, :, :]
         axes = np.einsum("...kab,kbc->...kac", Rp, self.F_parent)  # world joint frame on parent
         y_child = np.einsum("...kab,kb->...ka", Rc, self.y_child)
-        angle = np.arctan2(
-            np.sum(y_child * axes[..., :, 2], -1), np.sum(y_child * axes[..., :, 1], -1)
-        )
+        angle = np.arctan2(np.sum(y_child * axes[..., :, 2], -1), np.sum(y_child * axes[..., :, 1], -1))
         p_parent = np.einsum("...kab,kb->...ka", Rp, self.x_parent) + c[..., self.parent, :]
         p_child = np.einsum("...kab,kb->...ka", Rc, self.x_child) + c[..., self.child, :]
         displacement = np.sum((p_child - p_parent) * axes[..., :, 0], -1)

@@ -194,24 +194,28 @@ class RetargetResult:
         actuators = []
         for a, name in enumerate(self.curves.names):
             values = self.curves.values[:, a]
-            actuators.append({
-                "name": name,
-                "unit": self.curves.units[a],
-                "min": float(values.min()),
-                "max": float(values.max()),
-                "peak_velocity": float(np.abs(velocities[:, a]).max()),
-                "velocity_limit": _finite(self.curves.velocity_limit[a]),
-                "violations": [v.to_dict() for v in violations if v.actuator == name],
-            })
+            actuators.append(
+                {
+                    "name": name,
+                    "unit": self.curves.units[a],
+                    "min": float(values.min()),
+                    "max": float(values.max()),
+                    "peak_velocity": float(np.abs(velocities[:, a]).max()),
+                    "velocity_limit": _finite(self.curves.velocity_limit[a]),
+                    "violations": [v.to_dict() for v in violations if v.actuator == name],
+                }
+            )
         return {
-            "frames": int(len(self.times)),
+            "frames": len(self.times),
             "rate_hz": self.mapping.rate,
             "duration_s": float(self.times[-1] - self.times[0]) if len(self.times) else 0.0,
             "max_residual": float(self.residual.max(initial=0.0)),
             "max_position_error_m": float(np.max(self.position_error, initial=0.0)),
             "mean_position_error_m": float(np.mean(self.position_error)) if self.position_error.size else 0.0,
             "max_orientation_error_rad": float(np.max(self.orientation_error, initial=0.0)),
-            "max_com_error_m": _finite(float(np.nanmax(self.com_error))) if np.isfinite(self.com_error).any() else None,
+            "max_com_error_m": _finite(float(np.nanmax(self.com_error)))
+            if np.isfinite(self.com_error).any()
+            else None,
             "unreachable_frames": int(self.unreachable.sum()),
             "unconverged_frames": int((~self.converged).sum()),
             "iterations_mean": float(self.iterations.mean()) if len(self.iterations) else 0.0,
@@ -223,7 +227,9 @@ def _finite(value: float) -> float | None:
     return float(value) if np.isfinite(value) else None
 
 
-def build_problem(mechanism: Mechanism, mapping: RetargetMapping, settings: IKSettings | None = None) -> IKProblem:
+def build_problem(
+    mechanism: Mechanism, mapping: RetargetMapping, settings: IKSettings | None = None
+) -> IKProblem:
     """The IK problem a mapping defines (frame targets in mapping order, CoM)."""
     frames = [FrameObjective(t.frame, t.position_weight, t.orientation_weight) for t in mapping.targets]
     com = ComObjective(mapping.com.weight) if mapping.com is not None else None
@@ -312,11 +318,17 @@ def retarget(
             result = solve_ik(problem, targets, state, previous_actuators=actuators)
             state, actuators = result.state, result.actuators
             out_states[f], out_act[f] = state, actuators
-            pos_err[f], ori_err[f], com_err[f] = result.position_error, result.orientation_error, result.com_error
+            pos_err[f], ori_err[f], com_err[f] = (
+                result.position_error,
+                result.orientation_error,
+                result.com_error,
+            )
             residual[f], iterations[f], converged[f] = result.residual, result.iterations, result.converged
             if progress is not None and (f % 50 == 0 or f == frames - 1):
                 progress(f + 1, frames)
-    curves = ActuatorCurves.from_mechanism(mechanism, out_act, mapping.rate, float(samples.times[0]), unwrap=False)
+    curves = ActuatorCurves.from_mechanism(
+        mechanism, out_act, mapping.rate, float(samples.times[0]), unwrap=False
+    )
     unreachable = np.max(pos_err, axis=1, initial=0.0) > mapping.reach_tolerance
     return RetargetResult(
         mapping=mapping,

@@ -52,13 +52,19 @@ def cmd_info(args) -> int:
     if args.json:
         print(json.dumps(summary, allow_nan=False))
         return 0
-    print(f"{summary['name']}: {summary['bodies']} bodies, {summary['joints']} joints, "
-          f"{summary['actuators']} actuators, {summary['loops']} loops")
-    print(f"  dof {summary['dof']} (Grübler {summary['grubler']}), "
-          f"redundant constraints {summary['redundant_constraints']}")
+    print(
+        f"{summary['name']}: {summary['bodies']} bodies, {summary['joints']} joints, "
+        f"{summary['actuators']} actuators, {summary['loops']} loops"
+    )
+    print(
+        f"  dof {summary['dof']} (Grübler {summary['grubler']}), "
+        f"redundant constraints {summary['redundant_constraints']}"
+    )
     for a in summary["actuator_list"]:
-        print(f"  actuator {a['joint']}: {a['kind']} {a['motion']} [{a['unit']}] "
-              f"range {a['lower']}..{a['upper']}, velocity limit {a['velocity_limit']}")
+        print(
+            f"  actuator {a['joint']}: {a['kind']} {a['motion']} [{a['unit']}] "
+            f"range {a['lower']}..{a['upper']}, velocity limit {a['velocity_limit']}"
+        )
     return 0
 
 

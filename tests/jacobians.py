@@ -1,7 +1,6 @@
 """The one finite-difference harness: perturbs body states through ``retract``."""
 
 import numpy as np
-
 from looprig.core.rotations import retract
 
 

@@ -3,7 +3,6 @@
 import numpy as np
 import pytest
 from jacobians import numerical_jacobian
-
 from looprig.core import ActuatedMotion, Actuator, Body, ConstraintSet, Joint, JointKind, Mechanism
 from looprig.core.library import build
 from looprig.core.rotations import quat_from_rotvec, retract
@@ -25,14 +24,29 @@ def every_kind_chain(seed: int = 0) -> Mechanism:
     bodies = [Body("ground", grounded=True)]
     joints = []
     for k, (kind, motion) in enumerate(variants):
-        bodies.append(Body(f"b{k}", position=rng.normal(size=3),
-                           orientation=quat_from_rotvec(rng.normal(size=3)), mass=1.0 + k))
+        bodies.append(
+            Body(
+                f"b{k}",
+                position=rng.normal(size=3),
+                orientation=quat_from_rotvec(rng.normal(size=3)),
+                mass=1.0 + k,
+            )
+        )
         axis = rng.normal(size=3)
         secondary = np.cross(axis, rng.normal(size=3)) if kind == JointKind.UNIVERSAL else None
         actuator = Actuator(motion) if motion else None
-        joints.append(Joint(f"j{k}_{kind.value}", kind, bodies[-2].name, bodies[-1].name,
-                            anchor=rng.normal(size=3), axis=axis, secondary_axis=secondary,
-                            actuator=actuator))
+        joints.append(
+            Joint(
+                f"j{k}_{kind.value}",
+                kind,
+                bodies[-2].name,
+                bodies[-1].name,
+                anchor=rng.normal(size=3),
+                axis=axis,
+                secondary_axis=secondary,
+                actuator=actuator,
+            )
+        )
     return Mechanism(bodies, joints, name="every_kind")
 
 
@@ -91,7 +105,7 @@ def test_rotational_rows_are_scaled_by_mean_joint_distance():
     m = build("fourbar")
     cs = ConstraintSet(m, actuated=False)
     anchors = np.array([j.anchor for j in m.joints])
-    pairs = [np.linalg.norm(a - b) for i, a in enumerate(anchors) for b in anchors[i + 1:]]
+    pairs = [np.linalg.norm(a - b) for i, a in enumerate(anchors) for b in anchors[i + 1 :]]
     assert np.isclose(cs.length_scale, np.mean(pairs))
     # tilt the coupler out of plane by a small angle: its hinge rows grow by ~L * angle
     state = m.initial_state()

@@ -6,7 +6,6 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-
 from looprig.core import ActuatorReadout, ConstraintSet, SolverError, analyse_mobility, assemble, solve_fk
 from looprig.core.library import build
 from looprig.core.library.planar import fourbar_closed_form, slider_crank_closed_form

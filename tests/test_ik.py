@@ -4,7 +4,6 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-
 from looprig.core import (
     FrameObjective,
     IKProblem,
@@ -122,13 +121,18 @@ def test_velocity_regularizer_slows_a_sudden_jump():
     state = solve_fk(m, [0.0, 0.3]).state
     jump = IKTargets(np.array([[-0.5, 0.05, 0.0]]), IDENTITY)
     plain = IKProblem(m, [FrameObjective("tip")], regularization=Regularization(1e-6))
-    limited = IKProblem(m, [FrameObjective("tip")],
-                        regularization=Regularization(1e-6, velocity_weight=1e3, velocity_threshold=1e-2))
+    limited = IKProblem(
+        m,
+        [FrameObjective("tip")],
+        regularization=Regularization(1e-6, velocity_weight=1e3, velocity_threshold=1e-2),
+    )
     with single_threaded_blas():
         free = solve_ik(plain, jump, state)
         slow = solve_ik(limited, jump, state)
+
     def rotation(result):
         return np.abs(result.actuators - plain.readout.read(state)).max()
+
     assert rotation(free) > 1.0
     assert rotation(slow) < 0.5 * rotation(free)
     assert slow.residual <= 1e-10 * plain.constraints.length_scale

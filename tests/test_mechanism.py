@@ -2,8 +2,7 @@
 
 import numpy as np
 import pytest
-
-from looprig.core import Actuator, ActuatedMotion, Body, Frame, Joint, JointKind, Mechanism, MechanismError
+from looprig.core import ActuatedMotion, Actuator, Body, Frame, Joint, JointKind, Mechanism, MechanismError
 from looprig.core.library import build
 
 
@@ -24,7 +23,10 @@ def test_valid_pendulum_builds():
 @pytest.mark.parametrize(
     ("overrides", "message"),
     [
-        ({"joints": [Joint("hinge", JointKind.REVOLUTE, "ground", "lnk")]}, "no body 'lnk'; bodies are: ground, link"),
+        (
+            {"joints": [Joint("hinge", JointKind.REVOLUTE, "ground", "lnk")]},
+            "no body 'lnk'; bodies are: ground, link",
+        ),
         ({"joints": [Joint("hinge", JointKind.REVOLUTE, "link", "link")]}, "to itself"),
         ({"joints": [Joint("hinge", JointKind.REVOLUTE, "ground", "link", axis=np.zeros(3))]}, "zero-length"),
         ({"joints": [Joint("hinge", "hinge", "ground", "link")]}, "no joint kind 'hinge'"),
@@ -33,16 +35,52 @@ def test_valid_pendulum_builds():
         ({"bodies": [Body("ground", grounded=True), Body("link", mass=-1.0)]}, "mass must be positive"),
         ({"bodies": [Body("ground"), Body("link")]}, "no grounded body"),
         ({"bodies": [Body("ground", grounded=True), Body("ground")]}, "duplicate body name 'ground'"),
-        ({"bodies": [Body("ground", grounded=True), Body("link", position=np.array([np.nan, 0, 0]))]}, "finite"),
-        ({"joints": [Joint("hinge", JointKind.SPHERICAL, "ground", "link", actuator=Actuator())]},
-         "cannot be actuated"),
-        ({"joints": [Joint("hinge", JointKind.REVOLUTE, "ground", "link",
-                           actuator=Actuator(ActuatedMotion.DISPLACEMENT))]}, "cannot be actuated in displacement"),
-        ({"joints": [Joint("hinge", JointKind.REVOLUTE, "ground", "link", actuator=Actuator(lower=1, upper=0))]},
-         "lower limit exceeds upper"),
+        (
+            {"bodies": [Body("ground", grounded=True), Body("link", position=np.array([np.nan, 0, 0]))]},
+            "finite",
+        ),
+        (
+            {"joints": [Joint("hinge", JointKind.SPHERICAL, "ground", "link", actuator=Actuator())]},
+            "cannot be actuated",
+        ),
+        (
+            {
+                "joints": [
+                    Joint(
+                        "hinge",
+                        JointKind.REVOLUTE,
+                        "ground",
+                        "link",
+                        actuator=Actuator(ActuatedMotion.DISPLACEMENT),
+                    )
+                ]
+            },
+            "cannot be actuated in displacement",
+        ),
+        (
+            {
+                "joints": [
+                    Joint("hinge", JointKind.REVOLUTE, "ground", "link", actuator=Actuator(lower=1, upper=0))
+                ]
+            },
+            "lower limit exceeds upper",
+        ),
         ({"joints": [Joint("u", JointKind.UNIVERSAL, "ground", "link")]}, "needs secondary_axis"),
-        ({"joints": [Joint("u", JointKind.UNIVERSAL, "ground", "link", axis=np.array([1.0, 0, 0]),
-                           secondary_axis=np.array([1.0, 1.0, 0]))]}, "orthogonal"),
+        (
+            {
+                "joints": [
+                    Joint(
+                        "u",
+                        JointKind.UNIVERSAL,
+                        "ground",
+                        "link",
+                        axis=np.array([1.0, 0, 0]),
+                        secondary_axis=np.array([1.0, 1.0, 0]),
+                    )
+                ]
+            },
+            "orthogonal",
+        ),
         ({"frames": [Frame("tip", "nobody")]}, "no body 'nobody'"),
     ],
 )

@@ -3,7 +3,6 @@
 import numpy as np
 import pytest
 from jacobians import numerical_jacobian
-
 from looprig.core import ComObjective, FrameObjective, Regularization
 from looprig.core.ik import IKProblem, _Model
 from looprig.core.library import build
@@ -32,11 +31,12 @@ def arm_state():
 
 def test_frame_residual_jacobian(arm_state):
     m, state, rng = arm_state
-    terms = FrameTerms(m, [FrameObjective("tip", (1, 2, 3), (4, 0, 5)),
-                           FrameObjective("upper_arm", (1, 1, 1), (1, 1, 1))])
+    terms = FrameTerms(
+        m, [FrameObjective("tip", (1, 2, 3), (4, 0, 5)), FrameObjective("upper_arm", (1, 1, 1), (1, 1, 1))]
+    )
     cols = np.array([-1, 0, 6])
     targets = rng.normal(size=(2, 3)), matrix_from_rotvec(rng.normal(size=(2, 3)))
-    r, J = frame_residuals(terms, state, rotations(state), *targets, cols, 12)
+    _, J = frame_residuals(terms, state, rotations(state), *targets, cols, 12)
     numeric = numerical_jacobian(
         lambda s: frame_residuals(terms, s, rotations(s), *targets, cols, 12)[0], state, [1, 2]
     )
@@ -66,7 +66,7 @@ def test_com_residual_jacobian(arm_state):
 
 
 def test_state_regularizer_jacobian(arm_state):
-    m, state, rng = arm_state
+    _, state, rng = arm_state
     previous = retract(state, rng.normal(scale=0.3, size=(3, 6)))
     free = np.array([1, 2])
     Rp = rotations(previous)
@@ -75,11 +75,11 @@ def test_state_regularizer_jacobian(arm_state):
         lambda s: state_residual(s, rotations(s), previous, Rp, free, 2.0)[0], state, free
     )
     for k in range(2):
-        assert np.abs(numeric[6 * k:6 * k + 6, 6 * k:6 * k + 6] - blocks[k]).max() < 1e-8
+        assert np.abs(numeric[6 * k : 6 * k + 6, 6 * k : 6 * k + 6] - blocks[k]).max() < 1e-8
 
 
 def test_velocity_barrier_gradient_and_threshold(arm_state):
-    m, state, rng = arm_state
+    _, state, _ = arm_state
     free = np.array([1, 2])
     previous = retract(state, np.array([[0] * 6, [0, 0, 0, 0.3, 0.1, 0], [0, 0, 0, 1e-4, 0, 0]], float))
     t = 1e-3
@@ -99,14 +99,20 @@ def test_velocity_barrier_gradient_and_threshold(arm_state):
 def test_model_gradient_matches_objective_differences():
     """The SQP model's gradient is the derivative of its value (all terms together)."""
     m = build("fourbar")
-    problem = IKProblem(m, [FrameObjective("coupler_point", (1, 2, 3), (1, 1, 0))], ComObjective((1, 0, 1)),
-                        Regularization(state_weight=0.1, velocity_weight=5.0, velocity_threshold=1e-4))
+    problem = IKProblem(
+        m,
+        [FrameObjective("coupler_point", (1, 2, 3), (1, 1, 0))],
+        ComObjective((1, 0, 1)),
+        Regularization(state_weight=0.1, velocity_weight=5.0, velocity_threshold=1e-4),
+    )
     rng = np.random.default_rng(0)
     state = retract(m.initial_state(), rng.normal(scale=0.2, size=(4, 6)))
     previous = retract(state, rng.normal(scale=0.1, size=(4, 6)))
     from looprig.core.ik import IKTargets
-    targets = IKTargets(np.array([[0.1, 0.2, 0.0]]), matrix_from_rotvec(np.array([[0, 0, 0.3]])),
-                        np.array([0.1, 0.1, 0.0]))
+
+    targets = IKTargets(
+        np.array([[0.1, 0.2, 0.0]]), matrix_from_rotvec(np.array([[0, 0, 0.3]])), np.array([0.1, 0.1, 0.0])
+    )
     Rp = rotations(previous)
     model = _Model(problem, state, rotations(state), targets, previous, Rp)
     free = problem.constraints.free_bodies

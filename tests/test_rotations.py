@@ -4,13 +4,10 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
-
 from looprig.core import rotations as rot
 
 vectors = arrays(np.float64, 3, elements=st.floats(-3.0, 3.0))
-quaternions = arrays(np.float64, 4, elements=st.floats(-1.0, 1.0)).filter(
-    lambda q: np.linalg.norm(q) > 0.1
-)
+quaternions = arrays(np.float64, 4, elements=st.floats(-1.0, 1.0)).filter(lambda q: np.linalg.norm(q) > 0.1)
 
 
 @given(quaternions)
@@ -74,8 +71,11 @@ def test_relative_angle_jacobian_matches_finite_differences(q, axis):
     eps = 1e-6
     numeric = np.stack(
         [
-            (rot.vee_antisymmetric(rot.matrix_from_rotvec(eps * e) @ M)
-             - rot.vee_antisymmetric(rot.matrix_from_rotvec(-eps * e) @ M)) / (2 * eps)
+            (
+                rot.vee_antisymmetric(rot.matrix_from_rotvec(eps * e) @ M)
+                - rot.vee_antisymmetric(rot.matrix_from_rotvec(-eps * e) @ M)
+            )
+            / (2 * eps)
             for e in np.eye(3)
         ],
         axis=-1,

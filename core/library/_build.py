@@ -38,9 +38,7 @@ def link(name: str, start, end, mass: float = 0.1) -> Body:
     return Body(name, position=0.5 * (np.asarray(start, float) + np.asarray(end, float)), mass=mass)
 
 
-def hinge(
-    name: str, parent: str, child: str, anchor, axis=Z_AXIS, actuator: Actuator | None = None
-) -> Joint:
+def hinge(name: str, parent: str, child: str, anchor, axis=Z_AXIS, actuator: Actuator | None = None) -> Joint:
     """A revolute joint about ``axis`` through ``anchor`` [m]."""
     return Joint(
         name,

@@ -7,7 +7,8 @@ directly on body states::
 
 by sequential quadratic programming: each iteration solves the KKT system of a
 Gauss-Newton model of the objective and the linearised constraints, then runs
-a backtracking line search on the l1 merit function ``f + nu |C|_1``. The
+a backtracking line search on the l1 merit ``f + nu |C|_1`` (penalty from
+:func:`_penalty`, with a second-order correction against the Maratos effect). The
 constraint block of the KKT matrix carries a tiny negative diagonal, which keeps
 it non-singular when constraints are redundant (planar loops) without changing
 the converged state. Unreachable targets therefore give the closest assembled
@@ -48,8 +49,9 @@ class IKSettings:
     the next step (m or rad) is below it; Newton steps shrink quadratically, so what
     is left after a step of 1e-7 is far below it.
     primal_regularization: the smallest Levenberg damping of the model Hessian
-    (relative to its largest diagonal entry); it grows a hundredfold after
-    a step the line search had to cut and shrinks tenfold after full steps.
+    (relative to its largest diagonal entry); it shrinks tenfold after a full
+    step whose objective decrease matches the model's prediction, and grows after
+    a poorly predicted or cut step (a hundredfold when no step was found).
     dual_regularization: the negative diagonal of the constraint block.
     """
 
@@ -203,8 +205,32 @@ class _Iterate:
         self.c, self.blocks = problem.constraints.evaluate(state, R=self.R)
         self.model = _Model(problem, state, self.R, targets, previous, R_previous)
 
-    def merit(self, nu: float) -> float:
-        return self.model.value + nu * float(np.abs(self.c).sum())
+        self.violation = float(np.max(np.abs(self.c), initial=0.0))
+
+
+@dataclass
+class _Merit:
+    """The l1 merit ``f + nu |C|_1`` at the current iterate and its slope along the step."""
+
+    nu: float
+    value: float
+    slope: float
+
+    def accepts(self, candidate: _Iterate, alpha: float) -> bool:
+        """Armijo condition for the step length ``alpha``."""
+        value = candidate.model.value + self.nu * float(np.abs(candidate.c).sum())
+        return value <= self.value + 1e-4 * alpha * self.slope + 1e-15 * abs(self.value)
+
+
+def _penalty(nu: float, slope: float, curvature: float, violation_l1: float) -> float:
+    """l1 merit penalty, raised so the step is a descent direction of the merit.
+
+    Nocedal & Wright (18.36): ``nu >= (g.d + 1/2 d^T H d) / ((1 - rho) |c|_1)``, rho = 0.1.
+    It needs no multipliers: those of redundant rows (planar loops) are arbitrary.
+    """
+    if violation_l1 <= 0.0:
+        return nu
+    return max(nu, 1.1 * (slope + 0.5 * max(curvature, 0.0)) / (0.9 * violation_l1))
 
 
 def _errors(problem: IKProblem, state, R, targets: IKTargets):
@@ -263,36 +289,59 @@ def solve_ik(
     )
     max_step = np.tile(max_step, len(cs.free_bodies))
     damping = settings.primal_regularization  # relative Levenberg damping of the model Hessian
-    nu = 0.0  # l1 merit penalty parameter
+    nu = 0.0  # l1 merit penalty
     converged = False
     iteration = 0
     for iteration in range(1, settings.max_iterations + 1):
         kkt = KKTSystem(it.model.hessian, cs.dense(it.blocks), damping, settings.dual_regularization)
-        step, lam = kkt.solve(it.model.gradient, it.c)
+        step, _ = kkt.solve(it.model.gradient, it.c)
         step *= min(1.0, float(np.min(max_step / np.maximum(np.abs(step), 1e-300))))
         step_size = float(np.max(np.abs(step), initial=0.0))
         if step_size <= settings.step_tolerance and np.max(np.abs(it.c), initial=0.0) <= tol:
             converged = True
             iteration -= 1
             break
-        nu = max(nu, 1.1 * float(np.max(np.abs(lam), initial=0.0)))
-        merit = it.merit(nu)
-        slope = min(it.model.gradient @ step - nu * float(np.abs(it.c).sum()), 0.0)
+        slope = float(it.model.gradient @ step)
+        curvature = float(step @ it.model.hessian @ step)
+        violation_l1 = float(np.abs(it.c).sum())
+        nu = _penalty(nu, slope, curvature, violation_l1)
+        merit = _Merit(nu, it.model.value + nu * violation_l1, min(slope - nu * violation_l1, 0.0))
         alpha = 1.0
         accepted = False
         for _ in range(settings.max_backtracks):
             trial = _Iterate(
                 problem, retract(it.state, cs.tangent_to_bodies(alpha * step)), targets, previous, R_previous
             )
-            if trial.merit(nu) <= merit + 1e-4 * alpha * slope + 1e-15 * abs(merit):
+            if merit.accepts(trial, alpha):
                 accepted = True
                 break
+            if alpha == 1.0 and trial.violation > it.violation:
+                # second-order correction: pull the full step back onto the constraints
+                # with the same factorisation before giving up on it (Maratos effect)
+                correction, _ = kkt.solve(np.zeros_like(step), trial.c)
+                corrected = _Iterate(
+                    problem,
+                    retract(trial.state, cs.tangent_to_bodies(correction)),
+                    targets,
+                    previous,
+                    R_previous,
+                )
+                if merit.accepts(corrected, alpha):
+                    trial, accepted = corrected, True
+                    break
             alpha *= 0.5
-        # a full step means the model is trustworthy: damp less; a cut step: damp more
+        # damp less where the quadratic model predicts the objective well, more where not
         if accepted and alpha == 1.0:
-            damping = max(damping / 10.0, settings.primal_regularization)
+            predicted = -(slope + 0.5 * curvature)
+            gain = (it.model.value - trial.model.value) / predicted if predicted > 1e-300 else 1.0
+            if gain > 0.75 or predicted <= 1e-300:
+                damping = max(damping / 10.0, settings.primal_regularization)
+            elif gain < 0.25:
+                damping = min(max(damping, 1e-8) * 4.0, 1e6)
+        elif accepted:
+            damping = min(max(damping, 1e-8) * 4.0, 1e6)
         else:
-            damping = min(damping * 100.0, 1e6)
+            damping = min(max(damping, 1e-8) * 100.0, 1e6)
         if not accepted:
             continue
         it = trial

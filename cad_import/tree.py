@@ -528,7 +528,7 @@ def build_mechanism(model: TreeModel, settings: ImportSettings = DEFAULT_SETTING
             )
 
     joints, offsets = [], {}
-    for joint in kin.order:
+    for joint in model.joints:  # file order
         qj = q[kin.offsets[joint.name]]
         T_world_joint = poses[joint.parent] @ joint.T_parent_joint @ joint_motion(joint, qj)
         actuator = None

@@ -206,6 +206,8 @@ def read_urdf(
             note = _mass_from_meshes(spec, settings)
             if note:
                 notes.append(note)
+            else:
+                spec.mass = 0.0  # a frame link: no inertial, no mesh
         links.append(spec)
     if not links:
         raise doc.error(root, "the robot has no <link>")
@@ -350,6 +352,7 @@ def read_urdf(
             raise doc.error(element, problem)
         joint_by_name[name].actuated = True
 
+    _check_links(path, links, joints)
     children = {j.child for j in joints}
     roots = [name for name in link_names if name not in children]
     if len(roots) != 1:
@@ -383,6 +386,40 @@ def read_urdf(
         roots=roots_map,
         notes=notes,
     )
+
+
+def _check_links(path, links: list[LinkSpec], joints: list[TreeJointSpec]) -> None:
+    """Duplicate names, joints naming unknown links, links with two parents."""
+    names: dict[str, LinkSpec] = {}
+    for link in links:
+        if link.name in names:
+            raise FileFormatError(path, f"duplicate link name {link.name!r}", link.element, link.line)
+        names[link.name] = link
+    parent_of: dict[str, str] = {}
+    seen_joints: set[str] = set()
+    for joint in joints:
+        if joint.name in seen_joints:
+            raise FileFormatError(path, f"duplicate joint name {joint.name!r}", joint.element, joint.line)
+        seen_joints.add(joint.name)
+        for role in ("parent", "child"):
+            name = getattr(joint, role)
+            if name not in names:
+                valid = ", ".join(sorted(names))
+                raise FileFormatError(
+                    path,
+                    f"{role} link {name!r} does not exist; links are: {valid}",
+                    joint.element,
+                    joint.line,
+                )
+        if joint.child in parent_of:
+            raise FileFormatError(
+                path,
+                f"link {joint.child!r} has two parent joints ({parent_of[joint.child]!r} and {joint.name!r}); "
+                "a URDF is a tree (write loops as closures)",
+                joint.element,
+                joint.line,
+            )
+        parent_of[joint.child] = joint.name
 
 
 def load_urdf(path, *, settings: ImportSettings = DEFAULT_SETTINGS, **options) -> ImportedModel:

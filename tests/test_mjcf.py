@@ -1,0 +1,256 @@
+"""MJCF import through MuJoCo: joint kinds, units, defaults, equalities, actuators, meshes."""
+
+import warnings
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from looprig.cad_import import FileFormatError, FileFormatWarning, load_mechanism, load_model
+from looprig.core import ConstraintSet, JointKind
+from looprig.core.rotations import quat_to_matrix
+
+mujoco = pytest.importorskip("mujoco")
+
+DATA = Path(__file__).parent / "data"
+
+
+def write(tmp_path, text, name="model.xml"):
+    path = tmp_path / name
+    path.write_text(text)
+    return path
+
+
+def quiet_load(path, **options):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", FileFormatWarning)
+        return load_model(path, **options)
+
+
+KINDS = """
+<mujoco model="kinds">
+  <compiler angle="radian"/>
+  <worldbody>
+    <body name="hinge_body" pos="0.1 0 0">
+      <joint name="hinge" type="hinge" axis="0 1 0" pos="0 0 0.05" range="-1 1"/>
+      <geom size="0.01"/>
+      <body name="slide_body" pos="0.2 0 0">
+        <joint name="slide" type="slide" axis="1 0 0" range="-0.1 0.2"/>
+        <geom size="0.01"/>
+        <body name="ball_body" pos="0 0.2 0">
+          <joint name="ball" type="ball" pos="0.01 0 0"/>
+          <geom size="0.01"/>
+        </body>
+      </body>
+    </body>
+    <body name="free_body" pos="0 0 1">
+      <freejoint name="free"/>
+      <geom size="0.01"/>
+    </body>
+    <body name="welded" pos="0 1 0"><geom size="0.01"/></body>
+  </worldbody>
+  <actuator>
+    <motor name="m_hinge" joint="hinge" ctrlrange="-5 5"/>
+    <position name="p_slide" joint="slide" kp="100" ctrlrange="-0.05 0.5"/>
+  </actuator>
+</mujoco>
+"""
+
+
+def test_every_mjcf_joint_kind_maps_to_its_looprig_kind(tmp_path):
+    m = quiet_load(write(tmp_path, KINDS)).mechanism
+    kinds = {j.name: j.kind for j in m.joints}
+    assert kinds == {
+        "hinge": JointKind.REVOLUTE,
+        "slide": JointKind.PRISMATIC,
+        "ball": JointKind.SPHERICAL,
+        "free": JointKind.FREE,
+        "welded_fixed": JointKind.FIXED,
+    }
+    assert m.bodies[0].name == "world" and m.bodies[0].grounded
+    np.testing.assert_allclose(m.joint("hinge").anchor, [0.1, 0, 0.05])
+    np.testing.assert_allclose(m.joint("hinge").axis, [0, 1, 0])
+    np.testing.assert_allclose(m.joint("ball").anchor, [0.31, 0.2, 0])
+    # motor: limits from the joint range; position servo: ctrlrange narrowed by the joint range
+    hinge, slide = m.joint("hinge").actuator, m.joint("slide").actuator
+    assert (hinge.lower, hinge.upper, hinge.hardware_id) == (-1.0, 1.0, "m_hinge")
+    assert (slide.lower, slide.upper, slide.hardware_id) == (-0.05, 0.2, "p_slide")
+    assert slide.motion == "displacement"
+
+
+def test_angle_units_defaults_and_orientation_forms(tmp_path):
+    """compiler angle= (degrees vs radians) and default classes give the same model."""
+    template = """
+    <mujoco>
+      <compiler angle="{unit}"/>
+      <default><joint axis="0 0 1" range="{r0} {r1}"/>
+        <default class="tilted"><joint axis="1 0 0"/></default></default>
+      <worldbody>
+        <body name="a" euler="{e} 0 0"><joint name="j1"/><geom size="0.01"/>
+          <body name="b" pos="0 0.3 0" axisangle="0 0 1 {e}"><joint name="j2" class="tilted"/>
+            <geom size="0.01"/><site name="tip" pos="0 0.2 0" zaxis="0 1 0"/></body>
+        </body>
+      </worldbody>
+      <actuator><motor joint="j1"/><motor joint="j2"/></actuator>
+    </mujoco>"""
+    deg = quiet_load(write(tmp_path, template.format(unit="degree", e=30, r0=-45, r1=90), "d.xml")).mechanism
+    rad = quiet_load(
+        write(tmp_path, template.format(unit="radian", e=np.pi / 6, r0=-np.pi / 4, r1=np.pi / 2), "r.xml")
+    ).mechanism
+    for jd, jr in zip(deg.joints, rad.joints, strict=True):
+        np.testing.assert_allclose(jd.anchor, jr.anchor, atol=1e-12)
+        np.testing.assert_allclose(jd.axis, jr.axis, atol=1e-12)
+    assert deg.joint("j2").actuator.lower == pytest.approx(-np.pi / 4)
+    # j2 inherits the class axis (x of body b), rotated by a's 30 deg roll about x then b's yaw
+    Ra = quat_to_matrix(deg.bodies[deg.body_index("a")].orientation)
+    Rb = quat_to_matrix(deg.bodies[deg.body_index("b")].orientation)
+    np.testing.assert_allclose(
+        Rb, Ra @ quat_to_matrix([np.cos(np.pi / 12), 0, 0, np.sin(np.pi / 12)]), atol=1e-12
+    )
+    np.testing.assert_allclose(deg.joint("j2").axis, Rb[:, 0], atol=1e-12)
+    np.testing.assert_allclose(
+        deg.frame("tip").position, deg.joint("j2").anchor + Rb @ [0, 0.2, 0], atol=1e-12
+    )
+    np.testing.assert_allclose(quat_to_matrix(deg.frame("tip").orientation)[:, 2], Rb[:, 1], atol=1e-12)
+
+
+def test_several_joints_in_one_body_become_a_chain(tmp_path):
+    text = """
+    <mujoco><worldbody><body name="b" pos="1 0 0">
+      <joint name="x" type="slide" axis="1 0 0"/><joint name="y" type="slide" axis="0 1 0"/>
+      <joint name="rz" type="hinge" axis="0 0 1" pos="0 0 0.1"/>
+      <geom size="0.1"/></body></worldbody></mujoco>"""
+    m = quiet_load(write(tmp_path, text)).mechanism
+    assert [b.name for b in m.bodies] == ["world", "b", "b__x", "b__y"]
+    chain = [(j.name, j.parent, j.child, j.kind.value) for j in m.joints]
+    assert chain == [
+        ("x", "world", "b__x", "prismatic"),
+        ("y", "b__x", "b__y", "prismatic"),
+        ("rz", "b__y", "b", "revolute"),
+    ]
+    assert m.bodies[2].mass < 1e-5  # massless intermediate
+    np.testing.assert_allclose(m.joint("rz").anchor, [1, 0, 0.1])
+
+
+def test_connect_and_weld_equalities(tmp_path):
+    text = """
+    <mujoco><compiler angle="radian"/><worldbody>
+      <body name="a" pos="0 0 1"><joint name="ja" type="hinge" axis="0 1 0"/><geom size="0.01"/>
+        <site name="sa" pos="0.5 0 0" euler="0 0 1.0"/></body>
+      <body name="b" pos="0.5 0 1.2" euler="0 0 0.1"><freejoint/><geom size="0.01"/>
+        <site name="sb" pos="0 0 -0.2"/></body>
+      <body name="c" pos="0 1 0"><joint type="ball"/><geom size="0.01"/></body>
+      <body name="d" pos="0.2 1.1 0" euler="0 0 0.4"><joint type="ball"/><geom size="0.01"/></body>
+    </worldbody>
+    <equality>
+      <connect name="site_connect" site1="sa" site2="sb"/>
+      <weld name="body_weld" body1="c" body2="d" anchor="0.01 0.02 0.03"/>
+    </equality></mujoco>"""
+    imported = quiet_load(write(tmp_path, text))
+    m = imported.mechanism
+    connect, weld = m.joint("site_connect"), m.joint("body_weld")
+    assert connect.kind == JointKind.SPHERICAL and (connect.parent, connect.child) == ("a", "b")
+    assert weld.kind == JointKind.FIXED and (weld.parent, weld.child) == ("c", "d")
+    # the weld holds at qpos0 by definition; the site connect (sites coincide already) too
+    assert imported.closure_residual < 1e-12
+    np.testing.assert_allclose(connect.anchor, [0.5, 0, 1])
+    assert np.abs(ConstraintSet(m, actuated=False).residual(m.initial_state())).max() < 1e-12
+    assert {f.name for f in m.frames} >= {"sa", "sb", "a", "b", "world"}
+
+
+def test_site_weld_far_apart_is_assembled(tmp_path):
+    text = """
+    <mujoco><compiler angle="radian"/><worldbody><site name="w" pos="0 0 1" euler="0 0 0.5"/>
+      <body name="f" pos="1 0 0"><freejoint/><geom size="0.1"/><site name="s" pos="0.1 0 0"/></body>
+    </worldbody><equality><weld site1="w" site2="s"/></equality></mujoco>"""
+    imported = quiet_load(write(tmp_path, text))
+    assert imported.closure_residual == pytest.approx(np.hypot(1.1, 1.0))
+    m = imported.mechanism
+    np.testing.assert_allclose(m.frame("s").position, [0, 0, 1], atol=1e-10)
+    np.testing.assert_allclose(m.frame("s").orientation, m.frame("w").orientation, atol=1e-10)
+
+
+def test_unsupported_features_warn(tmp_path):
+    text = """
+    <mujoco><worldbody>
+      <body name="a"><joint name="j1" type="hinge"/><geom size="0.1"/></body>
+      <body name="b"><joint name="j2" type="hinge"/><geom size="0.1"/></body>
+    </worldbody>
+    <tendon><fixed name="t"><joint joint="j1" coef="0.5"/><joint joint="j2" coef="0.5"/></fixed></tendon>
+    <equality><joint joint1="j1" joint2="j2"/></equality>
+    <actuator><motor name="drive" tendon="t"/></actuator></mujoco>"""
+    with pytest.warns(FileFormatWarning) as caught:
+        m = load_mechanism(write(tmp_path, text))
+    messages = " ".join(str(w.message) for w in caught)
+    assert "joint equality (a coupling) cannot be expressed" in messages
+    assert "drives tendon 't'" in messages
+    assert m.actuator_names == ["j1", "j2"]
+
+
+def test_mesh_transform_undoes_mujoco_recentring(tmp_path):
+    """T_body_mesh applied to the file's vertices gives MuJoCo's compiled geom vertices."""
+    trimesh = pytest.importorskip("trimesh")
+    box = trimesh.creation.box([0.2, 0.1, 0.05])
+    box.apply_transform(trimesh.transformations.rotation_matrix(0.4, [1, 2, 3]))
+    box.apply_translation([0.3, -0.2, 0.1])  # off-centre: MuJoCo moves it to its CoM
+    box.export(tmp_path / "part.obj")
+    text = """
+    <mujoco><compiler angle="radian"/><asset><mesh name="part" file="part.obj" scale="2 2 2"/></asset>
+      <worldbody><body name="b" pos="0 0 1" euler="0.1 0.2 0.3"><joint type="hinge"/>
+        <geom type="mesh" mesh="part" pos="0.01 0.02 0.03" euler="0.5 0 0"/></body></worldbody></mujoco>"""
+    path = write(tmp_path, text)
+    imported = quiet_load(path)
+    body = imported.mechanism.bodies[1]
+    assert Path(body.mesh) == (tmp_path / "part.obj").resolve()
+    model = mujoco.MjModel.from_xml_path(str(path))
+    data = mujoco.MjData(model)
+    mujoco.mj_kinematics(model, data)
+    compiled = model.mesh_vert[: model.mesh_vertnum[0]]
+    world = data.geom_xpos[0] + compiled @ data.geom_xmat[0].reshape(3, 3).T
+    file_vertices = trimesh.load(tmp_path / "part.obj", force="mesh", process=False).vertices
+    R = quat_to_matrix(body.orientation)
+    mine = (file_vertices @ body.T_body_mesh[:3, :3].T + body.T_body_mesh[:3, 3]) @ R.T + body.position
+    # same point sets (MuJoCo may merge duplicate vertices): compare nearest neighbours
+    distance = np.linalg.norm(world[:, None, :] - mine[None, :, :], axis=-1).min(axis=1)
+    assert distance.max() < 1e-6
+
+
+@pytest.mark.parametrize(
+    ("text", "fragment", "line"),
+    [
+        ("<mujoco><worldbody><body><jointx/></body></worldbody></mujoco>", "unrecognized element", 1),
+        (
+            '<mujoco>\n<worldbody>\n<body><joint type="hinge" axis="0 0 0"/></body></worldbody></mujoco>',
+            "axis too small",
+            3,
+        ),
+        ("<mujoco><worldbody><body", "", None),
+        (
+            '<mujoco><worldbody><body><geom type="mesh" mesh="m"/></body></worldbody>'
+            '<asset><mesh name="m" file="missing.stl"/></asset></mujoco>',
+            "missing.stl",
+            None,
+        ),
+        (
+            '<mujoco><worldbody><body name="a"><geom size="1"/></body></worldbody>'
+            '<equality><connect body1="a" body2="nobody" anchor="0 0 0"/></equality></mujoco>',
+            "nobody",
+            None,
+        ),
+    ],
+)
+def test_malformed_mjcf_errors(tmp_path, text, fragment, line):
+    path = write(tmp_path, text)
+    with pytest.raises(FileFormatError) as info:
+        load_mechanism(path, format="mjcf")
+    assert str(path) in str(info.value) and fragment in str(info.value)
+    if line is not None:
+        assert info.value.line == line
+
+
+def test_fourbar_connect_file():
+    m = load_mechanism(DATA / "fourbar_connect.xml")
+    assert m.joint("pin_B").kind == JointKind.SPHERICAL
+    assert m.actuator_names == ["crank_joint"]
+    actuator = m.joint("crank_joint").actuator
+    assert (actuator.lower, actuator.upper) == pytest.approx((-3.0, 3.0))  # ctrlrange within +-10 rad

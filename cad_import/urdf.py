@@ -414,8 +414,8 @@ def _check_links(path, links: list[LinkSpec], joints: list[TreeJointSpec]) -> No
         if joint.child in parent_of:
             raise FileFormatError(
                 path,
-                f"link {joint.child!r} has two parent joints ({parent_of[joint.child]!r} and {joint.name!r}); "
-                "a URDF is a tree (write loops as closures)",
+                f"link {joint.child!r} has two parent joints ({parent_of[joint.child]!r} and "
+                f"{joint.name!r}); a URDF is a tree (write loops as closures)",
                 joint.element,
                 joint.line,
             )

@@ -5,7 +5,6 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-
 from looprig.cad_import import FileFormatError, FileFormatWarning, load_mechanism, load_model
 from looprig.core import ConstraintSet, JointKind
 from looprig.core.rotations import quat_to_matrix

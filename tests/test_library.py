@@ -75,8 +75,8 @@ def frame_poses(m: Mechanism, frames, state):
 
 def walk_along_motion(m: Mechanism, frames, distance: float, seed: int, step: float = 0.004):
     """An assembled state whose frames moved ``distance`` [m] (the farthest one) from the
-    initial pose, reached in steps of ``step`` [m] along a fixed random direction of the
-    mechanism's motion, re-assembled after every step."""
+    initial pose, reached in steps of ``step`` [m] along the mechanism's motion: a random
+    first direction, then each step continues the last one, re-assembled after every step."""
     cs = ConstraintSet(m, actuated=False)
     state = m.initial_state()
     start, _ = frame_poses(m, frames, state)
@@ -85,6 +85,7 @@ def walk_along_motion(m: Mechanism, frames, distance: float, seed: int, step: fl
         _, sv, Vt = np.linalg.svd(cs.jacobian(state))
         null = Vt[int(np.sum(sv > 1e-9 * sv[0])) :]
         tangent = null.T @ (null @ direction)
+        direction = tangent
         probe, _ = frame_poses(m, frames, retract(state, cs.tangent_to_bodies(1e-6 * tangent)))
         rate = np.abs(probe - frame_poses(m, frames, state)[0]).max() / 1e-6
         trial = retract(state, cs.tangent_to_bodies(step / rate * tangent))
@@ -208,7 +209,7 @@ def check_ik(m: Mechanism, problem: IKProblem, targets: IKTargets):
     return result
 
 
-@pytest.mark.parametrize("name", [n for n in NAMES if n != "walker"])
+@pytest.mark.parametrize("name", NAMES)
 def test_ik_meets_a_reachable_target_a_few_centimetres_away(name):
     """Tracked frames (position and orientation) moved 3 cm along the mechanism's
     motion; warm start from the initial pose, small state regularizer. The solved
@@ -265,25 +266,6 @@ def test_walker_ik_shifts_the_centre_of_mass_over_the_left_foot():
     target = com0 + np.array([0.0, 0.03, 0.0])
     result = check_ik(m, problem, IKTargets(*frame_poses(m, feet, m.initial_state()), target))
     assert result.com_error < 1e-6
-
-
-@pytest.mark.xfail(
-    strict=True,
-    reason="core SQP: multipliers of redundant (planar-loop) rows blow up to c_perp / "
-    "dual_regularization, the l1 merit penalty keeps that value and rejects later steps; "
-    "the solve stalls about 1e-4 m short (see the library report)",
-)
-def test_walker_ik_meets_a_target_along_a_random_motion():
-    m = build("walker")
-    frames = EXPECTED["walker"].frames
-    problem = IKProblem(
-        m,
-        [FrameObjective(f, (1, 1, 1), (1, 1, 1)) for f in frames],
-        regularization=Regularization(1e-8),
-    )
-    with single_threaded_blas():
-        moved = walk_along_motion(m, frames, 0.03, seed=3)
-    check_ik(m, problem, IKTargets(*frame_poses(m, frames, moved)))
 
 
 # ----------------------------------------------------------------------------- per mechanism

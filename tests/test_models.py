@@ -1,0 +1,157 @@
+"""The public closed-chain robot models in ../shared/models (see its README).
+
+Each loads into a valid Mechanism with the counts below; its loop closures hold
+in the initial configuration, and forward kinematics from there (actuators at
+zero, and moved a little) converges with every joint together.
+
+Counts: bodies = links (URDF) or MuJoCo's nbody incl. the world, plus one
+massless body per extra joint in a multi-joint MJCF body; joints = tree joints
+(MJCF bodies without joints get a fixed joint) + one closure joint per loop.
+"""
+
+import warnings
+from pathlib import Path
+
+import numpy as np
+import pytest
+from looprig.cad_import import FileFormatWarning, load_model, save_mechanism
+from looprig.cad_import.native import load_native
+from looprig.core import ConstraintSet, JointKind, analyse_mobility, solve_fk
+
+MODELS = Path(__file__).parents[2] / "shared" / "models"
+
+pytestmark = pytest.mark.skipif(
+    not MODELS.is_dir(), reason=f"robot model corpus not found at {MODELS} (shared/models beside the repo)"
+)
+
+REACHY_MOTORS = [f"stewart_{k}" for k in range(1, 7)]
+
+# file, load options, bodies, joints, actuators, closures, closure kind (None: mixed),
+# mobility with actuators free
+CASES = [
+    ("reachy_mini/urdf/robot.urdf", {"actuated": REACHY_MOTORS}, 45, 49, 6, 5, JointKind.SPHERICAL, 15),
+    ("reachy_mini/mjcf/reachy_mini.xml", {}, 19, 23, 9, 5, JointKind.SPHERICAL, 15),
+    ("agility_cassie/cassie.xml", {}, 26, 29, 10, 4, JointKind.SPHERICAL, 22),
+    ("robotiq_2f85/2f85.xml", {}, 15, 16, 2, 2, JointKind.SPHERICAL, 4),
+    ("gepetto_5bar_linkage/robot.urdf", {}, 8, 8, 2, 1, JointKind.FIXED, 3),
+    ("gepetto_digit_like/robot.urdf", {}, 36, 38, 6, 3, JointKind.FIXED, 9),
+    ("mujoco_testdata_equality/equality_site.xml", {}, 4, 6, 0, 3, None, 3),
+    ("mujoco_testdata_equality/jdotv_weld_3d.xml", {}, 3, 3, 0, 1, JointKind.FIXED, 3),
+]
+
+
+def load(relative, **options):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", FileFormatWarning)
+        return load_model(MODELS / relative, **options)
+
+
+@pytest.fixture(scope="module")
+def imported():
+    cache = {}
+
+    def get(relative, options):
+        key = (relative, tuple(sorted((k, tuple(v)) for k, v in options.items())))
+        if key not in cache:
+            cache[key] = load(relative, **options)
+        return cache[key]
+
+    return get
+
+
+@pytest.mark.parametrize(
+    ("relative", "options", "bodies", "joints", "actuators", "closures", "kind", "dof"),
+    CASES,
+    ids=[c[0] for c in CASES],
+)
+def test_model_counts_and_closures(
+    imported, relative, options, bodies, joints, actuators, closures, kind, dof
+):
+    result = imported(relative, options)
+    m = result.mechanism
+    assert (len(m.bodies), len(m.joints), len(m.actuated_joints)) == (bodies, joints, actuators)
+    # a tree has one joint per non-root body; the closure joints follow the tree joints
+    assert len(m.joints) - (len(m.bodies) - 1) == closures
+    closure_kinds = [j.kind for j in m.joints[len(m.joints) - closures :]]
+    if kind is not None:
+        assert closure_kinds == [kind] * closures
+    assert np.abs(ConstraintSet(m, actuated=False).residual(m.initial_state())).max() < 1e-10
+    report = analyse_mobility(m)
+    assert report.dof == dof
+
+
+@pytest.mark.parametrize(
+    ("relative", "options"), [(c[0], c[1]) for c in CASES if c[4]], ids=[c[0] for c in CASES if c[4]]
+)
+def test_fk_from_the_initial_pose_keeps_the_loops_closed(imported, relative, options):
+    m = imported(relative, options).mechanism
+    zero = np.zeros(len(m.actuated_joints))
+    at_rest = solve_fk(m, zero)
+    assert at_rest.converged and at_rest.residual < 1e-10
+    np.testing.assert_allclose(at_rest.state[:, :3], m.initial_state()[:, :3], atol=1e-9)
+    # a small move of every actuator, within its limits
+    step = np.array(
+        [
+            np.clip(0.02, j.actuator.lower, j.actuator.upper)
+            if j.actuator.upper > 0
+            else np.clip(-0.02, j.actuator.lower, j.actuator.upper)
+            for j in m.actuated_joints
+        ]
+    )
+    moved = solve_fk(m, step, raise_on_failure=False)
+    if moved.converged:
+        assert np.abs(ConstraintSet(m, actuated=False).residual(moved.state)).max() < 1e-9
+    else:  # an over-actuated loop (every motor of a closed chain moved at once) has no assembly
+        assert moved.infeasible or "mirror" in moved.message
+
+
+def test_gepetto_zero_pose_is_assembled_by_the_loader(imported):
+    """The Gepetto closures are 0.3-0.4 m apart at the zero configuration; the loader closes them
+    (6d closures: the two frames coincide in position and orientation)."""
+    pairs = {
+        "gepetto_5bar_linkage/robot.urdf": [("sphere", "sphere_2")],
+        "gepetto_digit_like/robot.urdf": [(f"closedloop{k}_B", f"closedloop{k}_A") for k in (1, 2, 3)],
+    }
+    for relative, frames in pairs.items():
+        result = imported(relative, {})
+        assert result.closure_residual > 0.25
+        m = result.mechanism
+        for a, b in frames:
+            np.testing.assert_allclose(m.frame(a).position, m.frame(b).position, atol=1e-10)
+            qa, qb = m.frame(a).orientation, m.frame(b).orientation
+            assert abs(abs(qa @ qb) - 1.0) < 1e-10
+        assert max(abs(v) for v in result.joint_offsets.values()) > 0.01
+
+
+def test_reachy_urdf_closing_frames_coincide_and_match_the_mjcf(imported):
+    urdf = imported("reachy_mini/urdf/robot.urdf", {"actuated": REACHY_MOTORS}).mechanism
+    mjcf = imported("reachy_mini/mjcf/reachy_mini.xml", {}).mechanism
+    for k in range(1, 6):
+        np.testing.assert_allclose(
+            urdf.frame(f"closing_{k}_1").position, urdf.frame(f"closing_{k}_2").position, atol=1e-12
+        )
+        # the same head in both files: closing frames at the same place (URDF vs MJCF sites)
+        np.testing.assert_allclose(
+            urdf.frame(f"closing_{k}_1").position, mjcf.frame(f"closing_{k}_1").position, atol=1e-5
+        )
+    assert {f"closing_{k}_{s}" for k in range(1, 6) for s in (1, 2)} <= {f.name for f in mjcf.frames}
+
+
+def test_robotiq_actuator_limits_from_servo_range(imported):
+    m = imported("robotiq_2f85/2f85.xml", {}).mechanism
+    for name in ("right_driver_joint", "left_driver_joint"):
+        actuator = m.joint(name).actuator
+        assert actuator.hardware_id == "fingers_actuator"
+        assert (actuator.lower, actuator.upper) == pytest.approx((0.0, 0.8), abs=1e-9)
+
+
+def test_models_round_trip_through_the_native_file(imported, tmp_path):
+    for relative, options, *_ in CASES[:2] + CASES[4:5]:
+        result = imported(relative, options)
+        path = save_mechanism(result, tmp_path / "robot.looprig.json")
+        again = load_native(path)
+        assert [b.name for b in again.mechanism.bodies] == [b.name for b in result.mechanism.bodies]
+        assert again.meshes.keys() == {k for k, v in result.meshes.items() if v}
+        for body_a, body_b in zip(result.mechanism.bodies, again.mechanism.bodies, strict=True):
+            assert body_a.mesh == body_b.mesh
+            np.testing.assert_array_equal(body_a.position, body_b.position)

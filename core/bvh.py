@@ -130,8 +130,11 @@ def _parse_joint(
             raise tokens.error(f"joint {name!r}: expected JOINT, End Site or '}}', found {token!r}", line)
 
 
-def parse_bvh(text: str, path=None) -> tuple[list[BvhJoint], float, np.ndarray]:
-    """Hierarchy, frame time [s] and channel values (F, C) of a BVH text."""
+def parse_bvh(text: str, path=None, frame_start: int = 1) -> tuple[list[BvhJoint], float, np.ndarray]:
+    """Hierarchy, frame time [s] and channel values (F, C) of a BVH text.
+
+    frame_start: number of the first frame, for messages.
+    """
     tokens = _Tokens(text, path)
     tokens.expect("HIERARCHY")
     joints: list[BvhJoint] = []
@@ -164,9 +167,12 @@ def parse_bvh(text: str, path=None) -> tuple[list[BvhJoint], float, np.ndarray]:
         try:
             values[k] = float(token)
         except ValueError:
-            raise tokens.error(f"frame {k // max(n_channels, 1)}: {token!r} is not a number", line) from None
+            frame = frame_start + k // max(n_channels, 1)
+            raise tokens.error(f"frame {frame}: {token!r} is not a number", line) from None
         if not np.isfinite(values[k]):
-            raise tokens.error(f"frame {k // max(n_channels, 1)}: {token!r} is not finite", line)
+            raise tokens.error(
+                f"frame {frame_start + k // max(n_channels, 1)}: {token!r} is not finite", line
+            )
     return joints, frame_time, values.reshape(n_frames, n_channels)
 
 
@@ -207,7 +213,7 @@ def read_bvh(
             text = Path(path).read_text(encoding="utf-8", errors="replace")
         except OSError as error:
             raise TrackError(f"cannot read file: {error.strerror or error}", path) from None
-    joints, frame_time, values = parse_bvh(text, path)
+    joints, frame_time, values = parse_bvh(text, path, frame_start)
     names = [j.name for j in joints]
     if len(set(names)) != len(names):
         duplicate = next(n for n in names if names.count(n) > 1)

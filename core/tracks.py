@@ -106,7 +106,8 @@ class Track:
     """One tracked object in looprig's convention (metres, Z up).
 
     positions: (F, 3) [m], world. orientations: (F, 4) unit quaternions
-    (w, x, y, z), object to world; identity when ``has_orientation`` is False.
+    (w, x, y, z), object to world; identity (in looprig's axes) when
+    ``has_orientation`` is False (a point target).
     """
 
     positions: np.ndarray
@@ -315,11 +316,12 @@ def clip_from_dict(data: Mapping, path=None) -> Clip:
 
 
 def _converted(p, q, unit, up, path) -> Track:
-    has_orientation = q is not None
+    """Track in looprig's convention; a point track gets identity orientations (looprig axes)."""
     if q is None:
-        q = np.tile([1.0, 0.0, 0.0, 0.0], (len(p), 1))
+        p, _ = to_looprig(p, np.tile([1.0, 0.0, 0.0, 0.0], (len(p), 1)), unit, up, path)
+        return Track(p, np.tile([1.0, 0.0, 0.0, 0.0], (len(p), 1)), False)
     p, q = to_looprig(p, q, unit, up, path)
-    return Track(p, quat_normalize(q), has_orientation)
+    return Track(p, quat_normalize(q), True)
 
 
 def read_tracks(path) -> Clip:
@@ -332,7 +334,7 @@ def read_tracks(path) -> Clip:
     if raw[:4] == b"PK\x03\x04" or path.suffix.lower() == ".npz":
         return _read_npz(raw, path)
     try:
-        data = json.loads(raw.decode("utf-8"), parse_constant=_reject_constant)
+        data = json.loads(raw.decode("utf-8"))  # NaN/Infinity tokens are named by the checks
     except UnicodeDecodeError as error:
         raise TrackError(f"not UTF-8 text: {error.reason}", path) from None
     except json.JSONDecodeError as error:
@@ -342,10 +344,6 @@ def read_tracks(path) -> Clip:
     except (ValueError, RecursionError) as error:
         raise TrackError(f"not valid JSON: {error}", path) from None
     return clip_from_dict(data, path)
-
-
-def _reject_constant(name):
-    raise ValueError(f"{name} is not a number; tracks must be finite")
 
 
 def _read_npz(raw: bytes, path) -> Clip:

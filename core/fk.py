@@ -76,6 +76,7 @@ def solve_constraints(
     mu = None  # Levenberg-Marquardt damping; None while Gauss-Newton works
     growth = 2.0
     stalled = 0
+    escaped = False
     infeasible = False
     iteration = 0
     for iteration in range(1, settings.max_iterations + 1):
@@ -87,8 +88,17 @@ def solve_constraints(
         JTJ = J.T @ J
         scale = max(float(np.max(np.diag(JTJ))), 1e-300)
         if np.max(np.abs(g)) <= settings.stationarity * scale:
-            infeasible = True
-            break
+            if escaped:
+                infeasible = True
+                break
+            # a stationary point with a residual may be a saddle or maximum of |C|^2
+            # (an angle actuator started a quarter turn away): nudge once and go on
+            escaped = True
+            nudge = np.random.default_rng(0).normal(scale=1e-4, size=len(g))
+            state = retract(state, constraints.tangent_to_bodies(nudge))
+            C, blocks = constraints.evaluate(state, actuator_values)
+            cost = 0.5 * C @ C
+            continue
         damping = settings.damping * scale if mu is None else mu
         step = -np.linalg.solve(JTJ + damping * np.eye(len(g)), g)
         step *= min(1.0, settings.max_step / max(np.max(np.abs(step)), 1e-300))

@@ -60,6 +60,7 @@ class IKSettings:
     max_iterations: int = 50
     max_backtracks: int = 8
     max_step: float = 0.5  # largest step per iteration [rad], times L for positions [m]
+    undamped_below: float = 1e-6  # relative damping under which a short step means converged
     primal_regularization: float = 1e-12
     dual_regularization: float = 1e-12
 
@@ -119,6 +120,8 @@ class IKProblem:
         reg = self.regularization
         if min(reg.state_weight, reg.velocity_weight, reg.velocity_threshold) < 0:
             raise TargetError("regularizer weights and threshold must be non-negative")
+        if reg.velocity_weight > 0 and reg.velocity_threshold <= 0:
+            raise TargetError("the velocity regularizer needs a positive threshold")
 
     def check_targets(self, targets: IKTargets) -> IKTargets:
         """Validate shapes and finiteness; returns float arrays."""
@@ -297,7 +300,9 @@ def solve_ik(
         step, _ = kkt.solve(it.model.gradient, it.c)
         step *= min(1.0, float(np.min(max_step / np.maximum(np.abs(step), 1e-300))))
         step_size = float(np.max(np.abs(step), initial=0.0))
-        if step_size <= settings.step_tolerance and np.max(np.abs(it.c), initial=0.0) <= tol:
+        # a step is only a convergence test when damping does not shorten it
+        undamped = damping <= settings.undamped_below
+        if undamped and step_size <= settings.step_tolerance and it.violation <= tol:
             converged = True
             iteration -= 1
             break
@@ -345,7 +350,7 @@ def solve_ik(
         if not accepted:
             continue
         it = trial
-        if alpha == 1.0:
+        if alpha == 1.0 and undamped:
             # chord step: the same factorisation at the new iterate, a cheap Newton
             # step estimate that certifies convergence or polishes the constraints
             chord, _ = kkt.solve(it.model.gradient, it.c)

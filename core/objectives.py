@@ -23,7 +23,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .errors import TargetError
-from .mechanism import Mechanism
+from .mechanism import JointKind, Mechanism
 from .rotations import quat_to_matrix, relative_angle_matrix_jacobian, skew, vee_antisymmetric
 
 _EYE3 = np.eye(3)
@@ -62,8 +62,12 @@ class Regularization:
 
     state_weight: pull towards the previous state, ``1/2 w |s - s_bar|^2``.
     velocity_weight, velocity_threshold: the barrier ``w sum_i g(3 - tr(R_bar_i^T R_i))``
-    with ``g(x) = (x - t)^3`` above ``t``. ``3 - tr(...) ~ theta^2`` for a per-frame
-    rotation theta [rad], so ``t = (omega_max / rate)^2``; see :func:`velocity_threshold`.
+    with ``g(x) = ((x - t) / t)^3`` above ``t`` (zero, with zero gradient, below).
+    ``3 - tr(...) ~ theta^2`` for a per-frame rotation theta [rad], so
+    ``t = (omega_max / rate)^2`` (see :func:`velocity_threshold`) and
+    ``(x - t) / t ~ (omega / omega_max)^2 - 1``: the barrier, and so its weight,
+    does not depend on the sample rate. This is the paper's cubic term divided by
+    ``t^3`` (its weight 1e-4 at t = 1.11e-5 would be about 1.4e-19 here).
     """
 
     state_weight: float = 1e-4
@@ -114,11 +118,25 @@ class FrameTerms:
         return points, axes
 
 
+def robot_mask(mechanism: Mechanism) -> np.ndarray:
+    """(n,) bool: the bodies that make up the robot for its centre of mass.
+
+    A grounded body whose every joint is ``free`` is the world a floating base
+    hangs from, not part of the robot; every other body counts.
+    """
+    anchors = {b.name for b in mechanism.bodies if b.grounded}
+    for joint in mechanism.joints:
+        if joint.kind != JointKind.FREE:
+            anchors -= {joint.parent, joint.child}
+    connected = {n for j in mechanism.joints for n in (j.parent, j.child)}
+    return np.array([not (b.name in anchors and b.name in connected) for b in mechanism.bodies])
+
+
 class ComTerm:
-    """Mass fractions ``M_i / M`` and sqrt-weights of a CoM objective."""
+    """Mass fractions ``M_i / M`` (over :func:`robot_mask`) and weights of a CoM objective."""
 
     def __init__(self, mechanism: Mechanism, objective: ComObjective):
-        masses = mechanism.masses
+        masses = mechanism.masses * robot_mask(mechanism)
         self.fraction = masses / masses.sum()
         self.weight = _weights(objective.weight, "CoM weight")
 
@@ -198,7 +216,7 @@ def velocity_barrier(R, R_previous, free_bodies, weight: float, threshold: float
     R, R_previous: rotation matrices (n, 3, 3) of the bodies now and at the previous frame.
 
     x_i = 3 - tr(R_bar_i^T R_i); grad x = vee(M - M^T), Hess x = tr(M) I - sym(M),
-    M = R_i R_bar_i^T; g(x) = (x - t)^3 above t. The Hessian keeps only the
+    M = R_i R_bar_i^T; g(x) = ((x - t) / t)^3 above t. The Hessian keeps only the
     positive semi-definite part (eigenvalues clipped at zero).
     """
     M = R[free_bodies] @ np.swapaxes(R_previous[free_bodies], -1, -2)
@@ -209,9 +227,9 @@ def velocity_barrier(R, R_previous, free_bodies, weight: float, threshold: float
     active = np.flatnonzero(excess > 0.0)
     if not len(active):
         return 0.0, grad, hess
-    e, Ma = excess[active], M[active]
+    e, Ma = excess[active] / threshold, M[active]
     dx = vee_antisymmetric(Ma)
-    g1, g2 = 3.0 * e**2, 6.0 * e
+    g1, g2 = 3.0 * e**2 / threshold, 6.0 * e / threshold**2
     grad[active] = weight * g1[:, None] * dx
     hess_x = relative_angle_matrix_jacobian(0.5 * (Ma + np.swapaxes(Ma, -1, -2)))
     h = weight * (g2[:, None, None] * dx[:, :, None] * dx[:, None, :] + g1[:, None, None] * hess_x)

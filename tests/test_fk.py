@@ -100,3 +100,10 @@ def test_fk_read_off_returns_the_commanded_values(p):
     a, b = p
     expected = [0.3 * np.cos(a) + 0.25 * np.cos(a + b), 0.3 * np.sin(a) + 0.25 * np.sin(a + b), 0.0]
     assert np.allclose(world, expected, atol=1e-10)
+
+
+def test_start_at_a_maximum_of_the_actuator_row_still_assembles():
+    """A quarter turn away the angle row's gradient vanishes; FK must not call that infeasible."""
+    m = build("two_link_arm")
+    result = solve_fk(m, [np.pi / 2, 0.0])
+    assert np.allclose(ActuatorReadout(m).read(result.state), [np.pi / 2, 0.0], atol=1e-9)

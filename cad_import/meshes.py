@@ -127,6 +127,17 @@ def mesh_mass_properties(path, density: float, T_frame_mesh=None) -> MassPropert
     if not np.isfinite(density) or density <= 0:
         raise FileFormatError(path, f"density must be positive, got {density}")
     mesh = load_mesh(path)
+    try:
+        return _mass_properties(mesh, path, density, T_frame_mesh)
+    except FileFormatError:
+        raise
+    except Exception as error:  # degenerate geometry: qhull and trimesh raise many types
+        raise FileFormatError(
+            path, f"cannot compute mass properties: {type(error).__name__}: {error}"
+        ) from None
+
+
+def _mass_properties(mesh, path, density: float, T_frame_mesh) -> MassProperties:
     if T_frame_mesh is not None:
         mesh.apply_transform(np.asarray(T_frame_mesh, float))
     mesh.merge_vertices()

@@ -66,6 +66,8 @@ from .errors import FileFormatError
 from .tree import ImportedModel, MeshRef
 
 FORMAT = "looprig-mechanism"
+#: Largest magnitude accepted for any number in a file (lengths in metres, masses in kg...).
+MAX_MAGNITUDE = 1e100
 VERSION = 1
 SUFFIX = ".looprig.json"
 
@@ -365,6 +367,8 @@ class _Reader:
             self.fail(where, f"expected numbers of shape {shape}, got {got}")
         if not np.all(np.isfinite(array)):
             self.fail(where, "values must be finite")
+        if np.any(np.abs(array) > MAX_MAGNITUDE):
+            self.fail(where, f"values out of range (magnitude above {MAX_MAGNITUDE:g})")
         return array
 
     def number(self, value, where, allow_null=False) -> float:
@@ -378,6 +382,8 @@ class _Reader:
             value = math.inf
         if not math.isfinite(value):
             self.fail(where, "must be finite (write null for no limit)")
+        if abs(value) > MAX_MAGNITUDE:
+            self.fail(where, f"value out of range (magnitude above {MAX_MAGNITUDE:g})")
         return value
 
     def path_in(self, value, where) -> str:

@@ -15,6 +15,9 @@ import numpy as np
 
 from .errors import FileFormatError
 
+#: Largest magnitude accepted for a number in a file (lengths in metres, masses in kg...).
+MAX_MAGNITUDE = 1e100
+
 
 class XmlDocument:
     """A parsed XML file: ``root`` element, and ``line(element)`` for messages."""
@@ -94,6 +97,8 @@ class XmlDocument:
             raise self.error(element, f"attribute {name}={value!r} needs {count} numbers, got {len(numbers)}")
         if not np.all(np.isfinite(numbers)):
             raise self.error(element, f"attribute {name}={value!r} is not finite")
+        if np.any(np.abs(numbers) > MAX_MAGNITUDE):
+            raise self.error(element, f"attribute {name}={value!r} is out of range (above {MAX_MAGNITUDE:g})")
         return numbers
 
     def number(self, element: ET.Element, name: str, default: float | None = None) -> float:

@@ -23,7 +23,7 @@ from pathlib import Path
 import numpy as np
 
 from .rotations import axis_angle_matrix, quat_from_matrix, quat_normalize
-from .tracks import Clip, Track, TrackError, to_looprig
+from .tracks import MAX_MAGNITUDE, Clip, Track, TrackError, to_looprig
 
 _AXES = {"X": np.array([1.0, 0.0, 0.0]), "Y": np.array([0.0, 1.0, 0.0]), "Z": np.array([0.0, 0.0, 1.0])}
 _CHANNELS = ("Xposition", "Yposition", "Zposition", "Xrotation", "Yrotation", "Zrotation")
@@ -72,8 +72,8 @@ class _Tokens:
             value = float(token)
         except ValueError:
             raise self.error(f"{what}: {token!r} is not a number", line) from None
-        if not np.isfinite(value):
-            raise self.error(f"{what}: {token!r} is not finite", line)
+        if not np.isfinite(value) or abs(value) > MAX_MAGNITUDE:
+            raise self.error(f"{what}: {token!r} is not finite or out of range", line)
         return value
 
     def integer(self, what: str) -> int:
@@ -169,10 +169,9 @@ def parse_bvh(text: str, path=None, frame_start: int = 1) -> tuple[list[BvhJoint
         except ValueError:
             frame = frame_start + k // max(n_channels, 1)
             raise tokens.error(f"frame {frame}: {token!r} is not a number", line) from None
-        if not np.isfinite(values[k]):
-            raise tokens.error(
-                f"frame {frame_start + k // max(n_channels, 1)}: {token!r} is not finite", line
-            )
+        if not np.isfinite(values[k]) or abs(values[k]) > MAX_MAGNITUDE:
+            frame = frame_start + k // max(n_channels, 1)
+            raise tokens.error(f"frame {frame}: {token!r} is not finite or out of range", line)
     return joints, frame_time, values.reshape(n_frames, n_channels)
 
 

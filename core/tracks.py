@@ -68,6 +68,8 @@ LENGTH_UNITS = {"m": 1.0, "cm": 0.01, "mm": 0.001, "in": 0.0254, "ft": 0.3048}
 UP_AXES = ("Z", "Y")
 #: Tolerance on ``| |q| - 1 |`` for orientation quaternions read from files.
 QUATERNION_NORM_TOLERANCE = 1e-3
+#: Largest coordinate accepted in a file, in the file's unit.
+MAX_MAGNITUDE = 1e100
 
 _S = math.sqrt(0.5)
 #: Rotation turning Y-up world coordinates into Z-up ones, as a quaternion (w, x, y, z).
@@ -225,6 +227,10 @@ def check_samples(name, positions, orientations, frame_start: int, expected: int
     if bad.any():
         k = _first_bad(bad)
         raise TrackError(f"position {p[k].tolist()} is not finite", path, name, frame_start + k)
+    bad = np.any(np.abs(p) > MAX_MAGNITUDE, axis=1)
+    if bad.any():
+        k = _first_bad(bad)
+        raise TrackError(f"position {p[k].tolist()} is out of range", path, name, frame_start + k)
     if orientations is None:
         return None
     q = np.asarray(orientations)
@@ -236,7 +242,8 @@ def check_samples(name, positions, orientations, frame_start: int, expected: int
     if bad.any():
         k = _first_bad(bad)
         raise TrackError(f"orientation {q[k].tolist()} is not finite", path, name, frame_start + k)
-    norm = np.linalg.norm(q, axis=1)
+    with np.errstate(over="ignore"):
+        norm = np.linalg.norm(q, axis=1)
     bad = np.abs(norm - 1.0) > QUATERNION_NORM_TOLERANCE
     if bad.any():
         k = _first_bad(bad)

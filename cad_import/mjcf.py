@@ -84,23 +84,43 @@ def _mujoco_error(path, error: Exception, stage: str) -> FileFormatError:
 
 
 def compile_mjcf(path, text: str | None = None):
-    """``(spec, model)`` for an MJCF file (or its text). Errors as FileFormatError."""
+    """``(spec, model)`` for an MJCF file (or its text). Errors as FileFormatError.
+
+    MuJoCo's warnings are collected rather than written to ``MUJOCO_LOG.TXT``;
+    a NaN in the file is an error.
+    """
     mujoco = _mujoco()
+    messages: list[str] = []
+    previous = mujoco.get_mju_user_warning()
+    mujoco.set_mju_user_warning(messages.append)
     try:
-        if text is None:
-            if not Path(path).is_file():
-                raise FileFormatError(path, "file not found")
-            spec = mujoco.MjSpec.from_file(str(path))
-        else:
-            spec = mujoco.MjSpec.from_string(text)
-    except FileFormatError:
-        raise
-    except Exception as error:  # MuJoCo raises ValueError; be safe with others
-        raise _mujoco_error(path, error, "parsing") from None
-    try:
-        model = spec.compile()
-    except Exception as error:
-        raise _mujoco_error(path, error, "compiling") from None
+        try:
+            if text is None:
+                if not Path(path).is_file():
+                    raise FileFormatError(path, "file not found")
+                spec = mujoco.MjSpec.from_file(str(path))
+            else:
+                spec = mujoco.MjSpec.from_string(text)
+        except FileFormatError:
+            raise
+        except Exception as error:  # MuJoCo raises ValueError; be safe with others
+            raise _mujoco_error(path, error, "parsing") from None
+        try:
+            model = spec.compile()
+        except Exception as error:
+            raise _mujoco_error(path, error, "compiling") from None
+    finally:
+        mujoco.set_mju_user_warning(previous)
+    for message in messages:
+        if "NaN" in message:
+            raise FileFormatError(path, "the file contains a NaN (not a number)")
+    bad = [
+        name
+        for name in ("body_pos", "body_quat", "body_mass", "body_ipos", "jnt_axis", "jnt_pos", "site_pos")
+        if not np.all(np.isfinite(getattr(model, name)))
+    ]
+    if bad:
+        raise FileFormatError(path, "non-finite values in " + ", ".join(bad))
     return spec, model
 
 

@@ -236,15 +236,22 @@ def test_mesh_transform_undoes_mujoco_recentring(tmp_path):
             "nobody",
             None,
         ),
+        (
+            '<mujoco><worldbody><body pos="nan 0 0"><joint/><geom size="1"/></body></worldbody></mujoco>',
+            "contains a NaN",
+            None,
+        ),
     ],
 )
-def test_malformed_mjcf_errors(tmp_path, text, fragment, line):
+def test_malformed_mjcf_errors(tmp_path, monkeypatch, text, fragment, line):
+    monkeypatch.chdir(tmp_path)
     path = write(tmp_path, text)
     with pytest.raises(FileFormatError) as info:
         load_mechanism(path, format="mjcf")
     assert str(path) in str(info.value) and fragment in str(info.value)
     if line is not None:
         assert info.value.line == line
+    assert not (tmp_path / "MUJOCO_LOG.TXT").exists()  # MuJoCo's messages are collected, not logged
 
 
 def test_fourbar_connect_file():

@@ -354,3 +354,15 @@ def test_floating_base_and_mimic_note(tmp_path):
     assert any("mimics" in str(w.message) for w in caught)
     assert m.bodies[0].name == "world" and m.bodies[0].grounded
     assert m.joint("world_to_a").kind == JointKind.FREE
+
+
+def test_closures_argument_and_xml_extension(tmp_path):
+    text = UNASSEMBLED.replace(
+        '<looprig_closure name="pin" kind="revolute" frame1="end_a" frame2="end_b"/>', ""
+    )
+    path = write(tmp_path, text, "robot.xml")  # a URDF with an .xml name: told apart by its root element
+    m = load_mechanism(path, closures=[("end_a", "end_b", "revolute")])
+    assert m.joint("end_a__end_b").kind == JointKind.REVOLUTE
+    np.testing.assert_allclose(m.frame("end_a").position, m.frame("end_b").position, atol=1e-12)
+    with pytest.raises(FileFormatError, match="closure frame 'nope' is not a link"):
+        load_mechanism(path, closures=[("end_a", "nope", "fixed")])

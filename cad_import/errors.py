@@ -7,8 +7,6 @@ that do not stop the import (a mesh that is not watertight, an MJCF feature
 looprig cannot express) are issued as :class:`FileFormatWarning`.
 """
 
-from pathlib import Path
-
 from looprig.core.errors import LooprigError
 
 
@@ -34,7 +32,3 @@ class FileFormatError(LooprigError, ValueError):
 class FileFormatWarning(UserWarning):
     """Something in a mechanism file was approximated or left out; the message says what."""
 
-
-def file_label(path) -> str:
-    """The file name shown in messages (the path as given)."""
-    return str(Path(path)) if path is not None else "<input>"

@@ -26,11 +26,13 @@ from .fk import FKSettings, solve_constraints
 from .linalg import KKTSystem
 from .mechanism import Mechanism
 from .objectives import (
+    ActuatorLimits,
     ComObjective,
     ComTerm,
     FrameObjective,
     FrameTerms,
     Regularization,
+    actuator_barrier,
     com_residual,
     frame_residuals,
     state_residual,
@@ -117,6 +119,7 @@ class IKProblem:
         self.frame_terms = FrameTerms(self.mechanism, self.frames)
         self.com_term = None if self.com is None else ComTerm(self.mechanism, self.com)
         self.readout = ActuatorReadout(self.mechanism)
+        self.actuator_limits = ActuatorLimits.of(self.mechanism)
         reg = self.regularization
         if min(reg.state_weight, reg.velocity_weight, reg.velocity_threshold) < 0:
             raise TargetError("regularizer weights and threshold must be non-negative")
@@ -148,13 +151,24 @@ class IKProblem:
         return IKTargets(positions, rotations, com)
 
 
-class _Model:
-    """Objective value, gradient and Gauss-Newton Hessian at one state.
+@dataclass
+class _Reference:
+    """What one frame's solve regularizes towards: the previous frame.
 
-    R, R_previous: body rotation matrices (n, 3, 3) of ``state`` and ``previous``.
+    state (n, 7) and its rotation matrices R (n, 3, 3); actuators (A,) unwrapped
+    [rad | m]; velocities (A,) [rad/s | m/s] or None (no acceleration barrier).
     """
 
-    def __init__(self, problem: IKProblem, state, R, targets: IKTargets, previous, R_previous):
+    state: np.ndarray
+    R: np.ndarray
+    actuators: np.ndarray
+    velocities: np.ndarray | None
+
+
+class _Model:
+    """Objective value, gradient and Gauss-Newton Hessian at one state (rotations R)."""
+
+    def __init__(self, problem: IKProblem, state, R, targets: IKTargets, ref: _Reference):
         cs = problem.constraints
         parts_r, parts_J = [], []
         if len(problem.frame_terms):
@@ -184,29 +198,38 @@ class _Model:
         nf = len(cs.free_bodies)
         diag = np.arange(nf)
         if reg.state_weight > 0 and nf:
-            r_s, blocks = state_residual(state, R, previous, R_previous, cs.free_bodies, reg.state_weight)
+            r_s, blocks = state_residual(state, R, ref.state, ref.R, cs.free_bodies, reg.state_weight)
             self.value += 0.5 * float(r_s @ r_s)
             self.gradient += np.einsum("nba,nb->na", blocks, r_s.reshape(nf, 6)).ravel()
             H = self.hessian.reshape(nf, 6, nf, 6)
             H[diag, :, diag, :] += np.swapaxes(blocks, -1, -2) @ blocks
         if reg.velocity_weight > 0 and nf:
             value, g, h = velocity_barrier(
-                R, R_previous, cs.free_bodies, reg.velocity_weight, reg.velocity_threshold
+                R, ref.R, cs.free_bodies, reg.velocity_weight, reg.velocity_threshold
             )
             self.value += value
             self.gradient.reshape(nf, 6)[:, 3:] += g
             H = self.hessian.reshape(nf, 6, nf, 6)
             H[diag, 3:, diag, 3:] += h
+        if reg.actuator_weight > 0 and len(ref.actuators):
+            values = problem.readout.read(state, previous=ref.actuators, R=R)
+            J = problem.readout.jacobian(state, R, cs.column_of_body, cs.n_vars)
+            value, dg, d2g = actuator_barrier(
+                values, ref.actuators, ref.velocities, problem.actuator_limits, reg
+            )
+            self.value += value
+            self.gradient += J.T @ dg
+            self.hessian += (J.T * d2g) @ J
 
 
 class _Iterate:
     """A state with everything the SQP needs there: rotations, constraints, model."""
 
-    def __init__(self, problem: IKProblem, state, targets: IKTargets, previous, R_previous):
+    def __init__(self, problem: IKProblem, state, targets: IKTargets, ref: _Reference):
         self.state = state
         self.R = quat_to_matrix(state[:, 3:])
         self.c, self.blocks = problem.constraints.evaluate(state, R=self.R)
-        self.model = _Model(problem, state, self.R, targets, previous, R_previous)
+        self.model = _Model(problem, state, self.R, targets, ref)
 
         self.violation = float(np.max(np.abs(self.c), initial=0.0))
 
@@ -271,12 +294,16 @@ def solve_ik(
     previous_state: np.ndarray,
     initial_state: np.ndarray | None = None,
     previous_actuators: np.ndarray | None = None,
+    previous_velocities: np.ndarray | None = None,
 ) -> IKResult:
     """Solve one IK frame.
 
     previous_state: (n, 7) the regularizers' reference (the previous frame);
     initial_state: the starting iterate (default: previous_state, a warm start);
-    previous_actuators: unwrap reference for the read-off.
+    previous_actuators: (A,) the previous frame's actuator values, the unwrap
+    reference of the read-off (default: read off previous_state);
+    previous_velocities: (A,) the previous frame's actuator velocities, for the
+    acceleration barrier (default: none).
     """
     targets = problem.check_targets(targets)
     settings = problem.settings
@@ -286,7 +313,10 @@ def solve_ik(
     state = np.array(previous if initial_state is None else initial_state, dtype=float)
 
     R_previous = quat_to_matrix(previous[:, 3:])
-    it = _Iterate(problem, state, targets, previous, R_previous)
+    if previous_actuators is None:
+        previous_actuators = problem.readout.read(previous, R=R_previous)
+    ref = _Reference(previous, R_previous, np.asarray(previous_actuators, float), previous_velocities)
+    it = _Iterate(problem, state, targets, ref)
     max_step = np.concatenate(
         [np.full(3, settings.max_step * cs.length_scale), np.full(3, settings.max_step)]
     )
@@ -314,9 +344,7 @@ def solve_ik(
         alpha = 1.0
         accepted = False
         for _ in range(settings.max_backtracks):
-            trial = _Iterate(
-                problem, retract(it.state, cs.tangent_to_bodies(alpha * step)), targets, previous, R_previous
-            )
+            trial = _Iterate(problem, retract(it.state, cs.tangent_to_bodies(alpha * step)), targets, ref)
             if merit.accepts(trial, alpha):
                 accepted = True
                 break
@@ -328,8 +356,7 @@ def solve_ik(
                     problem,
                     retract(trial.state, cs.tangent_to_bodies(correction)),
                     targets,
-                    previous,
-                    R_previous,
+                    ref,
                 )
                 if merit.accepts(corrected, alpha):
                     trial, accepted = corrected, True
@@ -357,9 +384,7 @@ def solve_ik(
             chord *= min(1.0, float(np.min(max_step / np.maximum(np.abs(chord), 1e-300))))
             if np.max(np.abs(chord)) <= settings.step_tolerance:
                 if np.max(np.abs(it.c)) > tol:
-                    it = _Iterate(
-                        problem, retract(it.state, cs.tangent_to_bodies(chord)), targets, previous, R_previous
-                    )
+                    it = _Iterate(problem, retract(it.state, cs.tangent_to_bodies(chord)), targets, ref)
                 if np.max(np.abs(it.c)) <= tol:
                     converged = True
                     break
@@ -371,7 +396,7 @@ def solve_ik(
         # restore feasibility: the robot never comes apart, whatever the targets ask
         restored = solve_constraints(cs, state, None, FKSettings(tolerance=settings.constraint_tolerance))
         state, residual = restored.state, restored.residual
-        restored_iterate = _Iterate(problem, state, targets, previous, R_previous)
+        restored_iterate = _Iterate(problem, state, targets, ref)
         model, R = restored_iterate.model, restored_iterate.R
         message = "constraints restored after the SQP iterations"
         if not restored.converged:

@@ -68,17 +68,90 @@ class Regularization:
     ``(x - t) / t ~ (omega / omega_max)^2 - 1``: the barrier, and so its weight,
     does not depend on the sample rate. This is the paper's cubic term divided by
     ``t^3`` (its weight 1e-4 at t = 1.11e-5 would be about 1.4e-19 here).
+
+    actuator_weight: beyond the paper, barriers of the same cubic form on each
+    actuator's limits (see :func:`actuator_barrier`): velocity and acceleration
+    above ``limit_fraction`` of their limits (needs ``rate`` [Hz]; acceleration
+    also the previous frame's velocities), position within ``position_margin``
+    [rad or m] of the range's ends.
     """
 
     state_weight: float = 1e-4
     velocity_weight: float = 0.0
     velocity_threshold: float = 1.11e-5
+    actuator_weight: float = 0.0
+    limit_fraction: float = 0.9
+    position_margin: float = 0.05
+    rate: float | None = None
 
 
 def velocity_threshold(angular_velocity: float, rate: float) -> float:
     """Barrier threshold for a body angular velocity [rad/s] at a sample rate [Hz]:
     ``2 - 2 cos(omega / rate)``, the value of ``3 - tr(R_bar^T R)`` at that speed."""
     return float(2.0 - 2.0 * np.cos(angular_velocity / rate))
+
+
+@dataclass(frozen=True)
+class ActuatorLimits:
+    """Limits of a mechanism's actuators, (A,) each, in SI units; inf = none."""
+
+    lower: np.ndarray
+    upper: np.ndarray
+    velocity: np.ndarray
+    acceleration: np.ndarray
+
+    @classmethod
+    def of(cls, mechanism: Mechanism) -> "ActuatorLimits":
+        acts = [j.actuator for j in mechanism.actuated_joints]
+        return cls(
+            np.array([a.lower for a in acts], float),
+            np.array([a.upper for a in acts], float),
+            np.array([a.velocity_limit for a in acts], float),
+            np.array([a.acceleration_limit for a in acts], float),
+        )
+
+
+def _cubic_above(e: np.ndarray, de: np.ndarray, d2e: np.ndarray):
+    """g = e^3 where e > 0: value, dg and d2g for e(p) with derivatives de, d2e (all (A,))."""
+    on = e > 0.0
+    e = np.where(on, e, 0.0)
+    return float(np.sum(e**3)), 3.0 * e**2 * de * on, (6.0 * e * de**2 + 3.0 * e**2 * d2e) * on
+
+
+def actuator_barrier(values, previous, previous_velocity, limits: ActuatorLimits, reg: Regularization):
+    """Barriers on actuator limits: value and d/dp, d2/dp2 per actuator (A,).
+
+    p: values [rad | m]; velocity v = (p - p_prev) rate; acceleration
+    a = (v - v_prev) rate. With k = limit_fraction: e_v = (v / (k v_max))^2 - 1,
+    e_a = (a / (k a_max))^2 - 1, e_hi = (p - (upper - m)) / m, e_lo = ((lower + m) - p) / m,
+    each contributing ``weight * e^3`` where positive. The chain rule through the
+    read-off Jacobian happens in the caller.
+    """
+    w, k, m = reg.actuator_weight, reg.limit_fraction, reg.position_margin
+    zero = np.zeros_like(values)
+    total, dg, d2g = 0.0, zero.copy(), zero.copy()
+    terms = [
+        ((values - (limits.upper - m)) / m, np.full_like(values, 1.0 / m), zero),
+        (((limits.lower + m) - values) / m, np.full_like(values, -1.0 / m), zero),
+    ]
+    if reg.rate is not None:
+        rate = reg.rate
+        velocity = (values - previous) * rate
+        scale = 1.0 / (k * limits.velocity) ** 2  # 0 for unlimited actuators
+        terms.append((velocity**2 * scale - 1.0, 2.0 * velocity * rate * scale, 2.0 * rate**2 * scale))
+        if previous_velocity is not None:
+            acceleration = (velocity - previous_velocity) * rate
+            scale = 1.0 / (k * limits.acceleration) ** 2
+            terms.append(
+                (acceleration**2 * scale - 1.0, 2.0 * acceleration * rate**2 * scale, 2.0 * rate**4 * scale)
+            )
+    for e, de, d2e in terms:
+        e = np.where(np.isfinite(e), e, -1.0)  # unlimited: never active
+        value, g1, g2 = _cubic_above(e, de, d2e)
+        total += value
+        dg += g1
+        d2g += g2
+    return w * total, w * dg, w * d2g
 
 
 class FrameTerms:

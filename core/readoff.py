@@ -9,7 +9,7 @@ unwrapped against previous values so curves stay continuous over full turns.
 import numpy as np
 
 from .mechanism import ActuatedMotion, Mechanism
-from .rotations import frame_with_axes, quat_to_matrix
+from .rotations import cross, frame_with_axes, quat_to_matrix
 
 
 class ActuatorReadout:
@@ -54,6 +54,42 @@ class ActuatorReadout:
         if previous is not None:
             values = unwrap_to(values, previous, self.is_angle)
         return values
+
+    def jacobian(
+        self, state: np.ndarray, R: np.ndarray, column_of_body: np.ndarray, n_vars: int
+    ) -> np.ndarray:
+        """d(actuator values)/d(tangent) (n_actuators, n_vars) at one state (n, 7).
+
+        Angles: with u = y . y_p, v = y . z_p (child reference axis y against the
+        parent's joint axes), d angle = (u dv - v du) / (u^2 + v^2), exact.
+        Displacements: d((p_c - p_p) . n) as for the slide constraint.
+        """
+        c = state[:, :3]
+        Rp, Rc = R[self.parent], R[self.child]
+        axes = Rp @ self.F_parent  # (K, 3, 3) world joint frame on the parent
+        y = np.einsum("kab,kb->ka", Rc, self.y_child)
+        y_p, z_p, n = axes[:, :, 1], axes[:, :, 2], axes[:, :, 0]
+        u, v = np.sum(y * y_p, -1), np.sum(y * z_p, -1)
+        d_child_angle = (u[:, None] * cross(y, z_p) - v[:, None] * cross(y, y_p)) / (u * u + v * v)[:, None]
+        w_p = np.einsum("kab,kb->ka", Rp, self.x_parent)
+        w_c = np.einsum("kab,kb->ka", Rc, self.x_child)
+        d = (w_c + c[self.child]) - (w_p + c[self.parent])
+        blocks_parent = np.zeros((len(self.names), 6))
+        blocks_child = np.zeros((len(self.names), 6))
+        angle = self.is_angle
+        blocks_parent[angle, 3:] = -d_child_angle[angle]
+        blocks_child[angle, 3:] = d_child_angle[angle]
+        slide = ~angle
+        blocks_parent[slide, :3] = -n[slide]
+        blocks_parent[slide, 3:] = cross(n, d)[slide] - cross(w_p, n)[slide]
+        blocks_child[slide, :3] = n[slide]
+        blocks_child[slide, 3:] = cross(w_c, n)[slide]
+        J = np.zeros((len(self.names), n_vars))
+        for bodies, blocks in ((self.parent, blocks_parent), (self.child, blocks_child)):
+            col = column_of_body[bodies]
+            free = np.flatnonzero(col >= 0)
+            J[free[:, None], col[free, None] + np.arange(6)] += blocks[free]
+        return J
 
 
 def unwrap_to(values: np.ndarray, reference: np.ndarray, is_angle: np.ndarray) -> np.ndarray:

@@ -76,6 +76,9 @@ class RetargetMapping:
     state_weight, velocity_weight: regularizer weights (paper IV.C-D).
     max_angular_velocity: body angular velocity [rad/s] above which the velocity
     barrier acts (its threshold is derived for ``rate``); None disables the barrier.
+    actuator_weight, limit_fraction, position_margin: barriers that keep each
+    actuator inside its position range and under ``limit_fraction`` of its velocity
+    and acceleration limits (see :class:`~looprig.core.objectives.Regularization`).
     reach_tolerance: a frame whose position error exceeds it [m] is flagged unreachable.
     """
 
@@ -85,15 +88,23 @@ class RetargetMapping:
     state_weight: float = 1e-4
     velocity_weight: float = 0.0
     max_angular_velocity: float | None = None
+    actuator_weight: float = 0.0
+    limit_fraction: float = 0.9
+    position_margin: float = 0.05
     reach_tolerance: float = 1e-4
 
     def regularization(self) -> Regularization:
-        if self.max_angular_velocity is None or self.velocity_weight == 0.0:
-            return Regularization(self.state_weight)
+        body_barrier = self.max_angular_velocity is not None and self.velocity_weight > 0.0
         return Regularization(
-            self.state_weight,
-            self.velocity_weight,
-            velocity_threshold(self.max_angular_velocity, self.rate),
+            state_weight=self.state_weight,
+            velocity_weight=self.velocity_weight if body_barrier else 0.0,
+            velocity_threshold=velocity_threshold(self.max_angular_velocity, self.rate)
+            if body_barrier
+            else 1.0,
+            actuator_weight=self.actuator_weight,
+            limit_fraction=self.limit_fraction,
+            position_margin=self.position_margin,
+            rate=self.rate,
         )
 
     # ----------------------------------------------------------------- file form
@@ -304,6 +315,7 @@ def retarget(
         raise TargetError("the clip has no frames")
     state = mechanism.initial_state() if initial_state is None else np.asarray(initial_state, float)
     actuators = problem.readout.read(state)
+    velocities = None
     n_act, k = len(actuators), len(mapping.targets)
     out_states = np.empty((frames,) + state.shape)
     out_act = np.empty((frames, n_act))
@@ -315,7 +327,11 @@ def retarget(
             if cancel is not None and cancel():
                 raise RetargetCancelled(f"retarget cancelled at frame {f} of {frames}")
             targets = IKTargets(positions[f], rotations[f], None if com is None else com[f])
-            result = solve_ik(problem, targets, state, previous_actuators=actuators)
+            result = solve_ik(
+                problem, targets, state, previous_actuators=actuators, previous_velocities=velocities
+            )
+            if f > 0:
+                velocities = (result.actuators - actuators) * mapping.rate
             state, actuators = result.state, result.actuators
             out_states[f], out_act[f] = state, actuators
             pos_err[f], ori_err[f], com_err[f] = (

@@ -1,10 +1,12 @@
 """Objective residuals, gradients and Hessians against finite differences."""
 
+import dataclasses
+
 import numpy as np
 import pytest
 from jacobians import numerical_jacobian
-from looprig.core import ComObjective, FrameObjective, Regularization
-from looprig.core.ik import IKProblem, _Model
+from looprig.core import ComObjective, FrameObjective, IKTargets, Regularization
+from looprig.core.ik import IKProblem, _Model, _Reference
 from looprig.core.library import build
 from looprig.core.objectives import (
     ComTerm,
@@ -113,11 +115,11 @@ def test_model_gradient_matches_objective_differences():
     targets = IKTargets(
         np.array([[0.1, 0.2, 0.0]]), matrix_from_rotvec(np.array([[0, 0, 0.3]])), np.array([0.1, 0.1, 0.0])
     )
-    Rp = rotations(previous)
-    model = _Model(problem, state, rotations(state), targets, previous, Rp)
+    ref = _Reference(previous, rotations(previous), problem.readout.read(previous), None)
+    model = _Model(problem, state, rotations(state), targets, ref)
     free = problem.constraints.free_bodies
     numeric = numerical_jacobian(
-        lambda s: np.atleast_1d(_Model(problem, s, rotations(s), targets, previous, Rp).value), state, free
+        lambda s: np.atleast_1d(_Model(problem, s, rotations(s), targets, ref).value), state, free
     )[0]
     assert np.allclose(model.gradient, numeric, atol=1e-7)
 
@@ -142,3 +144,28 @@ def test_com_ignores_the_world_a_floating_base_hangs_from():
     masses = boxer.masses
     expected = masses @ boxer.initial_state()[:, :3] / masses.sum()
     assert np.allclose(ComTerm(boxer, ComObjective()).com(boxer.initial_state()), expected)
+
+
+def test_actuator_barrier_gradient_through_the_read_off():
+    """Position, velocity and acceleration barriers, all active, against differences of the value."""
+    from looprig.core import Actuator
+
+    m = build("two_link_arm")
+    limited = Actuator(lower=-0.2, upper=0.2, velocity_limit=1.0, acceleration_limit=50.0)
+    joints = [dataclasses.replace(j, actuator=limited) for j in m.joints]
+    m = type(m)(m.bodies, joints, m.frames)
+    reg = Regularization(state_weight=0.0, actuator_weight=2.0, position_margin=0.1, rate=100.0)
+    problem = IKProblem(m, [FrameObjective("tip")], regularization=reg)
+    from looprig.core import solve_fk
+
+    previous = solve_fk(m, [0.0, 0.05]).state
+    state = solve_fk(m, [0.15, 0.2]).state  # near the upper end, 15 rad/s, accelerating
+    ref = _Reference(previous, rotations(previous), np.array([0.0, 0.05]), np.array([0.5, -0.2]))
+    targets = IKTargets(np.zeros((1, 3)), np.eye(3)[None])
+    model = _Model(problem, state, rotations(state), targets, ref)
+    free = problem.constraints.free_bodies
+    numeric = numerical_jacobian(
+        lambda s: np.atleast_1d(_Model(problem, s, rotations(s), targets, ref).value), state, free
+    )[0]
+    assert model.value > 1.0  # every barrier is active
+    assert np.abs(model.gradient - numeric).max() <= 1e-6 * np.abs(numeric).max()

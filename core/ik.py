@@ -211,7 +211,7 @@ class _Model:
             self.gradient.reshape(nf, 6)[:, 3:] += g
             H = self.hessian.reshape(nf, 6, nf, 6)
             H[diag, 3:, diag, 3:] += h
-        if reg.actuator_weight > 0 and len(ref.actuators):
+        if (reg.actuator_weight > 0 or reg.acceleration_weight > 0) and len(ref.actuators):
             values = problem.readout.read(state, previous=ref.actuators, R=R)
             J = problem.readout.jacobian(state, R, cs.column_of_body, cs.n_vars)
             value, dg, d2g = actuator_barrier(

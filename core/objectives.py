@@ -70,16 +70,19 @@ class Regularization:
     ``t^3`` (its weight 1e-4 at t = 1.11e-5 would be about 1.4e-19 here).
 
     actuator_weight: beyond the paper, barriers of the same cubic form on each
-    actuator's limits (see :func:`actuator_barrier`): velocity and acceleration
-    above ``limit_fraction`` of their limits (needs ``rate`` [Hz]; acceleration
-    also the previous frame's velocities), position within ``position_margin``
-    [rad or m] of the range's ends.
+    actuator's limits (see :func:`actuator_barrier`): velocity above
+    ``limit_fraction`` of its limit (needs ``rate`` [Hz]), position within
+    ``position_margin`` [rad or m] of the range's ends.
+    acceleration_weight: a quadratic cost on actuator accelerations in units of
+    their limits (needs ``rate`` and the previous frame's velocities), the
+    acceleration term the paper names as its limitation.
     """
 
     state_weight: float = 1e-4
     velocity_weight: float = 0.0
     velocity_threshold: float = 1.11e-5
     actuator_weight: float = 0.0
+    acceleration_weight: float = 0.0
     limit_fraction: float = 0.9
     position_margin: float = 0.05
     rate: float | None = None
@@ -119,39 +122,45 @@ def _cubic_above(e: np.ndarray, de: np.ndarray, d2e: np.ndarray):
 
 
 def actuator_barrier(values, previous, previous_velocity, limits: ActuatorLimits, reg: Regularization):
-    """Barriers on actuator limits: value and d/dp, d2/dp2 per actuator (A,).
+    """Actuator terms: value and d/dp, d2/dp2 per actuator (A,).
 
-    p: values [rad | m]; velocity v = (p - p_prev) rate; acceleration
-    a = (v - v_prev) rate. With k = limit_fraction: e_v = (v / (k v_max))^2 - 1,
-    e_a = (a / (k a_max))^2 - 1, e_hi = (p - (upper - m)) / m, e_lo = ((lower + m) - p) / m,
-    each contributing ``weight * e^3`` where positive. The chain rule through the
+    p: values [rad | m]; velocity v = (p - p_prev) rate. Barriers, each
+    ``actuator_weight * e^3`` where e > 0: the position range,
+    ``e = (p - (upper - m)) / m`` and ``((lower + m) - p) / m``; the velocity limit,
+    ``e = (v / (k v_max))^2 - 1`` with k = limit_fraction. The acceleration term is
+    quadratic, ``1/2 acceleration_weight (a / a_max)^2`` with
+    ``a = (v - v_prev) rate``: a smoothness cost in units of each actuator's limit
+    (a barrier there would be too stiff at 1200 Hz). The chain rule through the
     read-off Jacobian happens in the caller.
     """
     w, k, m = reg.actuator_weight, reg.limit_fraction, reg.position_margin
     zero = np.zeros_like(values)
-    total, dg, d2g = 0.0, zero.copy(), zero.copy()
     terms = [
         ((values - (limits.upper - m)) / m, np.full_like(values, 1.0 / m), zero),
         (((limits.lower + m) - values) / m, np.full_like(values, -1.0 / m), zero),
     ]
+    velocity = None
     if reg.rate is not None:
-        rate = reg.rate
-        velocity = (values - previous) * rate
+        velocity = (values - previous) * reg.rate
         scale = 1.0 / (k * limits.velocity) ** 2  # 0 for unlimited actuators
-        terms.append((velocity**2 * scale - 1.0, 2.0 * velocity * rate * scale, 2.0 * rate**2 * scale))
-        if previous_velocity is not None:
-            acceleration = (velocity - previous_velocity) * rate
-            scale = 1.0 / (k * limits.acceleration) ** 2
-            terms.append(
-                (acceleration**2 * scale - 1.0, 2.0 * acceleration * rate**2 * scale, 2.0 * rate**4 * scale)
-            )
-    for e, de, d2e in terms:
-        e = np.where(np.isfinite(e), e, -1.0)  # unlimited: never active
-        value, g1, g2 = _cubic_above(e, de, d2e)
-        total += value
-        dg += g1
-        d2g += g2
-    return w * total, w * dg, w * d2g
+        terms.append(
+            (velocity**2 * scale - 1.0, 2.0 * velocity * reg.rate * scale, 2.0 * reg.rate**2 * scale)
+        )
+    total, dg, d2g = 0.0, zero.copy(), zero.copy()
+    if w > 0:
+        for e, de, d2e in terms:
+            value, g1, g2 = _cubic_above(np.where(np.isfinite(e), e, -1.0), de, d2e)  # unlimited: inactive
+            total, dg, d2g = total + w * value, dg + w * g1, d2g + w * g2
+    if velocity is not None and previous_velocity is not None and reg.acceleration_weight > 0:
+        finite = np.isfinite(limits.acceleration)
+        per_limit = np.where(finite, 1.0 / np.where(finite, limits.acceleration, 1.0), 0.0)
+        da = reg.rate**2 * per_limit  # d(a / a_max) / dp
+        accel = (velocity - previous_velocity) * reg.rate * per_limit
+        wa = reg.acceleration_weight
+        total += 0.5 * wa * float(np.sum(accel**2))
+        dg += wa * accel * da
+        d2g += wa * da**2
+    return total, dg, d2g
 
 
 class FrameTerms:

@@ -78,7 +78,8 @@ class RetargetMapping:
     barrier acts (its threshold is derived for ``rate``); None disables the barrier.
     actuator_weight, limit_fraction, position_margin: barriers that keep each
     actuator inside its position range and under ``limit_fraction`` of its velocity
-    and acceleration limits (see :class:`~looprig.core.objectives.Regularization`).
+    limit; acceleration_weight: a smoothness cost on actuator accelerations (see
+    :class:`~looprig.core.objectives.Regularization`).
     reach_tolerance: a frame whose position error exceeds it [m] is flagged unreachable.
     """
 
@@ -89,6 +90,7 @@ class RetargetMapping:
     velocity_weight: float = 0.0
     max_angular_velocity: float | None = None
     actuator_weight: float = 0.0
+    acceleration_weight: float = 0.0
     limit_fraction: float = 0.9
     position_margin: float = 0.05
     reach_tolerance: float = 1e-4
@@ -102,6 +104,7 @@ class RetargetMapping:
             if body_barrier
             else 1.0,
             actuator_weight=self.actuator_weight,
+            acceleration_weight=self.acceleration_weight,
             limit_fraction=self.limit_fraction,
             position_margin=self.position_margin,
             rate=self.rate,

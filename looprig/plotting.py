@@ -123,8 +123,12 @@ def plot_curves(
             colour = _ACCELERATION_COLOUR if v.quantity == "acceleration" else _VIOLATION_COLOUR
             label = f"{v.quantity.replace('_', ' ')} limit violated"
             ax.axvspan(
-                v.start_time - half_step, v.end_time + half_step,
-                color=colour, alpha=0.3, lw=0, zorder=1,
+                v.start_time - half_step,
+                v.end_time + half_step,
+                color=colour,
+                alpha=0.3,
+                lw=0,
+                zorder=1,
                 label=None if label in labelled else label,
             )
             labelled.add(label)

@@ -147,14 +147,16 @@ def test_com_ignores_the_world_a_floating_base_hangs_from():
 
 
 def test_actuator_barrier_gradient_through_the_read_off():
-    """Position, velocity and acceleration barriers, all active, against differences of the value."""
+    """Position and velocity barriers (active) and the acceleration term against differences."""
     from looprig.core import Actuator
 
     m = build("two_link_arm")
     limited = Actuator(lower=-0.2, upper=0.2, velocity_limit=1.0, acceleration_limit=50.0)
     joints = [dataclasses.replace(j, actuator=limited) for j in m.joints]
     m = type(m)(m.bodies, joints, m.frames)
-    reg = Regularization(state_weight=0.0, actuator_weight=2.0, position_margin=0.1, rate=100.0)
+    reg = Regularization(
+        state_weight=0.0, actuator_weight=2.0, acceleration_weight=0.5, position_margin=0.1, rate=100.0
+    )
     problem = IKProblem(m, [FrameObjective("tip")], regularization=reg)
     from looprig.core import solve_fk
 

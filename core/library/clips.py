@@ -9,6 +9,7 @@ import numpy as np
 from ..retarget import TrackSamples
 from ..rotations import matrix_from_rotvec
 from .arms import boxer
+from .legs import dancer
 
 
 def _min_jerk(s: np.ndarray) -> np.ndarray:
@@ -62,3 +63,32 @@ def boxer_singular_clip(rate: float = 1200.0, elevation: float = 0.03, segment: 
     positions = shoulder + R @ (hand - shoulder)
     times = np.arange(len(R)) / rate
     return TrackSamples(times, {"hand": positions}, {"hand": R})
+
+
+def dancer_groove_clip(fps: float = 60.0, duration: float = 4.0) -> TrackSamples:
+    """A dance for the Dancer's pelvis, as an animator would key it at ``fps``.
+
+    From rest, the pelvis sways side to side (3 cm at 0.5 Hz), bobs (2 cm at
+    1 Hz), twists (+-0.15 rad yaw) and rocks (+-0.08 rad roll), faded in over
+    the first half second; from 2.5 s a quicker double bob (4 cm at 2 Hz)
+    pushes the knees towards their speed limit. Track ``pelvis``: position [m]
+    and orientation of the Dancer's ``pelvis_frame``.
+    """
+    rest = dancer().frame("pelvis_frame").position
+    t = np.arange(round(duration * fps) + 1) / fps
+    fade = _min_jerk(np.clip(t / 0.5, 0.0, 1.0))
+    phase = 2 * np.pi * t
+    quick_in = _min_jerk(np.clip((t - 2.5) / 0.25, 0.0, 1.0))
+    quick = quick_in * (1 - _min_jerk(np.clip((t - 3.6) / 0.3, 0.0, 1.0)))
+    offset = np.stack(
+        [
+            0.01 * np.sin(phase * 0.5) * fade,
+            0.03 * np.sin(phase * 0.5) * fade,
+            (-0.01 * (1 - np.cos(phase * 1.0)) - 0.02 * quick * (1 - np.cos(phase * 2.0))) * fade,
+        ],
+        axis=-1,
+    )
+    rotvec = np.stack(
+        [0.08 * np.sin(phase * 0.5 + 0.5), 0.03 * np.sin(phase * 1.0), 0.15 * np.sin(phase * 0.5)], axis=-1
+    ) * fade[:, None]
+    return TrackSamples(t, {"pelvis": rest + offset}, {"pelvis": matrix_from_rotvec(rotvec)})

@@ -16,8 +16,8 @@ from pathlib import Path
 from looprig.core.library import build
 from looprig.core.library.clips import dancer_groove_clip
 from looprig.core.retarget import RetargetMapping, TargetSpec
-from looprig.core.tracks import Clip, Track, read_tracks, write_tracks
 from looprig.core.rotations import quat_from_matrix
+from looprig.core.tracks import Clip, Track, read_tracks, write_tracks
 
 DATA = Path(__file__).parent / "data"
 CLIP_FILE = DATA / "dancer_groove.tracks.json"

@@ -1,0 +1,1 @@
+"""Emulated ``maya.api`` package (tests only; not Maya). See :mod:`maya`."""

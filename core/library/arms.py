@@ -50,7 +50,7 @@ def boxer(upper_arm: float = 0.25, forearm: float = 0.25) -> Mechanism:
         link("forearm", E, H, mass=0.2),
     ]
     joints = [
-        hinge("shoulder_yaw", "torso", "shoulder_yaw_link", S, Z_AXIS, servo(1, -np.pi / 2, np.pi / 2)),
+        hinge("shoulder_yaw", "torso", "shoulder_yaw_link", S, Z_AXIS, servo(1, -np.pi, np.pi)),
         hinge(
             "shoulder_roll",
             "shoulder_yaw_link",

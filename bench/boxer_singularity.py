@@ -27,12 +27,7 @@ HAND = TargetSpec("hand", "hand", (1.0, 1.0, 1.0), (1.0, 1.0, 1.0))
 #: Runs: name -> mapping keyword arguments (state weight as in the paper, 2e-4).
 RUNS = {
     "unregularized": {},
-    "body velocity barrier (paper)": {"velocity_weight": 1e-6, "max_angular_velocity": 2.0},
-    "body + actuator velocity barriers": {
-        "velocity_weight": 1e-6,
-        "max_angular_velocity": 2.0,
-        "actuator_weight": 1e-6,
-    },
+    "body velocity barrier (paper)": {"velocity_weight": 1e-5, "max_angular_velocity": 1.5},
 }
 
 
@@ -63,7 +58,9 @@ def run(name: str, options: dict, segment: float, elevation: float, rate: float)
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--segment", type=float, default=2.0, help="duration of each of the 3 moves [s]")
-    parser.add_argument("--elevation", type=float, default=0.05, help="closest approach to the singularity [rad]")
+    parser.add_argument(
+        "--elevation", type=float, default=0.05, help="closest approach to the singularity [rad]"
+    )
     parser.add_argument("--rate", type=float, default=1200.0, help="solve rate [Hz]")
     parser.add_argument("--runs", nargs="*", default=list(RUNS), choices=list(RUNS))
     args = parser.parse_args()

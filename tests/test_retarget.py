@@ -114,7 +114,7 @@ def test_progress_and_cancel_callbacks():
 def test_velocity_regularizer_tames_the_boxer_singularity():
     """The paper's Boxer effect: through the shoulder singularity the unregularized
     solution spins yaw and pitch far beyond the servo limit; the body-velocity barrier
-    cuts the peak several-fold for millimetres of tracking error. The barrier is
+    brings every servo under its limit for about a millimetre of mean tracking error. The barrier is
     rate-independent, so 300 Hz keeps the test short."""
     m = build("boxer")
     clip = boxer_singular_clip(rate=300.0, elevation=0.05, segment=2.0)
@@ -123,13 +123,13 @@ def test_velocity_regularizer_tames_the_boxer_singularity():
     tamed = retarget(
         m,
         clip,
-        RetargetMapping(hand, rate=300.0, state_weight=2e-4, velocity_weight=1e-6, max_angular_velocity=2.0),
+        RetargetMapping(hand, rate=300.0, state_weight=2e-4, velocity_weight=1e-5, max_angular_velocity=1.5),
     ).summary()
     peak = {
         s: max(a["peak_velocity"] for a in s_["actuators"]) for s, s_ in (("plain", plain), ("tamed", tamed))
     }
     limit = plain["actuators"][0]["velocity_limit"]
     assert peak["plain"] > 4 * limit
-    assert peak["tamed"] < peak["plain"] / 3
+    assert peak["tamed"] < limit
     assert plain["max_position_error_m"] < 1e-4
     assert tamed["mean_position_error_m"] < 3e-3

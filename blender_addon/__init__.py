@@ -1,0 +1,23 @@
+"""looprig for Blender: retarget animation onto robots with kinematic loops, bake motor curves.
+
+This module only registers; the add-on's parts are laid out by role:
+``properties`` (``scene.looprig``, ``object.looprig_joint``/``looprig_body``),
+``scene_graph`` (scene -> robot), ``sampling`` (world transforms per frame),
+``operators_robot`` / ``operators_retarget`` / ``operators_bake`` (workflows),
+``panels`` (the "looprig" sidebar tab) and ``overlays`` (Graph Editor bands).
+"""
+
+from . import operators_bake, operators_retarget, operators_robot, overlays, panels, properties
+
+#: Registered in this order, unregistered in reverse.
+modules = (properties, operators_robot, operators_retarget, operators_bake, panels, overlays)
+
+
+def register():
+    for module in modules:
+        module.register()
+
+
+def unregister():
+    for module in reversed(modules):
+        module.unregister()

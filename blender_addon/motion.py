@@ -1,0 +1,110 @@
+"""Robot motion in the scene: solved states -> object keys; animated objects -> states.
+
+Both directions go through the per-body ``T_body_object`` of the
+:class:`~.robot_model.RobotModel`: an object's world matrix is its body's pose
+times that constant matrix.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from . import animation
+from .robot_model import RobotModel, continuous_quaternions, rigid_part, state_matrices, states_from_matrices
+from .sampling import Clip, Source, sample_world_matrices
+from .scene_graph import animated_objects, unit_scale
+
+MOTION_GROUP = "looprig motion"
+
+
+def body_sources(model: RobotModel) -> list[Source]:
+    """Sampling sources for every body of a model (objects, or bones of armatures)."""
+    out = []
+    for record in model.record.bodies:
+        out.append(Source(record.name, record.object_name, record.bone_name))
+    return out
+
+
+def sample_states(context, model: RobotModel, clip: Clip, progress=None) -> np.ndarray:
+    """(F, n, 7) body states of the robot as the scene animates it over a clip."""
+    mechanism = model.mechanism
+    matrices = sample_world_matrices(context, body_sources(model), clip.frames, progress)
+    T = np.stack(
+        [
+            np.array([rigid_part(m) for m in matrices[name] @ np.linalg.inv(model.T_body_object[name])])
+            for name in mechanism.body_names
+        ],
+        axis=1,
+    )
+    return states_from_matrices(T)
+
+
+def object_world_matrices(model: RobotModel, states: np.ndarray) -> dict[str, np.ndarray]:
+    """Per body name, (F, 4, 4) world matrices [m] of its object for states (F, n, 7)."""
+    T_world_body = state_matrices(states)
+    return {
+        name: T_world_body[:, i] @ model.T_body_object[name]
+        for i, name in enumerate(model.mechanism.body_names)
+    }
+
+
+def _decompose(local: np.ndarray, quat_previous=None):
+    """Location (F, 3) and continuous unit quaternions (F, 4) of local matrices (F, 4, 4)."""
+    from looprig.core.rotations import quat_from_matrix
+
+    R = np.array([rigid_part(m)[:3, :3] for m in local])
+    return local[:, :3, 3].copy(), continuous_quaternions(quat_from_matrix(R))
+
+
+def write_robot_motion(context, collection, model: RobotModel, states: np.ndarray, frames: np.ndarray):
+    """Key the robot's objects along solved states at scene frames ``frames`` (F,).
+
+    Replaces the robot's looprig action (never another action); grounded bodies
+    are not keyed. Returns the new action.
+    """
+    from . import armature
+
+    s = unit_scale(context.scene)
+    objects = animated_objects(collection)
+    animation.remove_action(collection, objects)
+    context.view_layer.update()
+    action = animation.new_action(collection)
+    world = object_world_matrices(model, states)
+    for T in world.values():
+        T[:, :3, :] /= s  # metres -> Blender units
+    by_object = {b.object_name: b for b in model.record.bodies if not b.bone_name}
+    grounded = {b.name for b in model.mechanism.bodies if b.grounded}
+    # parents first, so a parent's keyed world matrices are known for its children
+    order = sorted(by_object, key=lambda name: _depth(context.scene.objects.get(name)))
+    keyed_world: dict[str, np.ndarray] = {}
+    for name in order:
+        ob = context.scene.objects[name]
+        if name in grounded:
+            continue
+        W = world[name]
+        parent = ob.parent
+        if parent is None:
+            local = W
+        else:
+            P = keyed_world.get(parent.name)
+            if P is None:
+                P = np.broadcast_to(np.array(parent.matrix_world, float), W.shape)
+            local = np.linalg.inv(P @ np.array(ob.matrix_parent_inverse, float)) @ W
+        keyed_world[name] = W
+        location, quaternion = _decompose(local)
+        bag = animation.take_over(ob, action)
+        ob.rotation_mode = "QUATERNION"
+        for i in range(3):
+            animation.write_fcurve(bag, "location", i, frames, location[:, i], MOTION_GROUP)
+        for i in range(4):
+            animation.write_fcurve(bag, "rotation_quaternion", i, frames, quaternion[:, i], MOTION_GROUP)
+    armature.write_bone_motion(context, collection, model, world, frames, action)
+    return action
+
+
+def _depth(ob) -> int:
+    depth = 0
+    while ob is not None and ob.parent is not None:
+        depth += 1
+        ob = ob.parent
+    return depth

@@ -1,0 +1,300 @@
+"""Retarget workflow: sample the targets, solve with core, key the robot in its own action.
+
+From the UI the retarget runs as a modal operator: the solve runs in a worker
+thread (core is pure numpy, it touches no Blender data), the status bar shows
+its progress and Esc cancels; keys are written on the main thread at the end,
+so the whole retarget is one undo step and a cancelled one changes nothing.
+From scripts and in background mode the same operator runs synchronously.
+"""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass
+
+import bpy
+import numpy as np
+from looprig.core.errors import LooprigError
+from looprig.core.retarget import ComSpec, RetargetCancelled, RetargetMapping, TargetSpec, retarget
+from mathutils import Euler
+
+from . import animation, bake, motion
+from .operators_robot import RobotError, checked_model, robot_collection
+from .robot_model import RobotModel
+from .sampling import Clip, Source, make_clip, track_samples
+from .scene_graph import animated_objects, unit_scale
+
+
+@dataclass
+class RetargetInputs:
+    """Everything a retarget needs, read from the scene as plain values."""
+
+    collection_name: str
+    model: RobotModel
+    clip: Clip
+    mapping: RetargetMapping
+    samples: object  # looprig.core.retarget.TrackSamples
+    bake: bool
+    tint: bool
+
+
+def track_name(ob, bone: str = "") -> str:
+    return f"{ob.name}:{bone}" if bone else ob.name
+
+
+def frame_range(scene) -> tuple[int, int]:
+    settings = scene.looprig
+    if settings.use_scene_range:
+        return scene.frame_start, scene.frame_end
+    return settings.frame_start, settings.frame_end
+
+
+def read_mapping(context, model: RobotModel, rate: float) -> tuple[RetargetMapping, list[Source]]:
+    """The targets and settings of ``scene.looprig`` as a core mapping, and what to sample."""
+    scene = context.scene
+    settings = scene.looprig
+    s = unit_scale(scene)
+    mechanism = model.mechanism
+    robot_objects = {b.object_name for b in model.record.bodies}
+    valid = sorted(set(mechanism.body_names) | {f.name for f in mechanism.frames})
+    specs, sources = [], {}
+    for i, t in enumerate(settings.targets):
+        if not t.enabled:
+            continue
+        label = f"target {i + 1}" + (f" ({t.frame})" if t.frame else "")
+        if not t.frame:
+            raise RobotError(f"{label}: pick the robot body or frame it drives")
+        if t.frame not in valid:
+            raise RobotError(f"{label}: no robot body or frame {t.frame!r}; they are: {', '.join(valid)}")
+        if t.target is None:
+            raise RobotError(f"{label}: pick the animated object it follows")
+        if t.target.name in robot_objects:
+            raise RobotError(
+                f"{label}: target {t.target.name!r} is part of the robot; pick an animated object"
+            )
+        if t.bone and (t.target.type != "ARMATURE" or t.bone not in t.target.data.bones):
+            raise RobotError(f"{label}: {t.target.name!r} has no bone {t.bone!r}")
+        name = track_name(t.target, t.bone)
+        sources[name] = Source(name, t.target.name, t.bone)
+        q = Euler(t.offset_rotation).to_quaternion()
+        specs.append(
+            TargetSpec(
+                track=name,
+                frame=t.frame,
+                position_weight=tuple(t.position_weight),
+                orientation_weight=tuple(t.orientation_weight),
+                offset_position=tuple(float(x) * s for x in t.offset_location),
+                offset_rotation=(q.w, q.x, q.y, q.z),
+            )
+        )
+    com = None
+    if settings.use_com:
+        if settings.com_target is None:
+            raise RobotError("centre of mass: pick the object whose position the CoM follows")
+        name = track_name(settings.com_target)
+        sources[name] = Source(name, settings.com_target.name)
+        com = ComSpec(weight=tuple(settings.com_weight), track=name)
+    if not specs and com is None:
+        raise RobotError("no targets: add a target (robot frame <- animated object) in the looprig panel")
+    mapping = RetargetMapping(
+        targets=tuple(specs),
+        com=com,
+        rate=rate,
+        state_weight=settings.state_weight,
+        velocity_weight=settings.velocity_weight,
+        max_angular_velocity=settings.max_angular_velocity if settings.velocity_weight > 0 else None,
+        actuator_weight=settings.actuator_weight,
+    )
+    return mapping, list(sources.values())
+
+
+def read_inputs(context) -> RetargetInputs:
+    """Check the robot and read the targets; raises RobotError with the animator's wording."""
+    collection = robot_collection(context)
+    model = checked_model(context)
+    scene = context.scene
+    start, end = frame_range(scene)
+    if end < start:
+        raise RobotError(f"frame range {start}..{end} is empty")
+    clip = make_clip(scene, start, end, scene.looprig.rate or None)
+    mapping, sources = read_mapping(context, model, clip.rate)
+    samples = track_samples(context, sources, clip)
+    settings = scene.looprig
+    return RetargetInputs(
+        collection.name, model, clip, mapping, samples, settings.bake_after_retarget, settings.tint_motors
+    )
+
+
+def solve(inputs: RetargetInputs, progress=None, cancel=None):
+    """The pure part: core's retarget on plain inputs (safe in a worker thread)."""
+    return retarget(inputs.model.mechanism, inputs.samples, inputs.mapping, progress=progress, cancel=cancel)
+
+
+def apply_result(context, inputs: RetargetInputs, result) -> str:
+    """Write the solved motion (and the bake) into the scene; returns a status line."""
+    collection = bpy.data.collections.get(inputs.collection_name)
+    if collection is None:
+        raise RobotError(f"the robot collection {inputs.collection_name!r} is gone")
+    clip = inputs.clip
+    frames = clip.frame_start + (np.asarray(result.times) - result.times[0]) * clip.fps
+    bake.clear_bake(context, collection)
+    motion.write_robot_motion(context, collection, inputs.model, result.states, frames)
+    summary = result.summary()
+    mean_mm, max_mm = summary["mean_position_error_m"] * 1000, summary["max_position_error_m"] * 1000
+    status = (
+        f"retargeted {summary['frames']} samples at {clip.rate:g} Hz: "
+        f"position error mean {mean_mm:.3g} mm, max {max_mm:.3g} mm"
+    )
+    if summary["unreachable_frames"]:
+        status += f"; {summary['unreachable_frames']} sample(s) unreachable"
+    if inputs.bake:
+        baked = bake.compute_bake(inputs.model, result.states, frames, clip.rate, clip.fps)
+        bake.write_bake(context, collection, inputs.model, baked, tint=inputs.tint)
+        status += (
+            f"; baked {baked.curves.n_actuators} actuator(s), {len(baked.violations)} limit violation(s)"
+        )
+    context.scene.looprig.status = status
+    return status
+
+
+def unreachable_warnings(inputs: RetargetInputs, result) -> list[str]:
+    """One line per target that was missed, naming it and the first frame."""
+    lines = []
+    tolerance = inputs.mapping.reach_tolerance
+    for k, spec in enumerate(inputs.mapping.targets):
+        missed = np.flatnonzero(result.position_error[:, k] > tolerance)
+        if len(missed):
+            frame = inputs.clip.frame_start + result.times[missed[0]] * inputs.clip.fps
+            lines.append(
+                f"target {spec.frame!r} <- {spec.track!r} out of reach at {len(missed)} sample(s), "
+                f"from frame {frame:.1f}, by up to {result.position_error[:, k].max() * 1000:.3g} mm"
+            )
+    return lines
+
+
+class _Worker(threading.Thread):
+    def __init__(self, inputs: RetargetInputs):
+        super().__init__(daemon=True)
+        self.inputs = inputs
+        self.done, self.total = 0, len(inputs.clip.frames)
+        self.cancel_requested = False
+        self.result, self.error = None, None
+
+    def _progress(self, done, total):
+        self.done, self.total = done, total
+
+    def run(self):
+        try:
+            self.result = solve(self.inputs, self._progress, lambda: self.cancel_requested)
+        except BaseException as error:  # handed to the main thread
+            self.error = error
+
+
+class LOOPRIG_OT_retarget(bpy.types.Operator):
+    """Solve the robot's motion from the targets and key it in looprig's own action (Esc cancels)"""
+
+    bl_idname = "looprig.retarget"
+    bl_label = "Retarget"
+    bl_options = {"REGISTER", "UNDO"}
+
+    _worker = None
+    _timer = None
+
+    def _finish(self, context, inputs, result):
+        status = apply_result(context, inputs, result)
+        for line in unreachable_warnings(inputs, result):
+            self.report({"WARNING"}, line)
+        self.report({"INFO"}, status)
+        return {"FINISHED"}
+
+    def _fail(self, context, error):
+        message = str(error)
+        context.scene.looprig.status = f"retarget failed: {message}"
+        self.report({"ERROR"}, message)
+        return {"CANCELLED"}
+
+    def execute(self, context):
+        try:
+            inputs = read_inputs(context)
+            result = solve(inputs)
+            return self._finish(context, inputs, result)
+        except (RobotError, LooprigError, ValueError) as error:
+            return self._fail(context, error)
+
+    def invoke(self, context, event):
+        if bpy.app.background or context.window is None:
+            return self.execute(context)
+        try:
+            inputs = read_inputs(context)
+        except (RobotError, LooprigError, ValueError) as error:
+            return self._fail(context, error)
+        self._worker = _Worker(inputs)
+        wm = context.window_manager
+        wm.progress_begin(0, self._worker.total)
+        self._timer = wm.event_timer_add(0.1, window=context.window)
+        wm.modal_handler_add(self)
+        context.scene.looprig.status = "retargeting... (Esc to cancel)"
+        self._worker.start()
+        return {"RUNNING_MODAL"}
+
+    def _stop(self, context):
+        wm = context.window_manager
+        if self._timer is not None:
+            wm.event_timer_remove(self._timer)
+            self._timer = None
+        wm.progress_end()
+
+    def modal(self, context, event):
+        worker = self._worker
+        if event.type == "ESC" and event.value == "PRESS":
+            worker.cancel_requested = True
+        if event.type != "TIMER":
+            return {"RUNNING_MODAL"} if event.type == "ESC" else {"PASS_THROUGH"}
+        context.window_manager.progress_update(worker.done)
+        if worker.is_alive():
+            return {"PASS_THROUGH"}
+        self._stop(context)
+        if isinstance(worker.error, RetargetCancelled):
+            context.scene.looprig.status = "retarget cancelled; nothing changed"
+            self.report({"WARNING"}, "retarget cancelled; nothing changed")
+            return {"CANCELLED"}
+        if worker.error is not None:
+            if isinstance(worker.error, (LooprigError, ValueError)):
+                return self._fail(context, worker.error)
+            raise worker.error
+        try:
+            return self._finish(context, worker.inputs, worker.result)
+        except (RobotError, LooprigError, ValueError) as error:
+            return self._fail(context, error)
+
+
+class LOOPRIG_OT_clear(bpy.types.Operator):
+    """Remove looprig's action and bake: the robot goes back to its rest pose, other actions come back"""
+
+    bl_idname = "looprig.clear"
+    bl_label = "Clear Retarget"
+    bl_options = {"REGISTER", "UNDO"}
+
+    def execute(self, context):
+        try:
+            collection = robot_collection(context)
+        except RobotError as error:
+            self.report({"ERROR"}, str(error))
+            return {"CANCELLED"}
+        bake.clear_bake(context, collection)
+        animation.remove_action(collection, animated_objects(collection))
+        context.scene.looprig.status = "cleared"
+        return {"FINISHED"}
+
+
+classes = (LOOPRIG_OT_retarget, LOOPRIG_OT_clear)
+
+
+def register():
+    for cls in classes:
+        bpy.utils.register_class(cls)
+
+
+def unregister():
+    for cls in reversed(classes):
+        bpy.utils.unregister_class(cls)

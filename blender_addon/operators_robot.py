@@ -1,0 +1,243 @@
+"""Robot workflow: check the robot, select a problem's object, import and export robots."""
+
+from __future__ import annotations
+
+import bpy
+from bpy.props import BoolProperty, StringProperty
+from bpy_extras.io_utils import ExportHelper, ImportHelper
+from looprig.core.errors import LooprigError
+
+from . import robot_model as rm
+from .scene_graph import read_model
+
+
+class RobotError(Exception):
+    """A problem with the scene's robot, worded for the animator."""
+
+
+def robot_collection(context):
+    """The scene's robot collection, or RobotError."""
+    collection = context.scene.looprig.robot
+    if collection is None:
+        raise RobotError("no robot: pick the robot's collection in the looprig panel (Robot)")
+    return collection
+
+
+def store_report(settings, model: rm.RobotModel) -> None:
+    """Put a check's problems and mobility into ``scene.looprig`` for the panel."""
+    settings.problems.clear()
+    order = {rm.ERROR: 0, rm.WARNING: 1, rm.INFO: 2}
+    for p in sorted(model.problems, key=lambda p: order.get(p.severity, 3)):
+        item = settings.problems.add()
+        item.severity, item.message = p.severity, p.message
+        item.object_name, item.bone_name = p.object_name, p.bone_name
+        item.name = p.describe()[:200]
+    settings.check_done = True
+    settings.check_ok = model.ok
+    m = model.mobility
+    settings.check_dof = m.dof if m else 0
+    settings.check_grubler = m.grubler if m else 0
+    settings.check_redundant = m.redundant_constraints if m else 0
+    settings.check_loops = m.loops if m else 0
+    settings.check_actuators = m.actuators if m else 0
+
+
+def checked_model(context, operator=None) -> rm.RobotModel:
+    """Read and check the robot; store the report; raise RobotError naming the first error."""
+    collection = robot_collection(context)
+    model = read_model(context, collection)
+    store_report(context.scene.looprig, model)
+    if not model.ok:
+        errors = model.errors()
+        first = errors[0].describe() if errors else "the robot could not be built"
+        more = (
+            f" (and {len(errors) - 1} more problem(s), listed in the looprig panel)"
+            if len(errors) > 1
+            else ""
+        )
+        raise RobotError(f"robot {collection.name!r}: {first}{more}")
+    return model
+
+
+class LOOPRIG_OT_check_robot(bpy.types.Operator):
+    """Check the robot: degrees of freedom, redundant constraints, unconnected bodies, problems"""
+
+    bl_idname = "looprig.check_robot"
+    bl_label = "Check Robot"
+    bl_options = {"REGISTER"}
+
+    def execute(self, context):
+        try:
+            model = checked_model(context)
+        except RobotError as error:
+            self.report({"ERROR"}, str(error))
+            return {"CANCELLED"}
+        m = model.mobility
+        self.report(
+            {"INFO"},
+            f"robot OK: {m.dof} DOF, {m.redundant_constraints} redundant constraint(s), "
+            f"{m.actuators} actuator(s), {m.loops} loop(s)",
+        )
+        for p in model.problems:
+            if p.severity == rm.WARNING:
+                self.report({"WARNING"}, p.describe())
+        return {"FINISHED"}
+
+
+class LOOPRIG_OT_select_object(bpy.types.Operator):
+    """Select this object (and bone) and make it active"""
+
+    bl_idname = "looprig.select_object"
+    bl_label = "Select"
+    bl_options = {"REGISTER", "UNDO"}
+
+    object_name: StringProperty()
+    bone_name: StringProperty()
+
+    def execute(self, context):
+        ob = context.scene.objects.get(self.object_name)
+        if ob is None:
+            self.report({"ERROR"}, f"no object {self.object_name!r} in this scene")
+            return {"CANCELLED"}
+        for other in context.selected_objects:
+            other.select_set(False)
+        ob.hide_set(False)
+        ob.select_set(True)
+        context.view_layer.objects.active = ob
+        if self.bone_name and ob.type == "ARMATURE" and self.bone_name in ob.data.bones:
+            for bone in ob.data.bones:
+                bone.select = False
+            ob.data.bones[self.bone_name].select = True
+            ob.data.bones.active = ob.data.bones[self.bone_name]
+        return {"FINISHED"}
+
+
+class LOOPRIG_OT_target_add(bpy.types.Operator):
+    """Add a retarget target (the selected object becomes the animated target)"""
+
+    bl_idname = "looprig.target_add"
+    bl_label = "Add Target"
+    bl_options = {"REGISTER", "UNDO"}
+
+    def execute(self, context):
+        settings = context.scene.looprig
+        item = settings.targets.add()
+        active = context.active_object
+        robot = settings.robot
+        if active is not None and (robot is None or active.name not in robot.all_objects):
+            item.target = active
+        item.name = f"target {len(settings.targets)}"
+        settings.active_target = len(settings.targets) - 1
+        return {"FINISHED"}
+
+
+class LOOPRIG_OT_target_remove(bpy.types.Operator):
+    """Remove the active retarget target"""
+
+    bl_idname = "looprig.target_remove"
+    bl_label = "Remove Target"
+    bl_options = {"REGISTER", "UNDO"}
+
+    @classmethod
+    def poll(cls, context):
+        return len(context.scene.looprig.targets) > 0
+
+    def execute(self, context):
+        settings = context.scene.looprig
+        settings.targets.remove(settings.active_target)
+        settings.active_target = max(0, min(settings.active_target, len(settings.targets) - 1))
+        return {"FINISHED"}
+
+
+class LOOPRIG_OT_import_robot(bpy.types.Operator, ImportHelper):
+    """Import a robot (URDF, MJCF or native looprig file) as meshes, constraints and actuators"""
+
+    bl_idname = "looprig.import_robot"
+    bl_label = "Import Robot (looprig)"
+    bl_options = {"REGISTER", "UNDO", "PRESET"}
+
+    filename_ext = ".urdf"
+    filter_glob: StringProperty(default="*.urdf;*.xml;*.mjcf;*.json", options={"HIDDEN"})
+    actuated: StringProperty(
+        name="Actuated Joints",
+        description="Comma-separated joint names to actuate besides those the file declares",
+    )
+    set_robot: BoolProperty(
+        name="Use as Robot", description="Make it the scene's looprig robot", default=True
+    )
+
+    def execute(self, context):
+        from .scene_build import ImportFailed, import_robot
+
+        actuated = tuple(n.strip() for n in self.actuated.split(",") if n.strip())
+        try:
+            collection, notes = import_robot(context, self.filepath, actuated=actuated)
+        except (ImportFailed, LooprigError, OSError) as error:
+            self.report({"ERROR"}, f"cannot import {self.filepath!r}: {error}")
+            return {"CANCELLED"}
+        for note in notes:
+            self.report({"WARNING"}, note)
+        if self.set_robot:
+            context.scene.looprig.robot = collection
+        self.report({"INFO"}, f"imported robot {collection.name!r} from {bpy.path.basename(self.filepath)}")
+        return {"FINISHED"}
+
+
+class LOOPRIG_OT_export_robot(bpy.types.Operator, ExportHelper):
+    """Save the scene's robot as a native looprig mechanism file"""
+
+    bl_idname = "looprig.export_robot"
+    bl_label = "Export Robot (looprig)"
+    bl_options = {"REGISTER"}
+
+    filename_ext = ".json"
+    filter_glob: StringProperty(default="*.json", options={"HIDDEN"})
+    write_meshes: BoolProperty(
+        name="Write Meshes",
+        description="Write the bodies' meshes that came from no file as STL files beside the robot file",
+        default=True,
+    )
+
+    def execute(self, context):
+        from .scene_build import export_robot
+
+        try:
+            model = checked_model(context)
+            path = export_robot(context, model, self.filepath, write_meshes=self.write_meshes)
+        except (RobotError, LooprigError, OSError) as error:
+            self.report({"ERROR"}, str(error))
+            return {"CANCELLED"}
+        self.report({"INFO"}, f"saved robot {model.mechanism.name!r} to {path}")
+        return {"FINISHED"}
+
+
+def menu_import(self, context):
+    self.layout.operator(LOOPRIG_OT_import_robot.bl_idname, text="Robot for looprig (.urdf, .xml, .json)")
+
+
+def menu_export(self, context):
+    self.layout.operator(LOOPRIG_OT_export_robot.bl_idname, text="Robot for looprig (.looprig.json)")
+
+
+classes = (
+    LOOPRIG_OT_check_robot,
+    LOOPRIG_OT_select_object,
+    LOOPRIG_OT_target_add,
+    LOOPRIG_OT_target_remove,
+    LOOPRIG_OT_import_robot,
+    LOOPRIG_OT_export_robot,
+)
+
+
+def register():
+    for cls in classes:
+        bpy.utils.register_class(cls)
+    bpy.types.TOPBAR_MT_file_import.append(menu_import)
+    bpy.types.TOPBAR_MT_file_export.append(menu_export)
+
+
+def unregister():
+    bpy.types.TOPBAR_MT_file_export.remove(menu_export)
+    bpy.types.TOPBAR_MT_file_import.remove(menu_import)
+    for cls in reversed(classes):
+        bpy.utils.unregister_class(cls)

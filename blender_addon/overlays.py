@@ -1,0 +1,187 @@
+"""Velocity-limit overlays in the Graph Editor.
+
+The geometry is pure (:func:`velocity_overlay`, :func:`band_rectangles`):
+frames and values in, line segments and rectangles in graph coordinates
+(x = frame, y = value) out, unit-tested without a GPU. The draw handler is a
+thin wrapper registered only when Blender has a window (never in background
+mode, where GPU drawing is unavailable); the same information persists in the
+baked data (curve colours, EXTREME keys, markers, the panel summary).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass, field
+
+import numpy as np
+
+BAND_COLOUR = (1.0, 0.55, 0.1, 0.9)
+VIOLATION_COLOUR = (1.0, 0.1, 0.05, 0.18)
+OVER_COLOUR = (1.0, 0.1, 0.05, 1.0)
+
+
+@dataclass
+class OverlayGeometry:
+    """What to draw for one actuator's velocity curve, in graph coordinates.
+
+    band: limit lines ``(x0, y0, x1, y1)`` at ``+limit`` and ``-limit`` over the
+    curve's frame span. intervals: ``(x0, x1)`` frame spans where ``|v| > limit``
+    (crossings interpolated linearly). over: polyline pieces ``[(x, y), ...]``
+    of the curve where it lies beyond the band, to draw thick.
+    """
+
+    band: list[tuple[float, float, float, float]] = field(default_factory=list)
+    intervals: list[tuple[float, float]] = field(default_factory=list)
+    over: list[list[tuple[float, float]]] = field(default_factory=list)
+
+
+def _crossing(x0, y0, x1, y1, level) -> float:
+    """Frame where the segment (x0, y0)-(x1, y1) crosses ``level`` (linear)."""
+    if y1 == y0:
+        return x0
+    return x0 + (level - y0) * (x1 - x0) / (y1 - y0)
+
+
+def velocity_overlay(frames, values, limit: float) -> OverlayGeometry:
+    """Band lines, violating intervals and over-limit pieces of a sampled velocity curve.
+
+    frames: (F,) increasing scene frames; values: (F,) velocities [unit/s];
+    limit: the velocity limit (> 0; inf or <= 0 means none: nothing to draw).
+    The curve is taken as piecewise linear between samples, as the baked
+    F-curve is interpolated.
+    """
+    x = np.asarray(frames, dtype=float)
+    v = np.asarray(values, dtype=float)
+    geometry = OverlayGeometry()
+    if len(x) == 0 or not math.isfinite(limit) or limit <= 0:
+        return geometry
+    geometry.band = [(x[0], limit, x[-1], limit), (x[0], -limit, x[-1], -limit)]
+    excess = np.abs(v) - limit
+    piece: list[tuple[float, float]] = []
+    start = None
+    for i in range(len(x)):
+        inside = excess[i] > 0
+        if i > 0:
+            was = excess[i - 1] > 0
+            if inside != was:  # the curve crosses +limit or -limit between i-1 and i
+                level = limit if (v[i] if inside else v[i - 1]) > 0 else -limit
+                xc = _crossing(x[i - 1], v[i - 1], x[i], v[i], level)
+                if inside:
+                    start, piece = xc, [(xc, level)]
+                else:
+                    piece.append((xc, level))
+                    geometry.intervals.append((start, xc))
+                    geometry.over.append(piece)
+                    start, piece = None, []
+        if inside:
+            if start is None:
+                start = x[i]
+            piece.append((x[i], v[i]))
+    if start is not None:
+        geometry.intervals.append((start, x[-1]))
+        geometry.over.append(piece)
+    return geometry
+
+
+def band_rectangles(geometry: OverlayGeometry, limit: float) -> list[tuple[float, float, float, float]]:
+    """Shaded rectangles ``(x0, y0, x1, y1)`` over each violating interval, spanning the band."""
+    return [(x0, -limit, x1, limit) for x0, x1 in geometry.intervals]
+
+
+def rectangles_to_triangles(rectangles) -> list[tuple[float, float]]:
+    """Two triangles (six vertices) per rectangle, for a TRIS batch."""
+    out = []
+    for x0, y0, x1, y1 in rectangles:
+        out += [(x0, y0), (x1, y0), (x1, y1), (x0, y0), (x1, y1), (x0, y1)]
+    return out
+
+
+# --------------------------------------------------------------------------- drawing (UI only)
+_handle = None
+
+
+def _curve_samples(context, name: str):
+    """(frames, values) of the baked velocity curve of actuator ``name``, or None."""
+    from . import animation, bake
+
+    settings = context.scene.looprig
+    root = settings.root
+    if root is None:
+        for ob in context.scene.objects:
+            if bake.BAKE_KEY in ob.keys():
+                root = ob
+                break
+    if root is None or root.animation_data is None or root.animation_data.action is None:
+        return None
+    ad = root.animation_data
+    if ad.action_slot is None:
+        return None
+    fc = animation.channelbag(ad.action, ad.action_slot).fcurves.find(bake.velocity_path(name))
+    return None if fc is None else animation.read_fcurve(fc)
+
+
+def draw_graph_overlay():
+    """POST_VIEW draw callback of the Graph Editor (graph coordinates: x frame, y value)."""
+    import bpy
+    import gpu
+    from gpu_extras.batch import batch_for_shader
+
+    context = bpy.context
+    scene = context.scene
+    settings = getattr(scene, "looprig", None)
+    if settings is None or not settings.show_overlays or not len(settings.actuators):
+        return
+    shader = gpu.shader.from_builtin("UNIFORM_COLOR")
+    gpu.state.blend_set("ALPHA")
+    for item in settings.actuators:
+        if item.velocity_limit <= 0:
+            continue
+        samples = _curve_samples(context, item.name)
+        if samples is None:
+            continue
+        geometry = velocity_overlay(samples[0], samples[1], item.velocity_limit)
+        tris = rectangles_to_triangles(band_rectangles(geometry, item.velocity_limit))
+        if tris:
+            batch = batch_for_shader(shader, "TRIS", {"pos": tris})
+            shader.uniform_float("color", VIOLATION_COLOUR)
+            batch.draw(shader)
+        lines = [p for x0, y0, x1, y1 in geometry.band for p in ((x0, y0), (x1, y1))]
+        gpu.state.line_width_set(1.5)
+        batch = batch_for_shader(shader, "LINES", {"pos": lines})
+        shader.uniform_float("color", BAND_COLOUR)
+        batch.draw(shader)
+        gpu.state.line_width_set(3.0)
+        for piece in geometry.over:
+            if len(piece) > 1:
+                batch = batch_for_shader(shader, "LINE_STRIP", {"pos": piece})
+                shader.uniform_float("color", OVER_COLOUR)
+                batch.draw(shader)
+    gpu.state.line_width_set(1.0)
+    gpu.state.blend_set("NONE")
+
+
+def intervals_of(item) -> list[tuple[float, float]]:
+    """The violating frame intervals stored in an actuator summary."""
+    return [tuple(pair) for pair in json.loads(item.intervals or "[]")]
+
+
+def register():
+    global _handle
+    import bpy
+
+    if bpy.app.background or _handle is not None:
+        return
+    _handle = bpy.types.SpaceGraphEditor.draw_handler_add(draw_graph_overlay, (), "WINDOW", "POST_VIEW")
+
+
+def unregister():
+    global _handle
+    import bpy
+
+    if _handle is not None:
+        bpy.types.SpaceGraphEditor.draw_handler_remove(_handle, "WINDOW")
+        _handle = None
+
+
+classes = ()

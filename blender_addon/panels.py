@@ -1,0 +1,284 @@
+"""The "looprig" tab of the 3D Viewport sidebar (and a copy of the bake summary in the
+Graph Editor's sidebar)."""
+
+from __future__ import annotations
+
+import bpy
+
+ICONS = {"ERROR": "ERROR", "WARNING": "QUESTION", "INFO": "INFO"}
+
+
+class LOOPRIG_UL_problems(bpy.types.UIList):
+    def draw_item(self, context, layout, data, item, icon, active_data, active_propname, index=0):
+        row = layout.row(align=True)
+        row.label(text=item.message, icon=ICONS.get(item.severity, "DOT"))
+        if item.object_name:
+            label = item.object_name + (f":{item.bone_name}" if item.bone_name else "")
+            op = row.operator("looprig.select_object", text=label, icon="RESTRICT_SELECT_OFF", emboss=False)
+            op.object_name, op.bone_name = item.object_name, item.bone_name
+
+
+class LOOPRIG_UL_targets(bpy.types.UIList):
+    def draw_item(self, context, layout, data, item, icon, active_data, active_propname, index=0):
+        row = layout.row(align=True)
+        row.prop(item, "enabled", text="")
+        target = item.target.name if item.target else "(no target)"
+        if item.bone:
+            target += f":{item.bone}"
+        row.label(text=f"{item.frame or '(no frame)'}  ←  {target}", icon="CON_TRACKTO")
+
+
+class LOOPRIG_UL_actuators(bpy.types.UIList):
+    def draw_item(self, context, layout, data, item, icon, active_data, active_propname, index=0):
+        row = layout.row(align=True)
+        bad = item.violation_count > 0
+        row.alert = bad
+        limit = f"{item.velocity_limit:.3g}" if item.velocity_limit > 0 else "none"
+        row.label(
+            text=f"{item.name}: peak {item.peak_velocity:.3g} / {limit} {item.unit}/s",
+            icon="ERROR" if bad else "CHECKMARK",
+        )
+        if bad:
+            row.label(text=f"{item.violation_count}× from {item.first_violation_frame:.0f}")
+        if item.motor_object:
+            op = row.operator("looprig.select_object", text="", icon="RESTRICT_SELECT_OFF", emboss=False)
+            op.object_name = item.motor_object
+
+
+class _Sidebar:
+    bl_space_type = "VIEW_3D"
+    bl_region_type = "UI"
+    bl_category = "looprig"
+
+
+class LOOPRIG_PT_robot(_Sidebar, bpy.types.Panel):
+    bl_label = "Robot"
+
+    def draw(self, context):
+        layout = self.layout
+        settings = context.scene.looprig
+        layout.prop(settings, "robot")
+        row = layout.row(align=True)
+        row.operator("looprig.check_robot", icon="CHECKMARK")
+        row.operator("looprig.import_robot", text="Import", icon="IMPORT")
+        row.operator("looprig.export_robot", text="Export", icon="EXPORT")
+        if settings.check_done:
+            box = layout.box()
+            if settings.check_ok:
+                box.label(
+                    text=f"{settings.check_dof} DOF · {settings.check_actuators} actuators · "
+                    f"{settings.check_loops} loops · {settings.check_redundant} redundant",
+                    icon="CHECKMARK",
+                )
+            else:
+                box.alert = True
+                box.label(text="The robot has problems: click one to select its object", icon="ERROR")
+            if len(settings.problems):
+                layout.template_list(
+                    "LOOPRIG_UL_problems", "", settings, "problems", settings, "active_problem", rows=3
+                )
+
+
+class LOOPRIG_PT_joint(_Sidebar, bpy.types.Panel):
+    bl_label = "Joint"
+    bl_parent_id = "LOOPRIG_PT_robot"
+
+    @classmethod
+    def poll(cls, context):
+        ob = context.active_object
+        if ob is None:
+            return False
+        return ob.rigid_body_constraint is not None or (ob.type == "ARMATURE" and context.active_pose_bone)
+
+    def draw(self, context):
+        layout = self.layout
+        ob = context.active_object
+        if ob.rigid_body_constraint is not None:
+            c = ob.rigid_body_constraint
+            owner = ob
+            layout.label(text=f"{ob.name}: {c.type.title()} constraint", icon="CONSTRAINT")
+            row = layout.row(align=True)
+            row.prop(c, "object1", text="")
+            row.prop(c, "object2", text="")
+        else:
+            owner = context.active_pose_bone
+            layout.label(text=f"bone {owner.name}", icon="BONE_DATA")
+        draw_joint_settings(layout, owner.looprig_joint)
+
+
+def draw_joint_settings(layout, js):
+    layout.prop(js, "actuated")
+    if not js.actuated:
+        return
+    col = layout.column()
+    col.prop(js, "motion")
+    col.prop(js, "use_range")
+    if js.use_range:
+        row = col.row(align=True)
+        if js.motion == "angle":
+            row.prop(js, "lower_angle")
+            row.prop(js, "upper_angle")
+        else:
+            row.prop(js, "lower_length")
+            row.prop(js, "upper_length")
+    unit = "rad" if js.motion == "angle" else "m"
+    col.prop(js, "velocity_limit", text=f"Velocity Limit ({unit}/s)")
+    col.prop(js, "acceleration_limit", text=f"Acceleration Limit ({unit}/s²)")
+    col.prop(js, "hardware_id")
+    row = col.row(align=True)
+    row.prop(js, "zero_offset_ticks")
+    row.prop(js, "direction", text="")
+    if js.motion == "displacement":
+        col.prop(js, "metres_per_revolution")
+    col.prop(js, "motor_object")
+
+
+class LOOPRIG_PT_body(_Sidebar, bpy.types.Panel):
+    bl_label = "Body"
+    bl_parent_id = "LOOPRIG_PT_robot"
+
+    @classmethod
+    def poll(cls, context):
+        ob = context.active_object
+        return ob is not None and ob.type == "MESH" and ob.rigid_body_constraint is None
+
+    def draw(self, context):
+        layout = self.layout
+        ob = context.active_object
+        bs = ob.looprig_body
+        layout.label(text=ob.name, icon="MESH_DATA")
+        layout.prop(bs, "ignore")
+        if bs.ignore:
+            return
+        layout.prop(bs, "grounded")
+        layout.prop(bs, "mass_source")
+        if bs.mass_source == "CUSTOM":
+            layout.prop(bs, "mass")
+        elif bs.mass_source == "DENSITY" or ob.rigid_body is None:
+            layout.prop(bs, "density")
+        else:
+            layout.prop(ob.rigid_body, "mass", text="Rigid Body Mass")
+
+
+class LOOPRIG_PT_targets(_Sidebar, bpy.types.Panel):
+    bl_label = "Targets"
+
+    def draw(self, context):
+        layout = self.layout
+        settings = context.scene.looprig
+        row = layout.row()
+        row.template_list("LOOPRIG_UL_targets", "", settings, "targets", settings, "active_target", rows=3)
+        col = row.column(align=True)
+        col.operator("looprig.target_add", text="", icon="ADD")
+        col.operator("looprig.target_remove", text="", icon="REMOVE")
+        if 0 <= settings.active_target < len(settings.targets):
+            t = settings.targets[settings.active_target]
+            col = layout.column()
+            col.prop(t, "frame")
+            col.prop(t, "target")
+            if t.target is not None and t.target.type == "ARMATURE":
+                col.prop(t, "bone")
+            col.prop(t, "offset_location")
+            col.prop(t, "offset_rotation")
+            col.prop(t, "position_weight")
+            col.prop(t, "orientation_weight")
+        layout.prop(settings, "use_com")
+        if settings.use_com:
+            layout.prop(settings, "com_target")
+            layout.prop(settings, "com_weight")
+
+
+class LOOPRIG_PT_solve(_Sidebar, bpy.types.Panel):
+    bl_label = "Retarget"
+
+    def draw(self, context):
+        layout = self.layout
+        settings = context.scene.looprig
+        col = layout.column()
+        col.prop(settings, "state_weight")
+        col.prop(settings, "velocity_weight")
+        sub = col.column()
+        sub.active = settings.velocity_weight > 0
+        sub.prop(settings, "max_angular_velocity")
+        col.prop(settings, "actuator_weight")
+        col.prop(settings, "use_scene_range")
+        if not settings.use_scene_range:
+            row = col.row(align=True)
+            row.prop(settings, "frame_start")
+            row.prop(settings, "frame_end")
+        col.prop(settings, "rate")
+        col.prop(settings, "bake_after_retarget")
+        row = layout.row(align=True)
+        row.scale_y = 1.4
+        row.operator("looprig.retarget", icon="PLAY")
+        row.operator("looprig.clear", text="", icon="X")
+        if settings.status:
+            box = layout.box()
+            box.alert = settings.status.startswith("retarget failed")
+            for line in settings.status.split("; "):
+                box.label(text=line)
+
+
+def draw_bake_summary(layout, settings):
+    if len(settings.actuators):
+        layout.template_list(
+            "LOOPRIG_UL_actuators", "", settings, "actuators", settings, "active_actuator", rows=3
+        )
+        bad = sum(a.violation_count for a in settings.actuators)
+        if bad:
+            layout.label(text=f"{bad} limit violation(s): markers at their start frames", icon="ERROR")
+
+
+class LOOPRIG_PT_bake(_Sidebar, bpy.types.Panel):
+    bl_label = "Bake & Export"
+
+    def draw(self, context):
+        layout = self.layout
+        settings = context.scene.looprig
+        row = layout.row(align=True)
+        row.operator("looprig.bake", icon="GRAPH")
+        row.operator("looprig.clear_bake", text="", icon="X")
+        layout.prop(settings, "root")
+        row = layout.row(align=True)
+        row.prop(settings, "tint_motors")
+        row.prop(settings, "show_overlays")
+        draw_bake_summary(layout, settings)
+        layout.operator("looprig.export_curves", icon="EXPORT")
+
+
+class LOOPRIG_PT_graph_summary(bpy.types.Panel):
+    bl_space_type = "GRAPH_EDITOR"
+    bl_region_type = "UI"
+    bl_category = "looprig"
+    bl_label = "Actuator Limits"
+
+    def draw(self, context):
+        settings = context.scene.looprig
+        self.layout.prop(settings, "show_overlays")
+        draw_bake_summary(self.layout, settings)
+        if not len(settings.actuators):
+            self.layout.label(text="Nothing baked yet: Bake in the 3D Viewport's looprig tab")
+
+
+classes = (
+    LOOPRIG_UL_problems,
+    LOOPRIG_UL_targets,
+    LOOPRIG_UL_actuators,
+    LOOPRIG_PT_robot,
+    LOOPRIG_PT_joint,
+    LOOPRIG_PT_body,
+    LOOPRIG_PT_targets,
+    LOOPRIG_PT_solve,
+    LOOPRIG_PT_bake,
+    LOOPRIG_PT_graph_summary,
+)
+
+
+def register():
+    for cls in classes:
+        bpy.utils.register_class(cls)
+
+
+def unregister():
+    for cls in reversed(classes):
+        bpy.utils.unregister_class(cls)

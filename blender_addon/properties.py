@@ -1,0 +1,310 @@
+"""Everything the add-on stores, under namespaced pointers.
+
+* ``Scene.looprig`` (:class:`LOOPRIG_PG_scene`): the robot collection, the
+  retarget targets and settings, the last check report and bake summary.
+* ``Object.looprig_joint`` / ``PoseBone.looprig_joint`` (:class:`LOOPRIG_PG_joint`):
+  actuator settings of a Rigid Body Constraint object (or a bone).
+* ``Object.looprig_body`` / ``PoseBone.looprig_body`` (:class:`LOOPRIG_PG_body`):
+  body settings (grounded, mass source).
+
+Values are in SI units (m, rad, kg, s). Velocity and acceleration limits of
+0 mean "no limit".
+"""
+
+import bpy
+from bpy.props import (
+    BoolProperty,
+    CollectionProperty,
+    EnumProperty,
+    FloatProperty,
+    FloatVectorProperty,
+    IntProperty,
+    PointerProperty,
+    StringProperty,
+)
+
+# --------------------------------------------------------------------------- searches
+
+
+def _robot_frame_names(self, context, edit_text):
+    """Body and frame names of the scene's robot, for the target search field."""
+    from .scene_graph import robot_frame_names  # late: scene_graph imports this module
+
+    settings = context.scene.looprig
+    names = robot_frame_names(settings.robot) if settings.robot else []
+    return [n for n in names if edit_text.lower() in n.lower()]
+
+
+def _target_bone_names(self, context, edit_text):
+    ob = self.target
+    if ob is None or ob.type != "ARMATURE":
+        return []
+    return [b.name for b in ob.data.bones if edit_text.lower() in b.name.lower()]
+
+
+# --------------------------------------------------------------------------- per object
+
+
+class LOOPRIG_PG_joint(bpy.types.PropertyGroup):
+    """Actuator settings of a joint (a Rigid Body Constraint object or a bone)."""
+
+    actuated: BoolProperty(
+        name="Actuated",
+        description="A motor drives this joint: looprig bakes a curve for it",
+        default=False,
+    )
+    motion: EnumProperty(
+        name="Motion",
+        description="The joint coordinate the motor drives (cylindrical joints offer both)",
+        items=[
+            ("angle", "Angle", "Rotation about the joint axis [rad]"),
+            ("displacement", "Displacement", "Translation along the joint axis [m]"),
+        ],
+        default="angle",
+    )
+    use_range: BoolProperty(name="Limit Range", description="The motor has a position range")
+    lower_angle: FloatProperty(name="Min", subtype="ANGLE", default=-3.14159265, description="[rad]")
+    upper_angle: FloatProperty(name="Max", subtype="ANGLE", default=3.14159265, description="[rad]")
+    lower_length: FloatProperty(name="Min", subtype="DISTANCE", default=-0.1, description="[m]")
+    upper_length: FloatProperty(name="Max", subtype="DISTANCE", default=0.1, description="[m]")
+    velocity_limit: FloatProperty(
+        name="Velocity Limit",
+        description="Largest speed of the motor [rad/s or m/s]; 0 for none",
+        min=0.0,
+        default=0.0,
+        precision=4,
+    )
+    acceleration_limit: FloatProperty(
+        name="Acceleration Limit",
+        description="Largest acceleration of the motor [rad/s² or m/s²]; 0 for none",
+        min=0.0,
+        default=0.0,
+        precision=4,
+    )
+    hardware_id: StringProperty(
+        name="Hardware ID",
+        description="Bus id or channel of the motor (digits are written as an integer)",
+    )
+    zero_offset_ticks: IntProperty(
+        name="Zero Offset",
+        description="Servo Goal Position ticks at actuator value 0 (Dynamixel exports)",
+        default=2048,
+    )
+    direction: EnumProperty(
+        name="Direction",
+        description="Servo direction of a positive actuator value (Dynamixel exports)",
+        items=[("1", "Forward", "Counter-clockwise (increasing ticks)"), ("-1", "Reversed", "Clockwise")],
+        default="1",
+    )
+    metres_per_revolution: FloatProperty(
+        name="Travel per Turn",
+        description="Displacement per servo turn for a linear actuator [m/rev]; 0 if unknown",
+        subtype="DISTANCE",
+        min=0.0,
+        default=0.0,
+        precision=5,
+    )
+    motor_object: PointerProperty(
+        name="Motor Object",
+        type=bpy.types.Object,
+        description="Object tinted red when the motor is too fast (default: the driven body)",
+    )
+
+
+class LOOPRIG_PG_body(bpy.types.PropertyGroup):
+    """Body settings of a mesh object (or a bone) of a robot."""
+
+    grounded: BoolProperty(
+        name="Grounded",
+        description="Fixed to the world (a Passive rigid body is grounded too)",
+        default=False,
+    )
+    ignore: BoolProperty(
+        name="Not a Body",
+        description="Leave this object out of the robot (decoration, helpers)",
+        default=False,
+    )
+    mass_source: EnumProperty(
+        name="Mass",
+        items=[
+            ("AUTO", "Automatic", "Rigid body mass if the object has one, else mesh volume × density"),
+            ("DENSITY", "Density", "Mesh volume × density"),
+            ("CUSTOM", "Custom", "The mass given here"),
+        ],
+        default="AUTO",
+    )
+    density: FloatProperty(name="Density", description="[kg/m³]", min=1e-6, default=1000.0)
+    mass: FloatProperty(name="Mass", description="[kg]", min=0.0, default=1.0, precision=5)
+    mesh_path: StringProperty(
+        name="Mesh File",
+        description="Display mesh file this body came from (kept for the native file)",
+        subtype="FILE_PATH",
+    )
+
+
+# --------------------------------------------------------------------------- scene
+
+
+class LOOPRIG_PG_target(bpy.types.PropertyGroup):
+    """One retarget target: a robot body or frame follows an animated object or bone."""
+
+    enabled: BoolProperty(name="Enabled", default=True)
+    frame: StringProperty(
+        name="Robot Frame",
+        description="Robot body (mesh object) or named frame (Empty parented to a body)",
+        search=_robot_frame_names,
+    )
+    target: PointerProperty(name="Target", type=bpy.types.Object, description="The animated object")
+    bone: StringProperty(name="Bone", description="Bone of an armature target", search=_target_bone_names)
+    offset_location: FloatVectorProperty(
+        name="Offset", subtype="TRANSLATION", size=3, description="Target point in the target's axes"
+    )
+    offset_rotation: FloatVectorProperty(
+        name="Offset Rotation", subtype="EULER", size=3, description="Target axes relative to the target's"
+    )
+    position_weight: FloatVectorProperty(name="Position Weight", size=3, min=0.0, default=(1.0, 1.0, 1.0))
+    orientation_weight: FloatVectorProperty(
+        name="Orientation Weight", size=3, min=0.0, default=(0.0, 0.0, 0.0)
+    )
+
+
+class LOOPRIG_PG_problem(bpy.types.PropertyGroup):
+    """A line of the robot check: severity, message and the object to click."""
+
+    severity: StringProperty()
+    message: StringProperty()
+    object_name: StringProperty()
+    bone_name: StringProperty()
+
+
+class LOOPRIG_PG_actuator_summary(bpy.types.PropertyGroup):
+    """Per-actuator result of the last bake (persists in the file)."""
+
+    unit: StringProperty()
+    minimum: FloatProperty()
+    maximum: FloatProperty()
+    peak_velocity: FloatProperty()
+    velocity_limit: FloatProperty(description="0 = none")
+    violation_count: IntProperty()
+    first_violation_frame: FloatProperty()
+    motor_object: StringProperty()
+    # violating intervals as flat frame pairs [start0, end0, start1, end1, ...]
+    intervals: StringProperty()
+
+
+class LOOPRIG_PG_scene(bpy.types.PropertyGroup):
+    """looprig settings of a scene."""
+
+    robot: PointerProperty(
+        name="Robot",
+        type=bpy.types.Collection,
+        description="Collection holding the robot: mesh bodies, Rigid Body Constraints, armature",
+    )
+    root: PointerProperty(
+        name="Root",
+        type=bpy.types.Object,
+        description="Object carrying the baked actuator curves (default: the grounded body)",
+    )
+    targets: CollectionProperty(type=LOOPRIG_PG_target)
+    active_target: IntProperty(name="Active Target")
+    use_com: BoolProperty(name="Centre of Mass", description="Add a centre-of-mass target")
+    com_target: PointerProperty(name="CoM Target", type=bpy.types.Object)
+    com_weight: FloatVectorProperty(name="CoM Weight", size=3, min=0.0, default=(1.0, 1.0, 0.0))
+    state_weight: FloatProperty(
+        name="State Weight",
+        description="Keeps each frame near the previous one (paper: 2e-4)",
+        min=0.0,
+        default=1e-4,
+        precision=6,
+    )
+    velocity_weight: FloatProperty(
+        name="Velocity Weight",
+        description="Barrier on body angular velocity above the threshold (paper: 1e-4); 0 = off",
+        min=0.0,
+        default=0.0,
+        precision=6,
+    )
+    max_angular_velocity: FloatProperty(
+        name="Velocity Threshold",
+        description="Body angular velocity above which the velocity barrier acts [rad/s]",
+        min=1e-3,
+        default=4.0,
+    )
+    actuator_weight: FloatProperty(
+        name="Actuator Limits Weight",
+        description="Barrier keeping actuators inside their range and velocity limits; 0 = off",
+        min=0.0,
+        default=0.0,
+        precision=6,
+    )
+    use_scene_range: BoolProperty(name="Scene Range", default=True)
+    frame_start: IntProperty(name="Start", default=1)
+    frame_end: IntProperty(name="End", default=250)
+    rate: FloatProperty(
+        name="Rate",
+        description="Solve and sampling rate [Hz]; above the scene rate targets are sampled "
+        "between frames. 0 = the scene frame rate",
+        min=0.0,
+        default=0.0,
+    )
+    bake_after_retarget: BoolProperty(
+        name="Bake After Retarget",
+        description="Bake the actuator curves right after a retarget",
+        default=True,
+    )
+    tint_motors: BoolProperty(
+        name="Tint Motors",
+        description="Colour the motors red in the viewport at frames where they are too fast",
+        default=True,
+    )
+    show_overlays: BoolProperty(
+        name="Graph Overlays", description="Draw velocity-limit bands in the Graph Editor", default=True
+    )
+    # ----- last check
+    check_done: BoolProperty()
+    check_ok: BoolProperty()
+    check_dof: IntProperty()
+    check_grubler: IntProperty()
+    check_redundant: IntProperty()
+    check_loops: IntProperty()
+    check_actuators: IntProperty()
+    problems: CollectionProperty(type=LOOPRIG_PG_problem)
+    active_problem: IntProperty()
+    # ----- last retarget / bake
+    status: StringProperty(name="Status")
+    actuators: CollectionProperty(type=LOOPRIG_PG_actuator_summary)
+    active_actuator: IntProperty()
+
+
+classes = (
+    LOOPRIG_PG_joint,
+    LOOPRIG_PG_body,
+    LOOPRIG_PG_target,
+    LOOPRIG_PG_problem,
+    LOOPRIG_PG_actuator_summary,
+    LOOPRIG_PG_scene,
+)
+
+#: (owner type, attribute, property group) pointers this module adds.
+_POINTERS = (
+    (bpy.types.Scene, "looprig", LOOPRIG_PG_scene),
+    (bpy.types.Object, "looprig_joint", LOOPRIG_PG_joint),
+    (bpy.types.Object, "looprig_body", LOOPRIG_PG_body),
+    (bpy.types.PoseBone, "looprig_joint", LOOPRIG_PG_joint),
+    (bpy.types.PoseBone, "looprig_body", LOOPRIG_PG_body),
+)
+
+
+def register():
+    for cls in classes:
+        bpy.utils.register_class(cls)
+    for owner, name, group in _POINTERS:
+        setattr(owner, name, PointerProperty(type=group))
+
+
+def unregister():
+    for owner, name, _group in reversed(_POINTERS):
+        if hasattr(owner, name):
+            delattr(owner, name)
+    for cls in reversed(classes):
+        bpy.utils.unregister_class(cls)

@@ -1,0 +1,195 @@
+"""Retarget in the scene: the four-bar's crank follows the closed form; looprig's own action only."""
+
+import bpy
+import numpy as np
+import pytest
+from helpers import fails, snapshot
+from looprig.core.retarget import RetargetCancelled
+
+from blender_addon import animation, demo
+from blender_addon.operators_retarget import _Worker, read_inputs
+
+
+def _crank_angles(frames, frame_start=1, fps=24.0, seconds=2.0):
+    angle, _ = demo.crank_motion((np.asarray(frames) - frame_start) / fps, seconds)
+    return angle
+
+
+def _keys(ob, path, index):
+    ad = ob.animation_data
+    bag = animation.channelbag(ad.action, ad.action_slot)
+    return animation.read_fcurve(bag.fcurves.find(path, index=index))
+
+
+def test_coupler_target_gives_the_closed_form_crank_angle(demo):
+    """A point on the coupler follows its curve for crank angle theta(t); the retargeted crank
+    object turns by theta(t) about z (its rest angle is theta0 = pi/2, so its world angle is theta)."""
+    assert bpy.ops.looprig.retarget() == {"FINISHED"}
+    crank = demo.objects["crank"]
+    frames, qw = _keys(crank, "rotation_quaternion", 0)
+    _, qz = _keys(crank, "rotation_quaternion", 3)
+    np.testing.assert_array_equal(frames, np.arange(1, 50))
+    angle = 2 * np.arctan2(qz, qw)
+    expected = _crank_angles(frames)
+    error = np.angle(np.exp(1j * (angle - expected)))
+    assert np.max(np.abs(error)) < 2e-4
+    # every body is keyed, the ground is not
+    for name in ("crank", "coupler", "rocker"):
+        assert demo.objects[name].animation_data.action.name == "looprig fourbar"
+    ground = demo.objects["ground"].animation_data  # carries the baked curves, no motion
+    assert animation.channelbag(ground.action, ground.action_slot).fcurves.find("location") is None
+
+
+def test_scene_follows_the_keys_coupler_point_on_the_target(demo):
+    assert bpy.ops.looprig.retarget() == {"FINISHED"}
+    scene = bpy.context.scene
+    point, hand = demo.objects["coupler_point"], scene.objects["hand"]
+    for frame in (1, 13, 30, 49):
+        scene.frame_set(frame)
+        np.testing.assert_allclose(point.matrix_world.translation, hand.matrix_world.translation, atol=1e-5)
+
+
+def test_retarget_never_touches_the_animators_action_and_replaces_only_its_own(demo):
+    scene = bpy.context.scene
+    hand = scene.objects["hand"]
+    animator_action = hand.animation_data.action
+    before = animation.read_fcurve(
+        animation.channelbag(animator_action, hand.animation_data.action_slot).fcurves.find(
+            "location", index=0
+        )
+    )
+    # the animator also keyed the rocker by hand: looprig must keep that action
+    rocker = demo.objects["rocker"]
+    rocker.keyframe_insert("location", frame=1)
+    rocker_action = rocker.animation_data.action
+    actions = {a.name for a in bpy.data.actions}
+    assert bpy.ops.looprig.retarget() == {"FINISHED"}
+    assert bpy.ops.looprig.retarget() == {"FINISHED"}  # re-run: replaces looprig's action only
+    looprig_actions = [a for a in bpy.data.actions if animation.find_action(demo) == a]
+    assert [a.name for a in looprig_actions] == ["looprig fourbar"]
+    assert {a.name for a in bpy.data.actions} == actions | {"looprig fourbar"}
+    assert hand.animation_data.action == animator_action
+    after = animation.read_fcurve(
+        animation.channelbag(animator_action, hand.animation_data.action_slot).fcurves.find(
+            "location", index=0
+        )
+    )
+    np.testing.assert_array_equal(before[1], after[1])
+    assert rocker.animation_data.action.name == "looprig fourbar"
+    assert rocker_action.use_fake_user and rocker_action.name in bpy.data.actions
+    # one action, one slot per animated object
+    slots = sorted(s.identifier for s in looprig_actions[0].slots)
+    assert slots == ["OBcoupler", "OBcrank", "OBground", "OBrocker"]  # ground carries the bake
+    assert bpy.ops.looprig.clear() == {"FINISHED"}
+    assert rocker.animation_data.action == rocker_action
+    assert "looprig fourbar" not in bpy.data.actions
+
+
+def test_clear_puts_the_robot_back_at_rest(demo):
+    context = bpy.context
+    before = snapshot(context)
+    assert bpy.ops.looprig.retarget() == {"FINISHED"}
+    context.scene.frame_set(25)
+    assert bpy.ops.looprig.clear() == {"FINISHED"}
+    context.scene.frame_set(1)
+    after = snapshot(context)
+    assert after["matrices"] == before["matrices"]
+    assert after["markers"] == [] and after["custom"] == before["custom"]
+
+
+def test_robot_reads_at_rest_after_a_retarget(demo):
+    """The robot's initial configuration stays its rest pose while looprig animates it."""
+    from blender_addon.scene_graph import read_model
+
+    rest = read_model(bpy.context, demo).mechanism.initial_state()
+    assert bpy.ops.looprig.retarget() == {"FINISHED"}
+    bpy.context.scene.frame_set(25)
+    moved = np.array(demo.objects["crank"].matrix_world)
+    again = read_model(bpy.context, demo).mechanism.initial_state()
+    np.testing.assert_allclose(again, rest, atol=1e-6)
+    np.testing.assert_allclose(np.array(demo.objects["crank"].matrix_world), moved)  # frame restored
+
+
+def test_retarget_is_one_undo_step(demo):
+    context = bpy.context
+    bpy.ops.ed.undo_push(message="demo scene")
+    before = snapshot(context)
+    assert bpy.ops.looprig.retarget("EXEC_DEFAULT", True) == {"FINISHED"}
+    assert "looprig fourbar" in bpy.data.actions
+    assert bpy.ops.ed.undo() == {"FINISHED"}
+    context.scene.frame_set(1)
+    assert "looprig fourbar" not in bpy.data.actions
+    assert snapshot(context) == before
+    assert bpy.ops.ed.redo() == {"FINISHED"}
+    assert "looprig fourbar" in bpy.data.actions
+
+
+def test_sub_frame_sampling_at_twice_the_scene_rate(demo):
+    settings = bpy.context.scene.looprig
+    settings.rate = 48.0
+    assert bpy.ops.looprig.retarget() == {"FINISHED"}
+    frames, qw = _keys(demo.objects["crank"], "rotation_quaternion", 0)
+    np.testing.assert_allclose(frames, 1 + np.arange(97) / 2)
+    _, qz = _keys(demo.objects["crank"], "rotation_quaternion", 3)
+    error = np.angle(np.exp(1j * (2 * np.arctan2(qz, qw) - _crank_angles(frames))))
+    # on frames the crank is exact; between them the target moves on a straight line (LINEAR
+    # keys), off the coupler curve, and the crank follows that path instead
+    assert np.max(np.abs(error[::2])) < 2e-4
+    assert np.max(np.abs(error)) < 1e-2
+
+
+def test_errors_name_the_target_and_change_nothing(demo):
+    context = bpy.context
+    settings = context.scene.looprig
+    before = snapshot(context)
+    settings.targets[0].target = None
+    assert "target 1 (coupler_point): pick the animated object" in fails(bpy.ops.looprig.retarget)
+    settings.targets[0].target = context.scene.objects["hand"]
+    settings.targets[0].frame = "coupler_pt"
+    message = fails(bpy.ops.looprig.retarget)
+    assert "no robot body or frame 'coupler_pt'" in message and "coupler_point" in message
+    settings.targets[0].frame = "coupler_point"
+    settings.targets[0].target = demo.objects["rocker"]
+    assert "'rocker' is part of the robot" in fails(bpy.ops.looprig.retarget)
+    settings.targets.clear()
+    assert "no targets" in fails(bpy.ops.looprig.retarget)
+    assert "retarget failed" in settings.status
+    assert snapshot(context) == before
+
+
+def test_worker_thread_reports_progress_and_cancels(demo):
+    """The modal operator's solve runs in a worker thread; Esc sets its cancel flag."""
+    inputs = read_inputs(bpy.context)
+    worker = _Worker(inputs)
+    worker.start()
+    worker.join()
+    assert worker.error is None and worker.done == worker.total == 49
+    cancelled = _Worker(inputs)
+    cancelled.cancel_requested = True
+    cancelled.start()
+    cancelled.join()
+    assert isinstance(cancelled.error, RetargetCancelled)
+
+
+def test_unreachable_target_is_reported_with_its_frame(demo):
+    hand = bpy.context.scene.objects["hand"]
+    bag = animation.channelbag(hand.animation_data.action, hand.animation_data.action_slot)
+    fc = bag.fcurves.find("location", index=1)
+    fc.keyframe_points[20].co.y += 1.0  # one key 1 m away from the coupler curve
+    fc.update()
+    assert bpy.ops.looprig.retarget() == {"FINISHED"}
+    assert "unreachable" in bpy.context.scene.looprig.status
+    # the robot still holds together at that frame
+    bpy.context.scene.frame_set(21)
+    crank = demo.objects["crank"].matrix_world
+    coupler_joint = demo.objects["coupler_joint"]
+    assert coupler_joint is not None and crank is not None
+
+
+@pytest.mark.parametrize("weights", [(1.0, 1.0, 1.0)])
+def test_target_with_offset_and_weights(demo, weights):
+    settings = bpy.context.scene.looprig
+    t = settings.targets[0]
+    t.position_weight = weights
+    t.offset_location = (0.0, 0.0, 0.0)
+    assert bpy.ops.looprig.retarget() == {"FINISHED"}

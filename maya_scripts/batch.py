@@ -39,22 +39,29 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("scene", help="Maya scene to open (.ma or .mb)")
     what = parser.add_mutually_exclusive_group()
     what.add_argument(
-        "--nodes", nargs="+", metavar="NODE",
+        "--nodes",
+        nargs="+",
+        metavar="NODE",
         help="transforms to export: name, DAG path or pattern, optionally NODE=TRACK_NAME",
     )
     what.add_argument(
-        "--set", dest="set_name", metavar="SET",
+        "--set",
+        dest="set_name",
+        metavar="SET",
         help=f"export the members of this object set (default when no --nodes: {DEFAULT_SET_NAME})",
     )
     parser.add_argument("--start", type=float, help="first frame (default: playback start)")
     parser.add_argument("--end", type=float, help="last frame (default: playback end)")
     parser.add_argument(
-        "--rate", type=float,
+        "--rate",
+        type=float,
         help=f"samples per second, sub-frame up to {MAX_RATE_HZ:g} Hz (default: the scene's fps)",
     )
     parser.add_argument("-o", "--output", required=True, help="tracks file to write (.json or .npz)")
     parser.add_argument(
-        "--evaluation", choices=("context", "timeline"), default="context",
+        "--evaluation",
+        choices=("context", "timeline"),
+        default="context",
         help="context: evaluate each sample time in a DG context (fast, default); "
         "timeline: step the current time (for simulations and caches)",
     )

@@ -57,12 +57,24 @@ MAX_RATE_HZ = 1200.0
 DEFAULT_SET_NAME = "looprig_tracks"
 #: Centimetres per Maya linear unit (short and long names).
 CM_PER_UNIT = {
-    "mm": 0.1, "cm": 1.0, "m": 100.0, "km": 100000.0, "in": 2.54, "ft": 30.48, "yd": 91.44,
+    "mm": 0.1,
+    "cm": 1.0,
+    "m": 100.0,
+    "km": 100000.0,
+    "in": 2.54,
+    "ft": 30.48,
+    "yd": 91.44,
     "mi": 160934.4,
 }
 _LONG_UNIT_NAMES = {
-    "millimeter": "mm", "centimeter": "cm", "meter": "m", "kilometer": "km", "inch": "in",
-    "foot": "ft", "yard": "yd", "mile": "mi",
+    "millimeter": "mm",
+    "centimeter": "cm",
+    "meter": "m",
+    "kilometer": "km",
+    "inch": "in",
+    "foot": "ft",
+    "yard": "yd",
+    "mile": "mi",
 }
 #: Length units of the tracks format; other Maya units are written in metres.
 TRACKS_UNITS = ("m", "cm", "mm", "in", "ft")
@@ -353,7 +365,8 @@ def track_names_for(chosen) -> dict[str, str]:
         for k in range(1, len(parts) + 1):
             label = "|".join(parts[-k:])
             clash = [
-                other for other in automatic
+                other
+                for other in automatic
                 if other != path and other.strip("|").split("|")[-k:] == parts[-k:]
             ]
             if not clash and label not in names:
@@ -444,13 +457,9 @@ def tracks_npz_bytes(document: dict) -> bytes:
     orientations = [x for n in names for q in document["tracks"][n]["orientation"] for x in q]
     buffer = io.BytesIO()
     with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED) as archive:
-        archive.writestr(
-            "header.npy", _npy(f"<U{len(header_text)}", (), header_text.encode("utf-32-le"))
-        )
+        archive.writestr("header.npy", _npy(f"<U{len(header_text)}", (), header_text.encode("utf-32-le")))
         archive.writestr("positions.npy", _npy("<f8", (len(names), n_frames, 3), _float64(positions)))
-        archive.writestr(
-            "orientations.npy", _npy("<f8", (len(names), n_frames, 4), _float64(orientations))
-        )
+        archive.writestr("orientations.npy", _npy("<f8", (len(names), n_frames, 4), _float64(orientations)))
     return buffer.getvalue()
 
 
@@ -548,8 +557,10 @@ def export_tracks(
         names = track_names_for(chosen)
         first_frame, last_frame = host.playback_range()
         plan = plan_samples(
-            first_frame if start is None else start, last_frame if end is None else end,
-            host.frames_per_second(), rate,
+            first_frame if start is None else start,
+            last_frame if end is None else end,
+            host.frames_per_second(),
+            rate,
         )
         maya_unit = _LONG_UNIT_NAMES.get(host.linear_unit(), host.linear_unit())
         unit = file_length_unit(maya_unit)

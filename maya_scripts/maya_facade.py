@@ -307,12 +307,15 @@ def show_form(name: str, title: str, fields, buttons, note: str = "") -> str:
     controls = {}
     for field in fields:
         if field.kind == "float":
-            controls[field.key] = ("float", cmds.floatFieldGrp(
-                label=field.label, numberOfFields=1, value1=float(field.value)))
+            controls[field.key] = (
+                "float",
+                cmds.floatFieldGrp(label=field.label, numberOfFields=1, value1=float(field.value)),
+            )
         elif field.kind in ("save_file", "open_file"):
             control = cmds.textFieldButtonGrp(label=field.label, text=str(field.value), buttonLabel="...")
             cmds.textFieldButtonGrp(
-                control, edit=True,
+                control,
+                edit=True,
                 buttonCommand=lambda *_, c=control, f=field: _browse(c, f),
             )
             controls[field.key] = ("file", control)

@@ -166,7 +166,8 @@ def _check(path, curves: CurveSet) -> None:
         if not all(math.isfinite(v) for v in column):
             _fail(path, f"actuator {name!r} has non-finite values")
     if not all(math.isfinite(t) for t in curves.times) or any(
-        b <= a for a, b in zip(curves.times, curves.times[1:])  # noqa: B905 (Python 3.7 in Maya 2022)
+        b <= a
+        for a, b in zip(curves.times, curves.times[1:])  # noqa: B905 (Python 3.7 in Maya 2022)
     ):
         _fail(path, "times must be finite and strictly increasing")
 
@@ -222,7 +223,8 @@ class ReviewResult:
     def summary(self) -> str:
         flags = (
             f"; limit violations flagged on {', '.join(self.over_limit_attributes.values())}"
-            if self.over_limit_attributes else "; no limit violations recorded"
+            if self.over_limit_attributes
+            else "; no limit violations recorded"
         )
         return (
             f"keyed {len(self.attributes)} actuator curve(s) x {self.keys_per_curve} keys on "

@@ -106,9 +106,13 @@ def show_export_dialog(host=None) -> str:
         f"selection. Rate up to {MAX_RATE_HZ:g} Hz samples between frames."
     )
     return host.show_form(
-        EXPORT_WINDOW, "looprig: Export Tracks", fields,
-        [("Export", lambda values: run_export(values, host)),
-         ("Close", lambda _values: host.close_window(EXPORT_WINDOW))],
+        EXPORT_WINDOW,
+        "looprig: Export Tracks",
+        fields,
+        [
+            ("Export", lambda values: run_export(values, host)),
+            ("Close", lambda _values: host.close_window(EXPORT_WINDOW)),
+        ],
         note,
     )
 
@@ -174,9 +178,13 @@ def show_review_dialog(host=None) -> str:
         host.FormField("node", "Node", "text", ""),
     ]
     return host.show_form(
-        REVIEW_WINDOW, "looprig: Import Curves for Review", fields,
-        [("Import", lambda values: run_review(values, host)),
-         ("Close", lambda _values: host.close_window(REVIEW_WINDOW))],
+        REVIEW_WINDOW,
+        "looprig: Import Curves for Review",
+        fields,
+        [
+            ("Import", lambda values: run_review(values, host)),
+            ("Close", lambda _values: host.close_window(REVIEW_WINDOW)),
+        ],
         "Node: where to key one attribute per actuator; empty = a new looprig_curves locator.",
     )
 

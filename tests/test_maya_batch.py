@@ -26,8 +26,12 @@ SCENE = {
     "current_time": 1,
     "nodes": [
         {"name": "hip", "keys": {"translateY": [[1, 90.0], [12, 101.0]]}},
-        {"name": "hand_ctrl", "parent": "hip", "values": {"translateX": 40.0},
-         "keys": {"rotateZ": [[1, 0.0], [12, 90.0]]}},
+        {
+            "name": "hand_ctrl",
+            "parent": "hip",
+            "values": {"translateX": 40.0},
+            "keys": {"rotateZ": [[1, 0.0], [12, 90.0]]},
+        },
     ],
     "sets": {"looprig_tracks": ["hip"]},
 }
@@ -62,8 +66,9 @@ def run(maya):
 
 def test_batch_exports_named_tracks_at_1200_hz(run, maya, shot, tmp_path, capsys):
     out = tmp_path / "shot010.tracks.json"
-    status = run(shot, "--nodes", "hip", "hand_ctrl=hand", "--start", 1, "--end", 12, "--rate", 1200,
-                 "-o", out)
+    status = run(
+        shot, "--nodes", "hip", "hand_ctrl=hand", "--start", 1, "--end", 12, "--rate", 1200, "-o", out
+    )
     assert status == 0
     clip = read_tracks(out)
     assert list(clip.tracks) == ["hip", "hand"] and clip.n_frames == 551 and clip.fps == 1200
@@ -132,13 +137,28 @@ def test_command_line_errors_exit_2(run, shot, capsys):
 def test_mayapy_style_subprocess(shot, tmp_path):
     """``python -m looprig.maya_scripts.batch`` with the emulation standing in for Maya's modules."""
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(EMULATION), os.environ.get("PYTHONPATH", "")])}
-    command = [sys.executable, "-m", "looprig.maya_scripts.batch", str(shot), "--nodes", "hand_ctrl",
-               "--rate", "48", "-o", str(tmp_path / "out.json")]
+    command = [
+        sys.executable,
+        "-m",
+        "looprig.maya_scripts.batch",
+        str(shot),
+        "--nodes",
+        "hand_ctrl",
+        "--rate",
+        "48",
+        "-o",
+        str(tmp_path / "out.json"),
+    ]
     done = subprocess.run(command, capture_output=True, text=True, env=env, timeout=60)
     assert done.returncode == 0, done.stderr
     assert read_tracks(tmp_path / "out.json").n_frames == 23
-    done = subprocess.run(command[:5] + ["ghost", "-o", str(tmp_path / "ghost.json")],
-                          capture_output=True, text=True, env=env, timeout=60)
+    done = subprocess.run(
+        command[:5] + ["ghost", "-o", str(tmp_path / "ghost.json")],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=60,
+    )
     assert done.returncode == 1
     assert done.stderr.strip() == "error: cannot export: no transform 'ghost' in the scene"
     assert not (tmp_path / "ghost.json").exists()

@@ -61,16 +61,40 @@ def export(host):
 
 # ----------------------------------------------------------------------------- scenes and closed forms
 HIERARCHY = [
-    {"name": "base", "values": {"translateX": 10.0, "translateY": 5.0, "translateZ": -3.0,
-                                "scaleX": 1.5, "scaleY": 1.5, "scaleZ": 1.5},
-     "keys": {"rotateY": [[1, 0.0], [24, 90.0]]}},
-    {"name": "arm", "parent": "base", "rotateOrder": "zxy",
-     "values": {"translateY": 30.0, "rotateX": 30.0},
-     "keys": {"translateX": [[1, 0.0], [13, 20.0]], "rotateZ": [[1, 0.0], [24, 45.0]]}},
-    {"name": "tip", "parent": "arm", "rotateOrder": "yzx",
-     "values": {"translateY": 15.0, "rotateX": 10.0, "rotateY": 20.0, "rotateZ": 30.0,
-                "scaleX": 1.0, "scaleY": 2.0, "scaleZ": 0.5},
-     "keys": {"rotateX": [[4, 10.0], [20, -60.0]]}},
+    {
+        "name": "base",
+        "values": {
+            "translateX": 10.0,
+            "translateY": 5.0,
+            "translateZ": -3.0,
+            "scaleX": 1.5,
+            "scaleY": 1.5,
+            "scaleZ": 1.5,
+        },
+        "keys": {"rotateY": [[1, 0.0], [24, 90.0]]},
+    },
+    {
+        "name": "arm",
+        "parent": "base",
+        "rotateOrder": "zxy",
+        "values": {"translateY": 30.0, "rotateX": 30.0},
+        "keys": {"translateX": [[1, 0.0], [13, 20.0]], "rotateZ": [[1, 0.0], [24, 45.0]]},
+    },
+    {
+        "name": "tip",
+        "parent": "arm",
+        "rotateOrder": "yzx",
+        "values": {
+            "translateY": 15.0,
+            "rotateX": 10.0,
+            "rotateY": 20.0,
+            "rotateZ": 30.0,
+            "scaleX": 1.0,
+            "scaleY": 2.0,
+            "scaleZ": 0.5,
+        },
+        "keys": {"rotateX": [[4, 10.0], [20, -60.0]]},
+    },
 ]
 
 
@@ -161,8 +185,9 @@ def test_emulated_rotation_convention_matches_maya_documentation(maya):
 def test_emulation_converts_units_keeps_matrices_in_cm_and_rejects_unknown_flags(maya):
     from maya import cmds
 
-    maya.load_scene(scene([{"name": "n", "keys": {"translateX": [[0, 0.0], [10, 1.0, "step"], [20, 3.0]]}}],
-                          linear="m"))
+    maya.load_scene(
+        scene([{"name": "n", "keys": {"translateX": [[0, 0.0], [10, 1.0, "step"], [20, 3.0]]}}], linear="m")
+    )
     assert cmds.getAttr("n.translateX", time=5) == 0.5  # linear
     assert cmds.getAttr("n.translateX", time=15) == 1.0  # held by the step out-tangent
     assert cmds.getAttr("n.worldMatrix[0]", time=15)[12] == pytest.approx(100.0)  # centimetres
@@ -213,8 +238,14 @@ def test_quaternions_are_continuous_across_samples(maya, export, tmp_path):
 
 @pytest.mark.parametrize(
     ("linear", "up", "file_unit"),
-    [("cm", "y", "cm"), ("m", "z", "m"), ("mm", "y", "mm"), ("in", "z", "in"), ("ft", "y", "ft"),
-     ("yd", "y", "m")],
+    [
+        ("cm", "y", "cm"),
+        ("m", "z", "m"),
+        ("mm", "y", "mm"),
+        ("in", "z", "in"),
+        ("ft", "y", "ft"),
+        ("yd", "y", "m"),
+    ],
 )
 def test_units_and_up_axis_land_in_looprig_convention(maya, export, tmp_path, linear, up, file_unit):
     """Keyed translate 1.5 units along Maya's up axis, rotated +90 about x; read back in metres, Z up."""
@@ -308,9 +339,12 @@ def test_missing_nodes_are_all_named_and_nothing_is_written(maya, export, tmp_pa
 def test_ambiguous_and_non_transform_names_are_refused_and_paths_resolve_them(maya, export, tmp_path):
     from looprig.maya_scripts.errors import NodeError
 
-    nodes = [{"name": "armL"}, {"name": "armR", "values": {"translateX": -5.0}},
-             {"name": "hand", "id": "handL", "parent": "armL"},
-             {"name": "hand", "id": "handR", "parent": "armR"}]
+    nodes = [
+        {"name": "armL"},
+        {"name": "armR", "values": {"translateX": -5.0}},
+        {"name": "hand", "id": "handL", "parent": "armL"},
+        {"name": "hand", "id": "handR", "parent": "armR"},
+    ]
     maya.load_scene(scene(nodes, sets={"grp": ["armL"]}))
     with pytest.raises(NodeError, match=r"'hand' matches 2 transforms \(\|armL\|hand, \|armR\|hand\)"):
         export(tmp_path / "x.json", ["hand"])

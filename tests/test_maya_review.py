@@ -27,11 +27,13 @@ def maya(monkeypatch):
     from maya import _scene
 
     _scene.reset()
-    _scene.load_scene({
-        "emulated_maya_scene": 1,
-        "nodes": [{"name": "rig"}, {"name": "robot", "parent": "rig"}],
-        "selection": ["rig"],
-    })
+    _scene.load_scene(
+        {
+            "emulated_maya_scene": 1,
+            "nodes": [{"name": "rig"}, {"name": "robot", "parent": "rig"}],
+            "selection": ["rig"],
+        }
+    )
     return _scene
 
 
@@ -48,8 +50,12 @@ def review(maya):
 
 def curves():
     return ActuatorCurves(
-        times=TIMES, values=np.column_stack([KNEE, SLIDER]), names=("knee", "slider.left"),
-        units=("rad", "m"), velocity_limit=[8.0, np.inf], hardware_ids=(1, 2),
+        times=TIMES,
+        values=np.column_stack([KNEE, SLIDER]),
+        names=("knee", "slider.left"),
+        units=("rad", "m"),
+        velocity_limit=[8.0, np.inf],
+        hardware_ids=(1, 2),
     )
 
 
@@ -159,9 +165,11 @@ def test_over_limit_keys_and_attribute_names():
     from looprig.maya_scripts.review import attribute_name, over_limit_keys
 
     times = [0.0, 0.1, 0.2, 0.3, 0.4]
-    violations = [{"actuator": "a", "start_time": 0.1, "end_time": 0.2},
-                  {"actuator": "b", "start_time": 0.0, "end_time": 0.4},
-                  {"actuator": "a", "start_time": 0.4, "end_time": 0.4}]
+    violations = [
+        {"actuator": "a", "start_time": 0.1, "end_time": 0.2},
+        {"actuator": "b", "start_time": 0.0, "end_time": 0.4},
+        {"actuator": "a", "start_time": 0.4, "end_time": 0.4},
+    ]
     assert over_limit_keys(times, violations, "a") == ([0.0, 0.1, 0.3, 0.4], [0.0, 1.0, 0.0, 1.0])
     assert over_limit_keys(times, violations, "b") == ([0.0], [1.0])
     assert over_limit_keys(times, violations, "c") == ([], [])

@@ -23,14 +23,19 @@ def maya(monkeypatch, tmp_path):
     from maya import _scene
 
     _scene.reset(batch=False)
-    _scene.load_scene({
-        "emulated_maya_scene": 1,
-        "playback": [1, 10],
-        "nodes": [{"name": "hip", "keys": {"translateY": [[1, 90.0], [10, 95.0]]}},
-                  {"name": "hand", "parent": "hip", "values": {"translateX": 30.0}}],
-        "sets": {"looprig_tracks": ["hand"]},
-        "selection": ["hip"],
-    }, str(tmp_path / "shot.ma"))
+    _scene.load_scene(
+        {
+            "emulated_maya_scene": 1,
+            "playback": [1, 10],
+            "nodes": [
+                {"name": "hip", "keys": {"translateY": [[1, 90.0], [10, 95.0]]}},
+                {"name": "hand", "parent": "hip", "values": {"translateX": 30.0}},
+            ],
+            "sets": {"looprig_tracks": ["hand"]},
+            "selection": ["hip"],
+        },
+        str(tmp_path / "shot.ma"),
+    )
     return _scene
 
 
@@ -155,5 +160,6 @@ def test_review_dialog_keys_a_locator(maya, ui, tmp_path):
     set_field(maya, "Node", text="ghost")
     assert maya.press("Import") is None
     assert maya.session().messages[-1] == (
-        "looprig review failed", "no node 'ghost' in the scene to key the curves on"
+        "looprig review failed",
+        "no node 'ghost' in the scene to key the curves on",
     )

@@ -46,38 +46,81 @@ import math
 
 #: Centimetres per linear unit (all names ``currentUnit -linear`` accepts).
 LINEAR_CM = {
-    "mm": 0.1, "millimeter": 0.1, "cm": 1.0, "centimeter": 1.0, "m": 100.0, "meter": 100.0,
-    "km": 100000.0, "kilometer": 100000.0, "in": 2.54, "inch": 2.54, "ft": 30.48, "foot": 30.48,
-    "yd": 91.44, "yard": 91.44, "mi": 160934.4, "mile": 160934.4,
+    "mm": 0.1,
+    "millimeter": 0.1,
+    "cm": 1.0,
+    "centimeter": 1.0,
+    "m": 100.0,
+    "meter": 100.0,
+    "km": 100000.0,
+    "kilometer": 100000.0,
+    "in": 2.54,
+    "inch": 2.54,
+    "ft": 30.48,
+    "foot": 30.48,
+    "yd": 91.44,
+    "yard": 91.44,
+    "mi": 160934.4,
+    "mile": 160934.4,
 }
 LINEAR_SHORT = {
-    "millimeter": "mm", "centimeter": "cm", "meter": "m", "kilometer": "km",
-    "inch": "in", "foot": "ft", "yard": "yd", "mile": "mi",
+    "millimeter": "mm",
+    "centimeter": "cm",
+    "meter": "m",
+    "kilometer": "km",
+    "inch": "in",
+    "foot": "ft",
+    "yard": "yd",
+    "mile": "mi",
 }
 #: Radians per angular unit.
 ANGLE_RAD = {"deg": math.pi / 180.0, "degree": math.pi / 180.0, "rad": 1.0, "radian": 1.0}
 ANGLE_SHORT = {"degree": "deg", "radian": "rad"}
 #: Frames per second of the named time units.
 TIME_FPS = {
-    "hour": 1.0 / 3600.0, "min": 1.0 / 60.0, "sec": 1.0, "millisec": 1000.0,
-    "game": 15.0, "film": 24.0, "pal": 25.0, "ntsc": 30.0, "show": 48.0, "palf": 50.0,
-    "ntscf": 60.0, "23.976fps": 24000.0 / 1001.0, "29.97fps": 30000.0 / 1001.0,
-    "29.97df": 30000.0 / 1001.0, "47.952fps": 48000.0 / 1001.0, "59.94fps": 60000.0 / 1001.0,
+    "hour": 1.0 / 3600.0,
+    "min": 1.0 / 60.0,
+    "sec": 1.0,
+    "millisec": 1000.0,
+    "game": 15.0,
+    "film": 24.0,
+    "pal": 25.0,
+    "ntsc": 30.0,
+    "show": 48.0,
+    "palf": 50.0,
+    "ntscf": 60.0,
+    "23.976fps": 24000.0 / 1001.0,
+    "29.97fps": 30000.0 / 1001.0,
+    "29.97df": 30000.0 / 1001.0,
+    "47.952fps": 48000.0 / 1001.0,
+    "59.94fps": 60000.0 / 1001.0,
 }
 ROTATE_ORDERS = ("xyz", "yzx", "zxy", "xzy", "yxz", "zyx")
 TRANSFORM_TYPES = ("transform", "joint")
 
 #: Transform channels: long name -> (short name, kind, default).
 CHANNELS = {
-    "translateX": ("tx", "linear", 0.0), "translateY": ("ty", "linear", 0.0),
+    "translateX": ("tx", "linear", 0.0),
+    "translateY": ("ty", "linear", 0.0),
     "translateZ": ("tz", "linear", 0.0),
-    "rotateX": ("rx", "angle", 0.0), "rotateY": ("ry", "angle", 0.0), "rotateZ": ("rz", "angle", 0.0),
-    "scaleX": ("sx", "double", 1.0), "scaleY": ("sy", "double", 1.0), "scaleZ": ("sz", "double", 1.0),
-    "rotateOrder": ("ro", "enum", 0.0), "visibility": ("v", "bool", 1.0),
+    "rotateX": ("rx", "angle", 0.0),
+    "rotateY": ("ry", "angle", 0.0),
+    "rotateZ": ("rz", "angle", 0.0),
+    "scaleX": ("sx", "double", 1.0),
+    "scaleY": ("sy", "double", 1.0),
+    "scaleZ": ("sz", "double", 1.0),
+    "rotateOrder": ("ro", "enum", 0.0),
+    "visibility": ("v", "bool", 1.0),
 }
 #: ``addAttr -attributeType`` -> kind.
-ATTRIBUTE_TYPES = {"doubleLinear": "linear", "doubleAngle": "angle", "double": "double", "bool": "bool",
-                   "float": "double", "long": "double"}
+ATTRIBUTE_TYPES = {
+    "doubleLinear": "linear",
+    "doubleAngle": "angle",
+    "double": "double",
+    "bool": "bool",
+    "float": "double",
+    "long": "double",
+}
 
 
 def fps_of(unit: str) -> float:
@@ -366,8 +409,20 @@ class Session:
 
 #: Session state that survives opening another scene.
 _KEPT_ON_OPEN = (
-    "batch", "standalone", "version", "calls", "widgets", "parent_stack", "counter", "progress_log",
-    "cancel_after_queries", "file_dialog_answers", "dialog_log", "warnings", "messages", "deferred",
+    "batch",
+    "standalone",
+    "version",
+    "calls",
+    "widgets",
+    "parent_stack",
+    "counter",
+    "progress_log",
+    "cancel_after_queries",
+    "file_dialog_answers",
+    "dialog_log",
+    "warnings",
+    "messages",
+    "deferred",
 )
 
 _SESSION: Session = Session()

@@ -15,8 +15,22 @@ import typing
 from .. import _scene
 
 _UNIT_NAMES = (
-    "hour", "min", "sec", "millisec", "game", "film", "pal", "ntsc", "show", "palf", "ntscf",
-    "23.976fps", "29.97fps", "29.97df", "47.952fps", "59.94fps",
+    "hour",
+    "min",
+    "sec",
+    "millisec",
+    "game",
+    "film",
+    "pal",
+    "ntsc",
+    "show",
+    "palf",
+    "ntscf",
+    "23.976fps",
+    "29.97fps",
+    "29.97df",
+    "47.952fps",
+    "59.94fps",
 )
 
 
@@ -74,9 +88,11 @@ class MMatrix:
     """A 4x4 matrix, row-major flat list of 16 floats (Maya's row-vector convention)."""
 
     def __init__(self, values=None):
-        self._m = [float(x) for x in values] if values is not None else [
-            1.0 if r == c else 0.0 for r in range(4) for c in range(4)
-        ]
+        self._m = (
+            [float(x) for x in values]
+            if values is not None
+            else [1.0 if r == c else 0.0 for r in range(4) for c in range(4)]
+        )
 
     def getElement(self, row: int, column: int) -> float:
         return self._m[4 * row + column]
@@ -122,8 +138,11 @@ class MSelectionList:
         state = _scene.session()
         found = state.find(name)
         if len(found) != 1:
-            raise RuntimeError("(kInvalidParameter): Object does not exist" if not found
-                               else f"(kInvalidParameter): more than one object matches {name}")
+            raise RuntimeError(
+                "(kInvalidParameter): Object does not exist"
+                if not found
+                else f"(kInvalidParameter): more than one object matches {name}"
+            )
         self._items.append(found[0])
         return self
 

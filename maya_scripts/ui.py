@@ -82,8 +82,10 @@ def export_defaults(host) -> dict:
     start, end = host.playback_range()
     scene = host.scene_path()
     path = os.path.splitext(scene)[0] + ".tracks.json" if scene else os.path.abspath("untitled.tracks.json")
+    # short names where they are unique in the scene, DAG paths where they are not
+    labels = [_short(n) if len(host.transforms_named(_short(n))) == 1 else n for n in nodes]
     return {
-        "nodes": " ".join(_short(n) for n in nodes),
+        "nodes": " ".join(labels),
         "start": start,
         "end": end,
         "rate": host.frames_per_second(),

@@ -117,6 +117,18 @@ def test_cancel_and_errors_write_nothing_and_say_why(maya, ui, tmp_path):
     assert [n.name for n in state.selection] == ["hip"]
 
 
+def test_dialog_defaults_name_clashing_nodes_by_path(maya, ui):
+    nodes = [{"name": "armL"}, {"name": "hand", "parent": "armL"}, {"name": "hand", "id": "top"}]
+    maya.load_scene(
+        {
+            "emulated_maya_scene": 1,
+            "nodes": [*nodes, {"name": "foot"}],
+            "sets": {"looprig_tracks": ["hand", "foot"]},
+        }
+    )
+    assert ui.export_defaults(ui._facade(None))["nodes"] == "|armL|hand foot"
+
+
 def test_browse_button_fills_the_file_field(maya, ui, tmp_path):
     ui.show_export_dialog()
     state = maya.session()

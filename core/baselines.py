@@ -340,6 +340,9 @@ def ccd(
     turns by ``theta = acos(e . t)`` about ``r = e x t`` (eqs. 1-2), with
     ``e = unit(p_tip - p_c)`` and ``t = unit(target - p_c)``, which points the
     tip at the target as seen from that joint. The tip error never increases.
+    A target on the line of a straight chain is a fixed point (every joint
+    already points the tip at it), as it is for the Jacobian methods
+    (``J^T e = 0``); triangulation has no such case.
 
     target: (3,) [length unit], world. rotations: (n, 3, 3) initial pose (default:
     straight rest pose). Returns a :class:`SerialIKResult`.
@@ -386,16 +389,20 @@ def triangulation(
 
     i.e. by ``theta = acos(a . c) - delta_b`` (eqs. 6-7), so that link i, the
     straight rest of the chain and the target vector form a triangle. Links
-    beyond i turn with it. The special cases of Sec. 3.1 fall out of the
-    clipped cosine: ``c >= a + b`` (out of reach, Sec. 3.1.3) gives
-    ``delta_b = 0``, link i points at the target; ``c <= b - a`` (too close)
-    gives ``delta_b = 180 deg``, link i points away from it, as the paper does.
-    Where the paper also points away for ``c < a - b`` (a link longer than
-    the rest; the target cannot be reached), the clipped cosine points link i at
-    the target instead, which leaves the tip as close to it as possible; for the
-    last link (b = 0) this is what keeps a reached target reached despite
-    rounding. Once a triangle has been formed every later joint finds
-    ``c = a + b`` and points straight at the target (Sec. 3.1.2).
+    beyond i turn with it. The special cases of Sec. 3.1 follow from eq. 5
+    with its cosine clipped to [-1, 1]: ``c >= a + b`` (out of reach, Sec.
+    3.1.3) gives ``delta_b = 0``, link i points at the target; ``c <= b - a``
+    (too close) gives ``delta_b = 180 deg``, link i points away from it, as
+    the paper does. Where the paper also points away for ``c < a - b`` (a link
+    longer than the rest; the target cannot be reached), ``delta_b = 0`` points
+    link i at the target instead, which leaves the tip as close to it as
+    possible; for the last link (b = 0) this points it exactly at the target.
+    Once a triangle has been formed every later joint finds ``c = a + b`` and
+    points straight at the target (Sec. 3.1.2). ``delta_b`` is computed as
+    ``atan2(sqrt(max(q, 0)), a^2 + c^2 - b^2)`` with Heron's
+    ``q = (a + b + c)(b + c - a)(a - b + c)(a + b - c) = 16 area^2``: the same
+    angle, exactly 0 or 180 deg when no triangle exists (q <= 0), and without
+    the loss of digits of acos near 0 and 180 deg.
 
     Every reachable target is reached (up to rounding) and unreachable ones
     leave the chain stretched towards them. iterations = 1, joint_updates = n.
@@ -415,7 +422,10 @@ def triangulation(
         if c == 0.0:
             continue  # the target is at this joint: any direction of link i is as good
         a, b = lengths[i], remaining[i]
-        delta = math.acos(min(1.0, max(-1.0, (a * a + c * c - b * b) / (2.0 * a * c))))
+        # eq. (5) as atan2(4 area, 2 a c cos): Heron's 16 area^2 vanishes (clipped at 0) exactly
+        # when no triangle can be formed, and unlike acos near 1 it loses no digits at the edges
+        q = (a + b + c) * (b + c - a) * (a - b + c) * (a + b - c)
+        delta = math.atan2(math.sqrt(q) if q > 0.0 else 0.0, a * a + c * c - b * b)
         Q, theta = _turn(P[i + 1] - P[i], c_vec, delta, fallback)
         P[i + 1 :] = P[i] + (P[i + 1 :] - P[i]) @ Q.T
         R[i:] = Q @ R[i:]

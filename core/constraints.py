@@ -135,11 +135,6 @@ class _JointRows:
         # FREE: no rows
 
 
-def _rotate(R: np.ndarray, bodies: np.ndarray, local: np.ndarray) -> np.ndarray:
-    """World vectors ``R[bodies] @ local``: R (..., n, 3, 3), local (K, 3) -> (..., K, 3)."""
-    return np.einsum("...kab,kb->...ka", R[..., bodies, :, :], local)
-
-
 class ConstraintSet:
     """The constraint vector ``C(s)`` of a mechanism and its Jacobian.
 
@@ -198,6 +193,7 @@ class ConstraintSet:
             [np.repeat(np.array(row_joint[0], dtype=int), 3), row_joint[1], row_joint[2]]
         ).astype(int)
         self.n_actuators = len(actuator_slot)
+        self._prepare_vectors()
         self._prepare_scatter()
 
     # ----------------------------------------------------------------- evaluation
@@ -225,9 +221,12 @@ class ConstraintSet:
         residual = np.empty(batch + (self.n_rows,))
         blocks = []
 
+        W = np.einsum("...mab,mb->...ma", R[..., self._vector_body, :, :], self._vector_local)
+        v = self._vector_slices
+
         s = self._point
         if len(s.bi):
-            wi, wj = _rotate(R, s.bi, s.a), _rotate(R, s.bj, s.b)
+            wi, wj = W[..., v["point_i"], :], W[..., v["point_j"], :]
             residual[..., s.rows.ravel()] = (wi + c[..., s.bi, :] - wj - c[..., s.bj, :]).reshape(
                 batch + (-1,)
             )
@@ -242,18 +241,13 @@ class ConstraintSet:
 
         s = self._dot
         if len(s.bi):
-            u = s.a
+            a, b = W[..., v["dot_i"], :], W[..., v["dot_j"], :]
             acted = s.actuator >= 0
-            if acted.any():
+            if acted.any():  # actuator rows: u rotated by the actuator angle about the joint axis
                 angle = p[..., s.actuator[acted]]  # (..., Ka)
-                u = np.broadcast_to(u, batch + u.shape).copy()
-                u[..., acted, :] = (
-                    np.cos(angle)[..., None] * s.a[acted] + np.sin(angle)[..., None] * s.c[acted]
-                )
-                a = np.einsum("...kab,...kb->...ka", R[..., s.bi, :, :], u)
-            else:
-                a = _rotate(R, s.bi, u)
-            b = _rotate(R, s.bj, s.b)
+                u = np.cos(angle)[..., None] * s.a[acted] + np.sin(angle)[..., None] * s.c[acted]
+                a = a.copy()
+                a[..., acted, :] = np.einsum("...kab,...kb->...ka", R[..., s.bi[acted], :, :], u)
             residual[..., s.rows[:, 0]] = L * np.sum(a * b, axis=-1)
             if jacobian:
                 axb = L * cross(a, b)
@@ -265,8 +259,7 @@ class ConstraintSet:
 
         s = self._slide
         if len(s.bi):
-            wi, wj = _rotate(R, s.bi, s.a), _rotate(R, s.bj, s.d)
-            n = _rotate(R, s.bi, s.b)
+            wi, wj, n = W[..., v["slide_i"], :], W[..., v["slide_j"], :], W[..., v["slide_axis"], :]
             d = (wj + c[..., s.bj, :]) - (wi + c[..., s.bi, :])
             offset = np.zeros(batch + (len(s.bi),))
             acted = s.actuator >= 0
@@ -293,6 +286,24 @@ class ConstraintSet:
         return self.sparse(blocks) if sparse else self.dense(blocks, np.shape(state)[:-2])
 
     # ----------------------------------------------------------------- assembly
+    def _prepare_vectors(self) -> None:
+        """All body-fixed vectors of all primitives in one stack, rotated by one einsum."""
+        parts = {
+            "point_i": (self._point.bi, self._point.a),
+            "point_j": (self._point.bj, self._point.b),
+            "dot_i": (self._dot.bi, self._dot.a),
+            "dot_j": (self._dot.bj, self._dot.b),
+            "slide_i": (self._slide.bi, self._slide.a),
+            "slide_j": (self._slide.bj, self._slide.d),
+            "slide_axis": (self._slide.bi, self._slide.b),
+        }
+        self._vector_slices, start = {}, 0
+        for name, (bodies, _) in parts.items():
+            self._vector_slices[name] = slice(start, start + len(bodies))
+            start += len(bodies)
+        self._vector_body = np.concatenate([b for b, _ in parts.values()]).astype(int)
+        self._vector_local = np.concatenate([v for _, v in parts.values()]).reshape(-1, 3)
+
     def _prepare_scatter(self) -> None:
         """Row/column index arrays for the blocks of free bodies, per primitive."""
         self._scatter = []

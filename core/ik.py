@@ -94,7 +94,7 @@ class IKResult:
     iterations: int
     converged: bool
     residual: float
-    objective: float
+    objective: float  # at the last full model evaluation
     position_error: np.ndarray
     orientation_error: np.ndarray
     com_error: float
@@ -120,6 +120,8 @@ class IKProblem:
         self.com_term = None if self.com is None else ComTerm(self.mechanism, self.com)
         self.readout = ActuatorReadout(self.mechanism)
         self.actuator_limits = ActuatorLimits.of(self.mechanism)
+        per_body = self.regularization.state_weight * np.array([1, 1, 1, 0.25, 0.25, 0.25])
+        self.state_hessian_diagonal = np.tile(per_body, len(self.constraints.free_bodies))
         reg = self.regularization
         if min(reg.state_weight, reg.velocity_weight, reg.velocity_threshold) < 0:
             raise TargetError("regularizer weights and threshold must be non-negative")
@@ -136,10 +138,15 @@ class IKProblem:
                 f"expected targets for {k} frames ({', '.join(self.frame_terms.names)}), got "
                 f"positions {np.shape(targets.positions)} and rotations {np.shape(targets.rotations)}"
             )
-        for name, p, R in zip(self.frame_terms.names, positions, rotations, strict=True):
-            if not (np.all(np.isfinite(p)) and np.all(np.isfinite(R))):
+        finite = np.isfinite(positions).all(-1) & np.isfinite(rotations).all((-2, -1))
+        orthonormal = np.abs(np.swapaxes(rotations, -1, -2) @ rotations - np.eye(3)).max((-2, -1)) <= 1e-6
+        proper = np.linalg.det(rotations) > 0 if k else np.zeros(0, bool)
+        for name, ok_finite, ok_rotation in zip(
+            self.frame_terms.names, finite, orthonormal & proper, strict=True
+        ):
+            if not ok_finite:
                 raise TargetError(f"target for frame {name!r} is not finite")
-            if np.abs(R.T @ R - np.eye(3)).max() > 1e-6 or np.linalg.det(R) < 0:
+            if not ok_rotation:
                 raise TargetError(f"target rotation for frame {name!r} is not a rotation matrix")
         com = None
         if self.com_term is not None:
@@ -201,8 +208,9 @@ class _Model:
             r_s, blocks = state_residual(state, R, ref.state, ref.R, cs.free_bodies, reg.state_weight)
             self.value += 0.5 * float(r_s @ r_s)
             self.gradient += np.einsum("nba,nb->na", blocks, r_s.reshape(nf, 6)).ravel()
-            H = self.hessian.reshape(nf, 6, nf, 6)
-            H[diag, :, diag, :] += np.swapaxes(blocks, -1, -2) @ blocks
+            # Gauss-Newton Hessian at zero rotation, w diag(1, 1, 1, 1/4, 1/4, 1/4): exact at
+            # the previous state and within O(theta^2) for a per-frame rotation theta
+            self.hessian.flat[:: cs.n_vars + 1] += problem.state_hessian_diagonal
         if reg.velocity_weight > 0 and nf:
             value, g, h = velocity_barrier(
                 R, ref.R, cs.free_bodies, reg.velocity_weight, reg.velocity_threshold
@@ -231,7 +239,7 @@ class _Iterate:
         self.c, self.blocks = problem.constraints.evaluate(state, R=self.R)
         self.model = _Model(problem, state, self.R, targets, ref)
 
-        self.violation = float(np.max(np.abs(self.c), initial=0.0))
+        self.violation = _max_abs(self.c)
 
 
 @dataclass
@@ -259,9 +267,14 @@ def _penalty(nu: float, slope: float, curvature: float, violation_l1: float) -> 
     return max(nu, 1.1 * (slope + 0.5 * max(curvature, 0.0)) / (0.9 * violation_l1))
 
 
+def _max_abs(x: np.ndarray) -> float:
+    """Largest absolute entry (0 for an empty array)."""
+    return float(np.abs(x).max()) if x.size else 0.0
+
+
 def _errors(problem: IKProblem, state, R, targets: IKTargets):
     """Tracking errors over the weighted axes: positions (K,) [m], orientations (K,)
-    [rad], CoM [m]."""
+    [rad], CoM [m]. R: the bodies' rotation matrices at ``state``."""
     terms = problem.frame_terms
     k = len(terms)
     pos_err, ori_err = np.zeros(k), np.zeros(k)
@@ -269,18 +282,20 @@ def _errors(problem: IKProblem, state, R, targets: IKTargets):
         points, axes = terms.poses(state, R)
         pos_err = np.linalg.norm((points - targets.positions) * (terms.position_weight > 0), axis=-1)
         tracked = terms.orientation_weight > 0  # (K, 3)
-        cos = np.clip(np.sum(axes * targets.rotations, axis=-2), -1.0, 1.0)  # (K, 3) per axis
-        sin = np.linalg.norm(
-            cross(np.swapaxes(axes, -1, -2), np.swapaxes(targets.rotations, -1, -2)), axis=-1
-        )
-        per_axis = np.where(tracked, np.arctan2(sin, cos), 0.0)
         # with two or more axes tracked the rotation is determined: report its angle
-        R_err = np.einsum("kba,kbc->kac", axes, targets.rotations)
-        angle = np.arctan2(
+        R_err = np.swapaxes(axes, -1, -2) @ targets.rotations
+        ori_err = np.arctan2(
             0.5 * np.linalg.norm(vee_antisymmetric(R_err), axis=-1),
             0.5 * (np.trace(R_err, axis1=-2, axis2=-1) - 1.0),
         )
-        ori_err = np.where(tracked.sum(-1) >= 2, angle, per_axis.max(-1))
+        single = tracked.sum(-1) < 2
+        if single.any():  # one axis (or none): the angle between that axis and its target
+            cos = np.clip(np.sum(axes * targets.rotations, axis=-2), -1.0, 1.0)  # (K, 3)
+            sin = np.linalg.norm(
+                cross(np.swapaxes(axes, -1, -2), np.swapaxes(targets.rotations, -1, -2)), axis=-1
+            )
+            per_axis = np.where(tracked, np.arctan2(sin, cos), 0.0).max(-1)
+            ori_err = np.where(single, per_axis, ori_err)
     com_err = np.nan
     if problem.com_term is not None:
         diff = (problem.com_term.com(state) - targets.com) * (problem.com_term.weight > 0)
@@ -323,13 +338,14 @@ def solve_ik(
     max_step = np.tile(max_step, len(cs.free_bodies))
     damping = settings.primal_regularization  # relative Levenberg damping of the model Hessian
     nu = 0.0  # l1 merit penalty
+    polished_result = None  # (state, residual, rotations) after a final chord step
     converged = False
     iteration = 0
     for iteration in range(1, settings.max_iterations + 1):
         kkt = KKTSystem(it.model.hessian, cs.dense(it.blocks), damping, settings.dual_regularization)
         step, _ = kkt.solve(it.model.gradient, it.c)
-        step *= min(1.0, float(np.min(max_step / np.maximum(np.abs(step), 1e-300))))
-        step_size = float(np.max(np.abs(step), initial=0.0))
+        step *= min(1.0, float((max_step / np.maximum(np.abs(step), 1e-300)).min()))
+        step_size = _max_abs(step)
         # a step is only a convergence test when damping does not shorten it
         undamped = damping <= settings.undamped_below
         if undamped and step_size <= settings.step_tolerance and it.violation <= tol:
@@ -381,23 +397,31 @@ def solve_ik(
             # chord step: the same factorisation at the new iterate, a cheap Newton
             # step estimate that certifies convergence or polishes the constraints
             chord, _ = kkt.solve(it.model.gradient, it.c)
-            chord *= min(1.0, float(np.min(max_step / np.maximum(np.abs(chord), 1e-300))))
-            if np.max(np.abs(chord)) <= settings.step_tolerance:
-                if np.max(np.abs(it.c)) > tol:
-                    it = _Iterate(problem, retract(it.state, cs.tangent_to_bodies(chord)), targets, ref)
-                if np.max(np.abs(it.c)) <= tol:
+            chord *= min(1.0, float((max_step / np.maximum(np.abs(chord), 1e-300)).min()))
+            if _max_abs(chord) <= settings.step_tolerance:
+                if it.violation <= tol:
                     converged = True
                     break
-    state, c, model, R = it.state, it.c, it.model, it.R
+                # polish the constraints with the chord step; a Newton step this short
+                # leaves a residual of its square, so only the residual is checked
+                polished = retract(it.state, cs.tangent_to_bodies(chord))
+                R_polished = quat_to_matrix(polished[:, 3:])
+                c_polished = cs.evaluate(polished, jacobian=False, R=R_polished)[0]
+                if _max_abs(c_polished) <= tol:
+                    polished_result = (polished, c_polished, R_polished)
+                    converged = True
+                    break
+    state, c, R = polished_result or (it.state, it.c, it.R)
+    objective = it.model.value
 
     message = ""
-    residual = float(np.max(np.abs(c), initial=0.0))
+    residual = _max_abs(c)
     if residual > tol:
         # restore feasibility: the robot never comes apart, whatever the targets ask
         restored = solve_constraints(cs, state, None, FKSettings(tolerance=settings.constraint_tolerance))
         state, residual = restored.state, restored.residual
         restored_iterate = _Iterate(problem, state, targets, ref)
-        model, R = restored_iterate.model, restored_iterate.R
+        objective, R = restored_iterate.model.value, restored_iterate.R
         message = "constraints restored after the SQP iterations"
         if not restored.converged:
             message = f"could not keep the mechanism assembled: {restored.message}"
@@ -409,7 +433,7 @@ def solve_ik(
         iterations=iteration,
         converged=converged and residual <= tol,
         residual=residual,
-        objective=model.value,
+        objective=objective,
         position_error=pos_err,
         orientation_error=ori_err,
         com_error=com_err,

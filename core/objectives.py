@@ -186,8 +186,28 @@ class FrameTerms:
             [_weights(o.orientation_weight, f"frame {o.frame!r} orientation_weight") for o in objectives]
         ).reshape(k, 3)
 
+        self.sqrt_position_weight = np.sqrt(self.position_weight)
+        self.sqrt_orientation_weight = np.sqrt(self.orientation_weight)
+        self._scatter = None
+
     def __len__(self) -> int:
         return len(self.body)
+
+    def free_rows(self, column_of_body: np.ndarray):
+        """(frames on free bodies, row index (Kf, 12, 1), column index (Kf, 1, 6)) of the
+        Jacobian blocks, or None when every tracked body is grounded. Cached."""
+        if self._scatter is None or self._scatter[0] is not column_of_body:
+            cols = column_of_body[self.body]
+            keep = np.flatnonzero(cols >= 0)
+            k = len(self.body)
+            rows = np.concatenate(
+                [3 * keep[:, None] + np.arange(3), 3 * k + 9 * keep[:, None] + np.arange(9)], 1
+            )
+            index = (
+                (keep, rows[:, :, None], (cols[keep, None] + np.arange(6))[:, None, :]) if len(keep) else None
+            )
+            self._scatter = (column_of_body, index)
+        return self._scatter[1]
 
     def poses(self, state: np.ndarray, R: np.ndarray | None = None):
         """World positions (..., K, 3) and axes (..., K, 3, 3) of the frames.
@@ -241,27 +261,20 @@ def frame_residuals(terms: FrameTerms, state, R, positions, rotations, column_of
     """
     k = len(terms)
     points, axes = terms.poses(state, R)
-    sw_p = np.sqrt(terms.position_weight)  # (K, 3)
-    sw_o = np.sqrt(terms.orientation_weight)  # (K, 3)
+    sw_p, sw_o = terms.sqrt_position_weight, terms.sqrt_orientation_weight  # (K, 3) each
     axes_first = np.swapaxes(axes, -1, -2)  # (K, axis, 3)
-    residual = np.concatenate(
-        [
-            (sw_p * (points - positions)).ravel(),
-            (sw_o[:, :, None] * (axes_first - np.swapaxes(rotations, -1, -2))).ravel(),
-        ]
-    )
-    blocks = np.zeros((k, 4, 3, 6))  # per frame: position rows, then the three axes
-    blocks[:, 0, :, :3] = sw_p[:, :, None] * _EYE3
-    blocks[:, 0, :, 3:] = -sw_p[:, :, None] * skew(points - state[terms.body, :3])
-    blocks[:, 1:, :, 3:] = -sw_o[:, :, None, None] * skew(axes_first)
+    residual = np.empty(12 * k)
+    residual[: 3 * k] = (sw_p * (points - positions)).ravel()
+    residual[3 * k :] = (sw_o[:, :, None] * (axes_first - np.swapaxes(rotations, -1, -2))).ravel()
     J = np.zeros((12 * k, n_vars))
-    cols = column_of_body[terms.body]
-    free = np.flatnonzero(cols >= 0)
-    if len(free):
-        rows = np.concatenate(
-            [3 * free[:, None] + np.arange(3), 3 * k + 9 * free[:, None] + np.arange(9)], axis=1
-        )  # (Kf, 12)
-        J[rows[:, :, None], (cols[free, None] + np.arange(6))[:, None, :]] = blocks[free].reshape(-1, 12, 6)
+    free = terms.free_rows(column_of_body)
+    if free is not None:
+        keep, rows, cols = free
+        blocks = np.zeros((k, 4, 3, 6))  # per frame: position rows, then the three axes
+        blocks[:, 0, :, :3] = sw_p[:, :, None] * _EYE3
+        blocks[:, 0, :, 3:] = -sw_p[:, :, None] * skew(points - state[terms.body, :3])
+        blocks[:, 1:, :, 3:] = -sw_o[:, :, None, None] * skew(axes_first)
+        J[rows, cols] = blocks[keep].reshape(-1, 12, 6)
     return residual, J
 
 

@@ -200,11 +200,14 @@ def retract(state: np.ndarray, delta: np.ndarray) -> np.ndarray:
     """Move body states along tangent vectors.
 
     state: (..., n, 7) ``[c, q]``; delta: (..., n, 6) ``[dc [m], dtheta [rad], world]``.
-    Returns ``[c + dc, Exp(dtheta) * q]`` with re-normalised quaternions.
+    Returns ``[c + dc, Exp(dtheta) * q]`` with re-normalised quaternions (w >= 0).
     """
     out = np.empty(np.broadcast_shapes(state.shape, delta.shape[:-1] + (7,)))
     out[..., :3] = state[..., :3] + delta[..., :3]
-    out[..., 3:] = quat_normalize(quat_multiply(quat_from_rotvec(delta[..., 3:]), state[..., 3:]))
+    dq = quat_from_rotvec(delta[..., 3:])
+    q = quat_multiply(dq, state[..., 3:])
+    norm = np.sqrt(np.einsum("...a,...a->...", q, q))
+    out[..., 3:] = q / np.where(q[..., 0] < 0.0, -norm, norm)[..., None]
     return out
 
 
@@ -243,13 +246,18 @@ def relative_angle_matrix_jacobian(M: np.ndarray) -> np.ndarray:
 
     M: (..., 3, 3) -> (..., 3, 3). Used by the state and velocity regularizers.
     """
-    tr = np.trace(M, axis1=-2, axis2=-1)[..., None, None]
-    return tr * np.eye(3) - M
+    tr = M[..., 0, 0] + M[..., 1, 1] + M[..., 2, 2]
+    out = -M
+    out[..., 0, 0] += tr
+    out[..., 1, 1] += tr
+    out[..., 2, 2] += tr
+    return out
 
 
 def vee_antisymmetric(M: np.ndarray) -> np.ndarray:
     """``vee(M - M^T)``: (..., 3, 3) -> (..., 3); equals 2 sin(phi) u for a rotation."""
-    return np.stack(
-        [M[..., 2, 1] - M[..., 1, 2], M[..., 0, 2] - M[..., 2, 0], M[..., 1, 0] - M[..., 0, 1]],
-        axis=-1,
-    )
+    out = np.empty(M.shape[:-1])
+    out[..., 0] = M[..., 2, 1] - M[..., 1, 2]
+    out[..., 1] = M[..., 0, 2] - M[..., 2, 0]
+    out[..., 2] = M[..., 1, 0] - M[..., 0, 1]
+    return out

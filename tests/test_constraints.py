@@ -126,5 +126,7 @@ def test_actuator_read_off_jacobian_matches_finite_differences(seed):
     rng = np.random.default_rng(seed)
     state = retract(m.initial_state(), rng.normal(scale=0.3, size=(len(m.bodies), 6)))
     analytic = readout.jacobian(state, quat_to_matrix(state[:, 3:]), cs.column_of_body, cs.n_vars)
-    numeric = numerical_jacobian(lambda s: readout.read(s, previous=readout.read(state)), state, cs.free_bodies)
+    numeric = numerical_jacobian(
+        lambda s: readout.read(s, previous=readout.read(state)), state, cs.free_bodies
+    )
     assert np.abs(analytic - numeric).max() < 1e-7

@@ -37,6 +37,7 @@ from __future__ import annotations
 
 import array
 import difflib
+import io
 import json
 import math
 import os
@@ -445,8 +446,6 @@ def tracks_npz_bytes(document: dict) -> bytes:
     Arrays ``header`` (0-d unicode: the JSON header with ``track_names`` and
     ``has_orientation``), ``positions`` (T, F, 3) and ``orientations`` (T, F, 4), float64.
     """
-    import io
-
     names = list(document["tracks"])
     header = {k: v for k, v in document.items() if k != "tracks"}
     header["track_names"] = names

@@ -269,7 +269,8 @@ def import_curves(
         angle, linear = host.angle_unit(), host.linear_unit()
         attributes, flags = {}, {}
         total = len(curves.names)
-        for done, (name, unit, column) in enumerate(zip(curves.names, curves.units, curves.values), 1):  # noqa: B905 (Python 3.7 in Maya 2022)
+        columns = zip(curves.names, curves.units, curves.values)  # noqa: B905 (Python 3.7 in Maya 2022)
+        for done, (name, unit, column) in enumerate(columns, 1):
             kind, factor = ui_scale(unit, angle, linear)
             attr = attribute_name(name, prefix)
             _prepare(host, node, attr, kind, f"{name} [{unit}]")

@@ -72,16 +72,15 @@ def write_robot_motion(context, collection, model: RobotModel, states: np.ndarra
     world = object_world_matrices(model, states)
     for T in world.values():
         T[:, :3, :] /= s  # metres -> Blender units
-    by_object = {b.object_name: b for b in model.record.bodies if not b.bone_name}
     grounded = {b.name for b in model.mechanism.bodies if b.grounded}
+    records = [b for b in model.record.bodies if not b.bone_name and b.name not in grounded]
     # parents first, so a parent's keyed world matrices are known for its children
-    order = sorted(by_object, key=lambda name: _depth(context.scene.objects.get(name)))
+    records.sort(key=lambda b: _depth(context.scene.objects.get(b.object_name)))
     keyed_world: dict[str, np.ndarray] = {}
-    for name in order:
-        ob = context.scene.objects[name]
-        if name in grounded:
-            continue
-        W = world[name]
+    for record in records:
+        ob = context.scene.objects[record.object_name]
+        name = ob.name
+        W = world[record.name]
         parent = ob.parent
         if parent is None:
             local = W

@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 import math
 from dataclasses import dataclass, field
+from itertools import pairwise
 
 import numpy as np
 
@@ -49,7 +50,8 @@ def velocity_overlay(frames, values, limit: float) -> OverlayGeometry:
     frames: (F,) increasing scene frames; values: (F,) velocities [unit/s];
     limit: the velocity limit (> 0; inf or <= 0 means none: nothing to draw).
     The curve is taken as piecewise linear between samples, as the baked
-    F-curve is interpolated.
+    F-curve is interpolated; where it crosses ``+limit`` or ``-limit`` between
+    samples the crossing is interpolated.
     """
     x = np.asarray(frames, dtype=float)
     v = np.asarray(values, dtype=float)
@@ -57,30 +59,29 @@ def velocity_overlay(frames, values, limit: float) -> OverlayGeometry:
     if len(x) == 0 or not math.isfinite(limit) or limit <= 0:
         return geometry
     geometry.band = [(x[0], limit, x[-1], limit), (x[0], -limit, x[-1], -limit)]
-    excess = np.abs(v) - limit
+    # the polyline with its band crossings inserted
+    points = [(x[0], v[0])]
+    for i in range(1, len(x)):
+        crossings = []
+        for level in (limit, -limit):
+            if (v[i - 1] - level) * (v[i] - level) < 0:
+                crossings.append((_crossing(x[i - 1], v[i - 1], x[i], v[i], level), level))
+        points += sorted(crossings) + [(x[i], v[i])]
     piece: list[tuple[float, float]] = []
-    start = None
-    for i in range(len(x)):
-        inside = excess[i] > 0
-        if i > 0:
-            was = excess[i - 1] > 0
-            if inside != was:  # the curve crosses +limit or -limit between i-1 and i
-                level = limit if (v[i] if inside else v[i - 1]) > 0 else -limit
-                xc = _crossing(x[i - 1], v[i - 1], x[i], v[i], level)
-                if inside:
-                    start, piece = xc, [(xc, level)]
-                else:
-                    piece.append((xc, level))
-                    geometry.intervals.append((start, xc))
-                    geometry.over.append(piece)
-                    start, piece = None, []
-        if inside:
-            if start is None:
-                start = x[i]
-            piece.append((x[i], v[i]))
-    if start is not None:
-        geometry.intervals.append((start, x[-1]))
+    for (x0, y0), (x1, y1) in pairwise(points):
+        over = abs(0.5 * (y0 + y1)) > limit
+        if over:
+            if not piece:
+                piece = [(x0, y0)]
+            piece.append((x1, y1))
+        elif piece:
+            geometry.over.append(piece)
+            piece = []
+    if piece:
         geometry.over.append(piece)
+    if len(points) == 1 and abs(v[0]) > limit:
+        geometry.over.append(points)
+    geometry.intervals = [(p[0][0], p[-1][0]) for p in geometry.over]
     return geometry
 
 

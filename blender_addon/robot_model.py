@@ -73,7 +73,8 @@ class BodyRecord:
     com_world: (3,) centre of mass [m] or None for the object origin.
     inertia_world: (3, 3) about the CoM in world axes [kg m^2], or None.
     mesh: display mesh file of the body, with T_object_mesh (4, 4) mapping file
-    coordinates into the object's.
+    coordinates into the object's. mesh_refs: every mesh file of the body
+    (``{"path", "T_object_mesh" (16,), "role", "rgba"}``), as a file import found them.
     exact: the float64 values a file import wrote, used while the object is
     where the import put it (Blender stores single precision).
     """
@@ -89,6 +90,8 @@ class BodyRecord:
     T_object_mesh: np.ndarray | None = None
     bone_name: str = ""
     exact: dict | None = None
+    mesh_refs: list[dict] = field(default_factory=list)
+    order: int = 1 << 30
 
 
 @dataclass
@@ -127,6 +130,7 @@ class JointRecord:
     bone_name: str = ""
     problem: str = ""
     exact: dict | None = None
+    order: int = 1 << 30
 
     @property
     def anchor(self) -> np.ndarray:
@@ -141,6 +145,8 @@ class FrameRecord:
     object_name: str
     body: str
     T_world_frame: np.ndarray
+    exact: dict | None = None
+    order: int = 1 << 30
 
 
 @dataclass
@@ -158,7 +164,8 @@ class RobotRecord:
 class RobotModel:
     """The outcome of :func:`build_robot`.
 
-    mechanism: None when an ERROR problem prevents it. T_body_object: per body
+    mechanism: None when an ERROR problem prevents it. meshes: per body name, the
+    mesh files as (path, T_body_mesh (4, 4), role, rgba). T_body_object: per body
     name, (4, 4) the object's matrix in body coordinates (scale included), to
     turn solved body poses back into object matrices. mobility: the
     :class:`~looprig.core.mobility.MobilityReport` or None. hardware: per
@@ -171,6 +178,7 @@ class RobotModel:
     T_body_object: dict[str, np.ndarray] = field(default_factory=dict)
     mobility: object | None = None
     hardware: dict[str, tuple[int, int, float | None]] = field(default_factory=dict)
+    meshes: dict[str, list[tuple]] = field(default_factory=dict)
 
     @property
     def ok(self) -> bool:
@@ -571,16 +579,21 @@ def build_robot(record: RobotRecord) -> RobotModel:
             if j.actuator is not None:
                 a = j.actuator
                 hardware[j.name] = (a.zero_offset_ticks, a.direction, a.metres_per_revolution)
-    frames = [
-        Frame(
-            f.name,
-            f.body,
-            position=np.asarray(f.T_world_frame, float)[:3, 3],
-            orientation=quat_from_matrix(rigid_part(f.T_world_frame)[:3, :3]),
-        )
-        for f in record.frames
-    ]
-    model = RobotModel(record, None, problems, T_body_object, hardware=hardware)
+    frames = [_frame(f) for f in record.frames]
+    model_meshes = {
+        b.name: [
+            (
+                m["path"],
+                T_body_object[b.name] @ np.asarray(m["T_object_mesh"], float).reshape(4, 4),
+                m.get("role", "visual"),
+                m.get("rgba"),
+            )
+            for m in b.mesh_refs
+        ]
+        for b in record.bodies
+        if b.mesh_refs and b.name in T_body_object
+    }
+    model = RobotModel(record, None, problems, T_body_object, hardware=hardware, meshes=model_meshes)
     if any(p.severity == ERROR for p in problems):
         return model
     try:
@@ -597,6 +610,18 @@ def build_robot(record: RobotRecord) -> RobotModel:
     model.mobility = mobility
     problems.extend(mobility_problems(mobility, record))
     return model
+
+
+def _frame(f: FrameRecord) -> Frame:
+    exact = f.exact or {}
+    if exact and matrix_matches(f.T_world_frame, exact.get("matrix_world")):
+        return Frame(f.name, f.body, position=exact["position"], orientation=exact["orientation"])
+    return Frame(
+        f.name,
+        f.body,
+        position=np.asarray(f.T_world_frame, float)[:3, 3],
+        orientation=quat_from_matrix(rigid_part(f.T_world_frame)[:3, :3]),
+    )
 
 
 def mobility_problems(mobility, record: RobotRecord) -> list[Problem]:

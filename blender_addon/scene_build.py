@@ -19,7 +19,7 @@ import numpy as np
 from mathutils import Matrix
 
 from .robot_model import pose_matrix
-from .scene_graph import EXACT_KEY, object_world_matrix, unit_scale
+from .scene_graph import EXACT_KEY, MESHES_KEY, NAME_KEY, PLACEHOLDER_KEY, object_world_matrix, unit_scale
 
 
 class ImportFailed(Exception):
@@ -149,11 +149,14 @@ def build_mechanism(context, mechanism, meshes=None, name: str | None = None):
     collection = new_collection(context, name or mechanism.name)
     size = _typical_size(mechanism)
     objects = {}
-    for body in mechanism.bodies:
+    for index, body in enumerate(mechanism.bodies):
         T_world_body = pose_matrix(body.position, body.orientation)
         mesh, T_object_file = _body_mesh(body, (meshes or {}).get(body.name, []), size, s)
+        mesh_is_placeholder = T_object_file is None
+        T_object_file = np.eye(4) if T_object_file is None else T_object_file
         ob = bpy.data.objects.new(body.name, mesh)
         collection.objects.link(ob)
+        _name(ob, body.name, index)
         ob.matrix_world = object_world_matrix(T_world_body, s)
         settings = ob.looprig_body
         settings.grounded = body.grounded
@@ -173,8 +176,13 @@ def build_mechanism(context, mechanism, meshes=None, name: str | None = None):
         if body.inertia is not None:
             exact["inertia"] = _flat(body.inertia)
         ob[EXACT_KEY] = exact
+        refs = (meshes or {}).get(body.name, [])
+        if refs:
+            ob[MESHES_KEY] = [_mesh_ref(r) for r in refs]
+        if mesh_is_placeholder:
+            ob[PLACEHOLDER_KEY] = True
         objects[body.name] = ob
-    for joint in mechanism.joints:
+    for index, joint in enumerate(mechanism.joints):
         kind, T_world_joint = _constraint_kind(joint)
         empty = constraint_object(
             context,
@@ -186,6 +194,7 @@ def build_mechanism(context, mechanism, meshes=None, name: str | None = None):
             collection,
             size=0.3 * size / s,
         )
+        _name(empty, joint.name, index)
         if kind == "GENERIC":
             _lock_generic(empty.rigid_body_constraint, joint)
         exact = {
@@ -210,15 +219,33 @@ def build_mechanism(context, mechanism, meshes=None, name: str | None = None):
                 if v is not None
             }
         empty[EXACT_KEY] = exact
-    for frame in mechanism.frames:
-        frame_object(
+    for index, frame in enumerate(mechanism.frames):
+        empty = frame_object(
             frame.name,
             objects[frame.body],
             object_world_matrix(pose_matrix(frame.position, frame.orientation), s),
             collection,
             size=0.3 * size / s,
         )
+        _name(empty, frame.name, index)
+        empty[EXACT_KEY] = {
+            "matrix_world": _flat(_metres(empty.matrix_world, s)),
+            "position": [float(x) for x in frame.position],
+            "orientation": [float(x) for x in frame.orientation],
+        }
     return collection
+
+
+def _name(ob, name: str, index: int) -> None:
+    """Remember the file's name (Blender may have renamed the object) and position."""
+    ob[NAME_KEY] = {"name": name, "object": ob.name, "index": index}
+
+
+def _mesh_ref(ref) -> dict:
+    item = {"path": str(ref.path), "T_object_mesh": _flat(ref.T_link_mesh), "role": ref.role}
+    if ref.rgba is not None:
+        item["rgba"] = [float(c) for c in ref.rgba]
+    return item
 
 
 def _metres(matrix, s: float) -> np.ndarray:
@@ -273,7 +300,8 @@ def _lock_generic(c, joint) -> None:
 
 
 def _body_mesh(body, refs, size: float, s: float):
-    """(mesh, T_object_file) of a body: its visual meshes merged in body coordinates, or a box."""
+    """(mesh, T_object_file) of a body: its visual meshes merged in body coordinates, or a
+    placeholder box (T_object_file None)."""
     from looprig.cad_import import load_mesh
 
     visual = [r for r in refs if r.role == "visual"] or list(refs)
@@ -295,7 +323,7 @@ def _body_mesh(body, refs, size: float, s: float):
         mesh = triangle_mesh(body.name, np.concatenate(vertices), np.concatenate(triangles))
         return mesh, np.asarray(visual[0].T_link_mesh, float)
     edge = size / s
-    return box_mesh(body.name, (edge, edge, edge)), np.eye(4)
+    return box_mesh(body.name, (edge, edge, edge)), None
 
 
 # --------------------------------------------------------------------------- files
@@ -333,7 +361,7 @@ def export_robot(context, model, path: str, write_meshes: bool = True) -> Path:
     STL (object coordinates, metres) in ``<file>_meshes/`` when ``write_meshes``."""
     from dataclasses import replace
 
-    from looprig.cad_import import save_mechanism
+    from looprig.cad_import import MeshRef, save_mechanism
     from looprig.core.mechanism import Mechanism
 
     from .scene_graph import mesh_arrays
@@ -347,8 +375,8 @@ def export_robot(context, model, path: str, write_meshes: bool = True) -> Path:
         bodies = []
         for body in mechanism.bodies:
             record = next(b for b in model.record.bodies if b.name == body.name)
-            if body.mesh is None and not record.bone_name:
-                ob = context.scene.objects[record.object_name]
+            ob = None if record.bone_name else context.scene.objects[record.object_name]
+            if body.mesh is None and ob is not None and PLACEHOLDER_KEY not in ob.keys():
                 vertices, triangles = mesh_arrays(ob, depsgraph)
                 folder.mkdir(parents=True, exist_ok=True)
                 stl = folder / (_safe_name(body.name) + ".stl")
@@ -358,7 +386,14 @@ def export_robot(context, model, path: str, write_meshes: bool = True) -> Path:
                 body = replace(body, mesh=str(stl), T_body_mesh=T_object)
             bodies.append(body)
         mechanism = Mechanism(bodies, mechanism.joints, mechanism.frames, name=mechanism.name)
-    return save_mechanism(mechanism, path)
+    meshes = {
+        name: [
+            MeshRef(p, np.asarray(T, float), role, None if rgba is None else tuple(rgba))
+            for p, T, role, rgba in refs
+        ]
+        for name, refs in model.meshes.items()
+    }
+    return save_mechanism(mechanism, path, meshes=meshes or None)
 
 
 def _safe_name(name: str) -> str:

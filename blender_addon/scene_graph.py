@@ -30,6 +30,13 @@ from .robot_model import ActuatorRecord, BodyRecord, FrameRecord, JointRecord, P
 
 #: ID property with the float64 values a file import wrote on an object.
 EXACT_KEY = "looprig_exact"
+#: ID property listing a body's mesh files (path, T_object_mesh, role, rgba) from an import.
+MESHES_KEY = "looprig_meshes"
+#: ID property marking a placeholder mesh (a body without geometry in its file).
+PLACEHOLDER_KEY = "looprig_placeholder"
+#: ID property with the name a file gave an object's body, joint or frame, the object name it
+#: got (Blender renames clashes and cuts names at 63 bytes) and its position in the file.
+NAME_KEY = "looprig_name"
 #: ID property with an object's transform channels before looprig animated it.
 REST_KEY = "looprig_rest"
 #: Custom property on actions that looprig writes (value: the robot collection's name).
@@ -67,6 +74,23 @@ def is_looprig_action(action) -> bool:
 def looprig_animated(ob) -> bool:
     ad = ob.animation_data
     return ad is not None and is_looprig_action(ad.action)
+
+
+def robot_name(ob) -> tuple[str, int]:
+    """The body, joint or frame name of an object and its order in the robot.
+
+    The name a file import gave it while the object keeps the name it got then; else
+    the object's name (sorted after the imported ones).
+    """
+    named = ob.get(NAME_KEY)
+    if named is not None and named.get("object") == ob.name:
+        return str(named["name"]), int(named.get("index", 0))
+    return ob.name, 1 << 30
+
+
+def _sorted(records: list) -> list:
+    """Records in file order (imported ones), then by name."""
+    return sorted(records, key=lambda r: (r.order, r.name))
 
 
 def _hardware_id(text: str):
@@ -147,7 +171,7 @@ def robot_frame_names(collection) -> list[str]:
     from . import armature
 
     roles = robot_objects(collection)
-    names = [o.name for o in roles["bodies"]] + [o.name for o in roles["frames"]]
+    names = [robot_name(o)[0] for o in roles["bodies"]] + [robot_name(o)[0] for o in roles["frames"]]
     for arm in roles["armatures"]:
         names += [armature.bone_body_name(arm, b.name) for b in arm.data.bones]
     return names
@@ -276,8 +300,9 @@ def read_body(ob, depsgraph, s: float) -> BodyRecord:
     T_object_mesh = None
     if exact is not None and exact.get("T_object_mesh") is not None:
         T_object_mesh = np.asarray(exact["T_object_mesh"], float).reshape(4, 4)
-    return BodyRecord(
-        name=ob.name,
+    name, order = robot_name(ob)
+    record = BodyRecord(
+        name=name,
         object_name=ob.name,
         T_world_object=T,
         mass=mass,
@@ -287,7 +312,10 @@ def read_body(ob, depsgraph, s: float) -> BodyRecord:
         mesh=bpy.path.abspath(settings.mesh_path) if settings.mesh_path else None,
         T_object_mesh=T_object_mesh,
         exact=exact,
+        mesh_refs=list(idprop_to_python(ob.get(MESHES_KEY)) or []),
     )
+    record.order = order
+    return record
 
 
 # --------------------------------------------------------------------------- joints
@@ -298,15 +326,18 @@ def _locked(c, prefix: str, axis: str) -> bool:
     return bool(use) and abs(upper - lower) <= LOCK_TOLERANCE
 
 
-def read_constraint(ob, body_names: set[str], s: float) -> JointRecord | None:
+def read_constraint(ob, body_names: dict[str, str], s: float) -> JointRecord | None:
     """A Rigid Body Constraint object as a joint; ``problem`` set when it is none.
 
+    body_names: body name of each body object's name.
     Returns None for a disabled constraint (left out on purpose).
     """
     c = ob.rigid_body_constraint
     T = to_metres(ob.matrix_world, s)
     R = rm.rigid_part(T)[:3, :3]
-    record = JointRecord(ob.name, ob.name, None, None, None, T)
+    name, order = robot_name(ob)
+    record = JointRecord(name, ob.name, None, None, None, T)
+    record.order = order
     if not c.enabled:
         return None
     ends = []
@@ -323,7 +354,7 @@ def read_constraint(ob, body_names: set[str], s: float) -> JointRecord | None:
                 "in the robot collection"
             )
             return record
-        ends.append(other.name)
+        ends.append(body_names[other.name])
     if ends[0] == ends[1]:
         record.problem = f"joins {ends[0]!r} to itself; pick two different bodies"
         return record
@@ -374,7 +405,7 @@ def read_robot(context, collection) -> RobotRecord:
             record.bodies.append(read_body(ob, depsgraph, s))
         for arm in roles["armatures"]:
             armature.read_armature(arm, record, depsgraph, s)
-        body_names = {b.name for b in record.bodies if not b.bone_name}
+        body_names = {b.object_name: b.name for b in record.bodies if not b.bone_name}
         for ob in roles["constraints"]:
             joint = read_constraint(ob, body_names, s)
             if joint is None:
@@ -387,8 +418,17 @@ def read_robot(context, collection) -> RobotRecord:
                 if body is None:
                     continue
             else:
-                body = ob.parent.name
-            record.frames.append(FrameRecord(ob.name, ob.name, body, to_metres(ob.matrix_world, s)))
+                body = body_names.get(ob.parent.name, ob.parent.name)
+            exact = idprop_to_python(ob.get(EXACT_KEY)) or None
+            name, order = robot_name(ob)
+            frame = FrameRecord(name, ob.name, body, to_metres(ob.matrix_world, s), exact)
+            frame.order = order
+            record.frames.append(frame)
+    record.bodies, record.joints, record.frames = (
+        _sorted(record.bodies),
+        _sorted(record.joints),
+        _sorted(record.frames),
+    )
     return record
 
 

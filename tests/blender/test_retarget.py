@@ -6,12 +6,13 @@ import pytest
 from helpers import fails, snapshot
 from looprig.core.retarget import RetargetCancelled
 
-from blender_addon import animation, demo
+from blender_addon import animation
+from blender_addon import demo as demo_scene
 from blender_addon.operators_retarget import _Worker, read_inputs
 
 
 def _crank_angles(frames, frame_start=1, fps=24.0, seconds=2.0):
-    angle, _ = demo.crank_motion((np.asarray(frames) - frame_start) / fps, seconds)
+    angle, _ = demo_scene.crank_motion((np.asarray(frames) - frame_start) / fps, seconds)
     return angle
 
 

@@ -1,33 +1,41 @@
 # looprig: `make demo` and `make test` work on a fresh machine with Python 3.11 and make.
+# Each target creates or updates the virtual environment .venv itself.
 PYTHON ?= python3.11
 VENV   := .venv
 PY     := $(VENV)/bin/python
-STAMP  := $(VENV)/.installed
 
-.PHONY: demo test bench lint clean venv
+.PHONY: demo test bench lint format clean
 
-venv: $(STAMP)
-
-$(STAMP): pyproject.toml
-	@command -v $(PYTHON) >/dev/null || { echo "error: $(PYTHON) not found; install Python 3.11 or run 'make PYTHON=/path/to/python3.11'"; exit 1; }
-	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+$(PY):
+	@command -v $(PYTHON) >/dev/null || { echo "error: $(PYTHON) not found; install Python 3.11 or run 'make PYTHON=/path/to/python3.11 ...'"; exit 1; }
+	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet -e ".[dev]"
-	touch $(STAMP)
 
-demo: $(STAMP)
+# looprig and what it needs to run (numpy, scipy, trimesh, mujoco bindings, matplotlib)
+$(VENV)/.runtime: pyproject.toml | $(PY)
+	$(PY) -m pip install --quiet -e .
+	touch $@
+
+# + test tools and the bpy module for the Blender add-on tests
+$(VENV)/.dev: pyproject.toml | $(PY)
+	$(PY) -m pip install --quiet -e ".[dev]"
+	touch $@ $(VENV)/.runtime
+
+demo: $(VENV)/.runtime
 	$(VENV)/bin/looprig demo
 
-test: $(STAMP)
+test: $(VENV)/.dev
 	$(PY) -m ruff check .
 	$(PY) -m pytest
 
-bench: $(STAMP)
+bench: $(VENV)/.runtime
 	$(PY) bench/run.py
+	$(PY) bench/boxer_singularity.py
+	$(PY) bench/serial_chain.py
 
-lint: $(STAMP)
+lint: $(VENV)/.dev
 	$(PY) -m ruff check .
 	$(PY) -m ruff format --check .
 
 clean:
-	rm -rf $(VENV) build *.egg-info .pytest_cache .ruff_cache .hypothesis
+	rm -rf $(VENV) build *.egg-info .pytest_cache .ruff_cache .hypothesis out

@@ -13,7 +13,6 @@ from enum import StrEnum
 import numpy as np
 
 from .errors import MechanismError, did_you_mean
-from .rotations import quat_normalize
 
 
 class JointKind(StrEnum):
@@ -165,9 +164,12 @@ def _vector(value, what: str, shape=(3,)) -> np.ndarray:
 
 def _unit_quaternion(value, what: str) -> np.ndarray:
     q = _vector(value, what, (4,))
-    if np.linalg.norm(q) < 1e-9:
+    norm = np.linalg.norm(q)
+    if norm < 1e-9:
         raise MechanismError(f"{what}: quaternion is zero")
-    return quat_normalize(q)
+    if abs(norm - 1.0) > 1e-14:  # leave unit input bit-exact (files round-trip losslessly)
+        q = q / norm
+    return -q if q[0] < 0.0 else q
 
 
 def _nonzero_axis(value, what: str) -> np.ndarray:
@@ -175,7 +177,7 @@ def _nonzero_axis(value, what: str) -> np.ndarray:
     norm = np.linalg.norm(a)
     if norm < 1e-9:
         raise MechanismError(f"{what} is zero-length: {a.tolist()}")
-    return a / norm
+    return a / norm if abs(norm - 1.0) > 1e-14 else a  # unit input stays bit-exact
 
 
 class Mechanism:

@@ -138,7 +138,8 @@ def plot_curves(
                 ax.legend(loc="upper right", fontsize=8, framealpha=0.8)
     for ax in axes[-1]:
         ax.set_xlabel("time [s]")
-    fig.tight_layout()
+    height = settings.row_height * n + 0.6  # [in]
+    fig.tight_layout(rect=(0.0, 0.0, 1.0, 1.0 - 0.45 / height))  # room for the title
     path = Path(os.fspath(path_png))
     fig.savefig(path, format="png")
     return path

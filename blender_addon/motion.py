@@ -48,7 +48,7 @@ def object_world_matrices(model: RobotModel, states: np.ndarray) -> dict[str, np
     }
 
 
-def _decompose(local: np.ndarray, quat_previous=None):
+def quaternion_keys(local: np.ndarray):
     """Location (F, 3) and continuous unit quaternions (F, 4) of local matrices (F, 4, 4)."""
     from looprig.core.rotations import quat_from_matrix
 
@@ -90,7 +90,7 @@ def write_robot_motion(context, collection, model: RobotModel, states: np.ndarra
                 P = np.broadcast_to(np.array(parent.matrix_world, float), W.shape)
             local = np.linalg.inv(P @ np.array(ob.matrix_parent_inverse, float)) @ W
         keyed_world[name] = W
-        location, quaternion = _decompose(local)
+        location, quaternion = quaternion_keys(local)
         bag = animation.take_over(ob, action)
         ob.rotation_mode = "QUATERNION"
         for i in range(3):

@@ -103,6 +103,12 @@ class LOOPRIG_PT_joint(_Sidebar, bpy.types.Panel):
         else:
             owner = context.active_pose_bone
             layout.label(text=f"bone {owner.name}", icon="BONE_DATA")
+            bs = owner.looprig_body
+            row = layout.row(align=True)
+            row.prop(bs, "grounded")
+            row.prop(bs, "mass_source", text="")
+            if bs.mass_source == "CUSTOM":
+                layout.prop(bs, "mass")
         draw_joint_settings(layout, owner.looprig_joint)
 
 

@@ -138,7 +138,12 @@ def is_constraint(ob) -> bool:
 
 
 def is_body_object(ob) -> bool:
-    return ob.type == "MESH" and not ob.looprig_body.ignore and not is_constraint(ob)
+    """A mesh that is a body: not a constraint, not ignored, not carried by a bone or skinned."""
+    if ob.type != "MESH" or ob.looprig_body.ignore or is_constraint(ob):
+        return False
+    if ob.parent is not None and ob.parent_type == "BONE":
+        return False  # part of that bone's body
+    return not any(m.type == "ARMATURE" and m.object is not None for m in ob.modifiers)
 
 
 def robot_objects(collection) -> dict[str, list]:
@@ -232,6 +237,7 @@ def store_rest(ob) -> None:
                 "rotation_quaternion": list(pb.rotation_quaternion),
                 "rotation_euler": list(pb.rotation_euler),
                 "scale": list(pb.scale),
+                "influence": {c.name: c.influence for c in pb.constraints},
             }
             for pb in ob.pose.bones
         }
@@ -258,6 +264,9 @@ def apply_rest(ob) -> None:
         pb.rotation_quaternion = b["rotation_quaternion"]
         pb.rotation_euler = b["rotation_euler"]
         pb.scale = b["scale"]
+        for name, influence in b.get("influence", {}).items():
+            if name in pb.constraints:
+                pb.constraints[name].influence = influence
 
 
 # --------------------------------------------------------------------------- bodies

@@ -58,3 +58,41 @@ def fails(operator, *args, **kwargs) -> str:
     with pytest.raises(RuntimeError) as error:
         operator(*args, **kwargs)
     return str(error.value)
+
+
+def fourbar_rig(collection, name="rig"):
+    """The demo four-bar as an armature: crank, coupler, rocker bones (hinges about z), an
+    anchor bone locked at the rocker pivot, and an IK constraint closing the loop there."""
+    from blender_addon import demo
+
+    A, B, P = demo.fourbar_points(demo.CRANK_START)
+    O4 = (demo.GROUND, 0.0, 0.0)
+    data = bpy.data.armatures.new(name)
+    rig = bpy.data.objects.new(name, data)
+    collection.objects.link(rig)
+    bpy.context.view_layer.objects.active = rig
+    bpy.ops.object.mode_set(mode="EDIT")
+    anchor = data.edit_bones.new("anchor")
+    anchor.head, anchor.tail = O4, (O4[0], 0.0, 0.05)
+    crank = data.edit_bones.new("crank")
+    crank.head, crank.tail = (0, 0, 0), tuple(A)
+    coupler = data.edit_bones.new("coupler")
+    coupler.head, coupler.tail, coupler.parent, coupler.use_connect = tuple(A), tuple(B), crank, True
+    rocker = data.edit_bones.new("rocker")
+    rocker.head, rocker.tail, rocker.parent, rocker.use_connect = tuple(B), O4, coupler, True
+    bpy.ops.object.mode_set(mode="OBJECT")
+    for pb in rig.pose.bones:
+        pb.lock_location = (True, True, True)
+        pb.lock_rotation = (True, True, pb.name == "anchor")
+        pb.lock_rotation_w = pb.name == "anchor"
+    ik = rig.pose.bones["rocker"].constraints.new("IK")
+    ik.target, ik.subtarget, ik.chain_count, ik.use_tail = rig, "anchor", 3, True
+    js = rig.pose.bones["crank"].looprig_joint
+    js.actuated, js.velocity_limit, js.hardware_id = True, demo.CRANK_VELOCITY_LIMIT, "1"
+    frame = bpy.data.objects.new("coupler_point", None)
+    collection.objects.link(frame)
+    frame.parent, frame.parent_type, frame.parent_bone = rig, "BONE", "coupler"
+    bpy.context.view_layer.update()
+    frame.matrix_world = Matrix.Translation(tuple(P))
+    bpy.context.view_layer.update()
+    return rig

@@ -2,10 +2,13 @@
 
 Mechanisms with kinematic loops in maximal coordinates, forward kinematics by
 Gauss-Newton, state-based IK by SQP (Schumacher, Knoop & Bächer, RA-L 2021),
-actuator read-off. Imports numpy and scipy only.
+actuator read-off, retargeting of clips, actuator curves and their exports
+(:mod:`.curves`, :mod:`.export`), the tracks format (:mod:`.tracks`, :mod:`.bvh`).
+Imports numpy and scipy only.
 """
 
 from .constraints import ConstraintSet
+from .curves import ActuatorCurves, LimitViolationError, Violation
 from .errors import LooprigError, MechanismError, SolverError, TargetError
 from .fk import FKResult, FKSettings, assemble, solve_fk
 from .ik import IKProblem, IKResult, IKSettings, IKTargets, solve_ik
@@ -22,13 +25,24 @@ from .mechanism import (
 from .mobility import MobilityReport, analyse_mobility
 from .objectives import ComObjective, FrameObjective, Regularization, velocity_threshold
 from .readoff import ActuatorReadout, unwrap_sequence
+from .retarget import (
+    ComSpec,
+    RetargetMapping,
+    RetargetResult,
+    SupportPhase,
+    TargetSpec,
+    TrackSamples,
+    retarget,
+)
 
 __all__ = [
     "ActuatedMotion",
     "Actuator",
+    "ActuatorCurves",
     "ActuatorReadout",
     "Body",
     "ComObjective",
+    "ComSpec",
     "ConstraintSet",
     "FKResult",
     "FKSettings",
@@ -40,15 +54,23 @@ __all__ = [
     "IKTargets",
     "Joint",
     "JointKind",
+    "LimitViolationError",
     "LooprigError",
     "Mechanism",
     "MechanismError",
     "MobilityReport",
     "Regularization",
+    "RetargetMapping",
+    "RetargetResult",
     "SolverError",
+    "SupportPhase",
     "TargetError",
+    "TargetSpec",
+    "TrackSamples",
+    "Violation",
     "analyse_mobility",
     "assemble",
+    "retarget",
     "single_threaded_blas",
     "solve_fk",
     "solve_ik",

@@ -237,17 +237,24 @@ def _turn(a: np.ndarray, b: np.ndarray, offset: float, fallback: np.ndarray) -> 
     is ``fallback`` made orthogonal to a (seed 001, Sec. 3.1.1: "an arbitrary r
     needs to be chosen").
     """
-    a0, a1, a2 = a.tolist()
-    b0, b1, b2 = b.tolist()
-    v0, v1, v2 = a1 * b2 - a2 * b1, a2 * b0 - a0 * b2, a0 * b1 - a1 * b0
-    sin = math.sqrt(v0 * v0 + v1 * v1 + v2 * v2)
-    cos = a0 * b0 + a1 * b1 + a2 * b2
-    scale = math.sqrt((a0 * a0 + a1 * a1 + a2 * a2) * (b0 * b0 + b1 * b1 + b2 * b2))
-    if scale == 0.0:
+    a_norm, b_norm = math.hypot(*a.tolist()), math.hypot(*b.tolist())
+    if a_norm == 0.0 or b_norm == 0.0:
         return _EYE3, 0.0
+    a0, a1, a2 = (a / a_norm).tolist()  # unit vectors: no under- or overflow below
+    b0, b1, b2 = (b / b_norm).tolist()
+    v0, v1, v2 = a1 * b2 - a2 * b1, a2 * b0 - a0 * b2, a0 * b1 - a1 * b0
+    sin = math.hypot(v0, v1, v2)
+    cos = a0 * b0 + a1 * b1 + a2 * b2
     angle = math.atan2(sin, cos) - offset
-    if sin > _PARALLEL * scale:
-        return _axis_angle(v0 / sin, v1 / sin, v2 / sin, angle), angle
+    if sin > _PARALLEL:
+        # make the axis exactly orthogonal to a: near 180 deg the cross product's
+        # rounding tilts it by ~1e-16 / sin, which Rodrigues' u u^T term would carry
+        # into the turned a; orthogonal, the tilt only enters scaled by sin(angle)
+        u0, u1, u2 = v0 / sin, v1 / sin, v2 / sin
+        along = u0 * a0 + u1 * a1 + u2 * a2
+        u0, u1, u2 = u0 - along * a0, u1 - along * a1, u2 - along * a2
+        norm = math.hypot(u0, u1, u2)
+        return _axis_angle(u0 / norm, u1 / norm, u2 / norm, angle), angle
     if angle == 0.0:
         return _EYE3, 0.0
     return _axis_angle(*_perpendicular(a, fallback).tolist(), angle), angle
@@ -418,7 +425,7 @@ def triangulation(
     cost = 0.0
     for i in range(chain.n):
         c_vec = target - P[i]
-        c = math.sqrt(float(c_vec @ c_vec))
+        c = math.hypot(*c_vec.tolist())
         if c == 0.0:
             continue  # the target is at this joint: any direction of link i is as good
         a, b = lengths[i], remaining[i]

@@ -250,7 +250,7 @@ def test_triangulation_gets_as_close_as_possible(chain, direction, fraction):
     direction = np.array(direction) / np.linalg.norm(direction)
     target = chain.base + fraction * chain.total_length * direction
     result = triangulation(chain, target)
-    assert result.error == pytest.approx(chain.closest_distance(target), abs=1e-9 * chain.total_length)
+    assert result.error == pytest.approx(chain.closest_distance(target), abs=1e-11 * chain.total_length)
     assert_pose_consistent(chain, result, target)
 
 

@@ -65,14 +65,16 @@ def boxer_singular_clip(rate: float = 1200.0, elevation: float = 0.03, segment: 
     return TrackSamples(times, {"hand": positions}, {"hand": R})
 
 
-def dancer_groove_clip(fps: float = 60.0, duration: float = 4.0) -> TrackSamples:
+def dancer_groove_clip(
+    fps: float = 60.0, duration: float = 4.0, bob_depth: float = 0.02, bob_rate: float = 1.5
+) -> TrackSamples:
     """A dance for the Dancer's pelvis, as an animator would key it at ``fps``.
 
     From rest, the pelvis sways side to side (3 cm at 0.5 Hz), bobs (2 cm at
     1 Hz), twists (+-0.15 rad yaw) and rocks (+-0.08 rad roll), faded in over
-    the first half second; from 2.5 s a quicker double bob (4 cm at 2 Hz)
-    pushes the knees towards their speed limit. Track ``pelvis``: position [m]
-    and orientation of the Dancer's ``pelvis_frame``.
+    the first half second; from 2.5 s a quicker bob (``bob_depth`` [m] deeper at
+    ``bob_rate`` [Hz]) drives the knees close to their speed limit. Track
+    ``pelvis``: position [m] and orientation of the Dancer's ``pelvis_frame``.
     """
     rest = dancer().frame("pelvis_frame").position
     t = np.arange(round(duration * fps) + 1) / fps
@@ -84,7 +86,7 @@ def dancer_groove_clip(fps: float = 60.0, duration: float = 4.0) -> TrackSamples
         [
             0.01 * np.sin(phase * 0.5) * fade,
             0.03 * np.sin(phase * 0.5) * fade,
-            (-0.01 * (1 - np.cos(phase * 1.0)) - 0.02 * quick * (1 - np.cos(phase * 2.0))) * fade,
+            (-0.01 * (1 - np.cos(phase)) - 0.5 * bob_depth * quick * (1 - np.cos(phase * bob_rate))) * fade,
         ],
         axis=-1,
     )

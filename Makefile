@@ -4,7 +4,7 @@ PYTHON ?= python3.11
 VENV   := .venv
 PY     := $(VENV)/bin/python
 
-.PHONY: demo test bench lint format clean
+.PHONY: demo test bench lint format clean extension blender-demo blender-screenshots
 
 $(PY):
 	@command -v $(PYTHON) >/dev/null || { echo "error: $(PYTHON) not found; install Python 3.11 or run 'make PYTHON=/path/to/python3.11 ...'"; exit 1; }
@@ -32,6 +32,18 @@ bench: $(VENV)/.runtime
 	$(PY) bench/run.py
 	$(PY) bench/boxer_singularity.py
 	$(PY) bench/serial_chain.py
+
+# the Blender extension zip with bundled wheels (dist/looprig-<version>.zip), see docs/blender.md
+extension: $(VENV)/.dev
+	$(PY) blender_addon/build_extension.py --output-dir dist
+
+# the Blender demo scene, retargeted and baked, as a .blend (needs the bpy module: the dev extra)
+blender-demo: $(VENV)/.dev
+	BLENDER_USER_RESOURCES=$$(mktemp -d) $(PY) -m looprig.blender_addon.demo --blend out/blender/fourbar_demo.blend
+
+# the images of docs/blender.md, rendered from the demo scene (Cycles on the CPU)
+blender-screenshots: $(VENV)/.dev
+	$(PY) blender_addon/screenshots.py --output docs/images
 
 lint: $(VENV)/.dev
 	$(PY) -m ruff check .

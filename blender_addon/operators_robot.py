@@ -211,6 +211,21 @@ class LOOPRIG_OT_export_robot(bpy.types.Operator, ExportHelper):
         return {"FINISHED"}
 
 
+class LOOPRIG_OT_add_demo(bpy.types.Operator):
+    """Add the demo: a four-bar built from Rigid Body Constraints and a target keyed on its coupler curve"""
+
+    bl_idname = "looprig.add_demo"
+    bl_label = "Add Demo Four-bar"
+    bl_options = {"REGISTER", "UNDO"}
+
+    def execute(self, context):
+        from .demo import setup_demo
+
+        collection = setup_demo(context)
+        self.report({"INFO"}, f"added robot {collection.name!r} and target 'hand': press Retarget")
+        return {"FINISHED"}
+
+
 def menu_import(self, context):
     self.layout.operator(LOOPRIG_OT_import_robot.bl_idname, text="Robot for looprig (.urdf, .xml, .json)")
 
@@ -226,6 +241,7 @@ classes = (
     LOOPRIG_OT_target_remove,
     LOOPRIG_OT_import_robot,
     LOOPRIG_OT_export_robot,
+    LOOPRIG_OT_add_demo,
 )
 
 

@@ -57,7 +57,9 @@ class LOOPRIG_PT_robot(_Sidebar, bpy.types.Panel):
     def draw(self, context):
         layout = self.layout
         settings = context.scene.looprig
-        layout.prop(settings, "robot")
+        row = layout.row(align=True)
+        row.prop(settings, "robot")
+        row.operator("looprig.add_demo", text="", icon="ADD")
         row = layout.row(align=True)
         row.operator("looprig.check_robot", icon="CHECKMARK")
         row.operator("looprig.import_robot", text="Import", icon="IMPORT")

@@ -73,8 +73,14 @@ def bar_object(name: str, start, end, width: float, thickness: float, collection
     return ob
 
 
-def constraint_object(context, name: str, kind: str, object1, object2, matrix_world, collection, size=0.03):
-    """An Empty with a Rigid Body Constraint of ``kind`` joining object1 and object2."""
+def constraint_object(
+    context, name: str, kind: str, object1, object2, matrix_world, collection, size=0.03, follow=True
+):
+    """An Empty with a Rigid Body Constraint of ``kind`` joining object1 and object2.
+
+    With ``follow`` the Empty is parented to object1 (keeping its place), so the joint
+    moves with the robot when it is animated.
+    """
     scene = context.scene
     if scene.rigidbody_world is None:
         bpy.ops.rigidbody.world_add()
@@ -92,6 +98,9 @@ def constraint_object(context, name: str, kind: str, object1, object2, matrix_wo
         view_layer.objects.active = previous
     c = empty.rigid_body_constraint
     c.object1, c.object2 = object1, object2
+    if follow and object1 is not None:
+        empty.parent = object1
+        empty.matrix_parent_inverse = object1.matrix_world.inverted()
     return empty
 
 

@@ -242,3 +242,10 @@ def test_actuator_settings_reach_the_mechanism(demo):
     assert a.hardware_id == "servo_a"
     assert model.hardware["crank_joint"] == (1000, -1, None)
     assert model.mechanism.joint("coupler_joint").actuator is None
+
+
+def test_add_demo_operator_builds_a_ready_scene():
+    assert bpy.ops.looprig.add_demo() == {"FINISHED"}
+    settings = bpy.context.scene.looprig
+    assert settings.robot.name == "fourbar" and settings.targets[0].frame == "coupler_point"
+    assert bpy.ops.looprig.retarget() == {"FINISHED"}

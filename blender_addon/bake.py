@@ -127,19 +127,16 @@ def clear_bake(context, collection=None) -> None:
             ob.color = list(ob[COLOR_KEY])
             del ob[COLOR_KEY]
         if BAKE_KEY in ob.keys():
-            bake = json.loads(ob[BAKE_KEY])
+            names = json.loads(ob[BAKE_KEY]).get("actuators", [])
             ad = ob.animation_data
-            for name in bake.get("actuators", []):
-                if ad is not None and ad.action is not None and ad.action_slot is not None:
-                    bag = (
-                        animation.channelbag(ad.action, ad.action_slot)
-                        if animation.is_looprig_action(ad.action)
-                        else None
-                    )
-                    for path in (value_path(name), velocity_path(name), over_path(name)):
-                        fc = bag.fcurves.find(path) if bag is not None else None
-                        if fc is not None:
-                            bag.fcurves.remove(fc)
+            bag = None
+            if ad is not None and animation.is_looprig_action(ad.action) and ad.action_slot is not None:
+                bag = animation.channelbag(ad.action, ad.action_slot)
+            for name in names:
+                for path in (value_path(name), velocity_path(name), over_path(name)):
+                    fc = bag.fcurves.find(path) if bag is not None else None
+                    if fc is not None:
+                        bag.fcurves.remove(fc)
                 for key in (name, f"{name} velocity", f"{name} over limit"):
                     if key in ob.keys():
                         del ob[key]

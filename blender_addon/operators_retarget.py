@@ -112,6 +112,11 @@ def read_inputs(context) -> RetargetInputs:
     """Check the robot and read the targets; raises RobotError with the animator's wording."""
     collection = robot_collection(context)
     model = checked_model(context)
+    if not model.mechanism.actuated_joints:
+        raise RobotError(
+            f"robot {collection.name!r} has no motor: tick 'Actuated' in the looprig joint settings "
+            "of the constraints (or bones) that carry one"
+        )
     scene = context.scene
     start, end = frame_range(scene)
     if end < start:
@@ -137,6 +142,9 @@ def apply_result(context, inputs: RetargetInputs, result) -> str:
         raise RobotError(f"the robot collection {inputs.collection_name!r} is gone")
     clip = inputs.clip
     frames = clip.frame_start + (np.asarray(result.times) - result.times[0]) * clip.fps
+    baked = None
+    if inputs.bake:  # computed before anything is written
+        baked = bake.compute_bake(inputs.model, result.states, frames, clip.rate, clip.fps)
     bake.clear_bake(context, collection)
     motion.write_robot_motion(context, collection, inputs.model, result.states, frames)
     summary = result.summary()
@@ -147,8 +155,7 @@ def apply_result(context, inputs: RetargetInputs, result) -> str:
     )
     if summary["unreachable_frames"]:
         status += f"; {summary['unreachable_frames']} sample(s) unreachable"
-    if inputs.bake:
-        baked = bake.compute_bake(inputs.model, result.states, frames, clip.rate, clip.fps)
+    if baked is not None:
         bake.write_bake(context, collection, inputs.model, baked, tint=inputs.tint)
         status += (
             f"; baked {baked.curves.n_actuators} actuator(s), {len(baked.violations)} limit violation(s)"

@@ -65,6 +65,7 @@ def run(name: str, rate: float, duration: float) -> dict:
         "frames": len(times),
         "rate_hz": rate,
         "median_ms": round(float(np.median(ms)), 4),
+        "frames_per_second": round(len(ms) / (1e-3 * float(np.sum(ms))), 1),
         "p95_ms": round(float(np.percentile(ms, 95)), 4),
         "iterations_mean": round(float(np.mean(iterations)), 3),
         "max_residual": float(f"{residual:.3g}"),

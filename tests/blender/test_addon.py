@@ -27,18 +27,29 @@ def _pointers():
     ]
 
 
+def _menu_entries():
+    names = []
+    for menu in (bpy.types.TOPBAR_MT_file_import, bpy.types.TOPBAR_MT_file_export):
+        funcs = getattr(menu.draw, "_draw_funcs", [])
+        names += [f.__name__ for f in funcs if f.__module__.startswith(MODULE)]
+    return sorted(names)
+
+
 def test_register_unregister_twice_leaves_no_classes_behind():
     registered = _looprig_types()
     assert "LOOPRIG_OT_retarget" in registered and "LOOPRIG_PT_robot" in registered
     assert all(_pointers())
+    assert _menu_entries() == ["menu_export", "menu_import"]
     for _ in range(2):
         addon_utils.disable(MODULE, default_set=False)
         assert _looprig_types() == []
         assert not any(_pointers())
+        assert _menu_entries() == []
         assert not hasattr(bpy.ops.looprig, "retarget") or not _operator_exists("looprig.retarget")
         assert addon_utils.enable(MODULE, default_set=False, handle_error=None) is not None
         assert _looprig_types() == registered
         assert all(_pointers())
+        assert _menu_entries() == ["menu_export", "menu_import"]
 
 
 def _operator_exists(idname: str) -> bool:

@@ -1,0 +1,99 @@
+"""Panels draw without errors and name only properties and operators that exist.
+
+Panels cannot be drawn without a window, so each panel's ``draw`` runs against a
+recording layout that checks every ``prop`` (the property exists on its data)
+and every ``operator`` (the operator is registered).
+"""
+
+import bpy
+import pytest
+from helpers import fourbar_rig, robot_collection
+
+from blender_addon import panels
+
+
+class RecordingLayout:
+    def __init__(self, log):
+        self.log = log
+        self.alert = self.active = self.enabled = False
+        self.scale_y = 1.0
+
+    def _child(self, *args, **kwargs):
+        return RecordingLayout(self.log)
+
+    row = column = box = split = _child
+
+    def prop(self, data, name, **kwargs):
+        assert data is not None, name
+        assert name in data.bl_rna.properties, f"{data.bl_rna.identifier} has no property {name!r}"
+        self.log.append(("prop", name))
+
+    def label(self, text="", icon="NONE", **kwargs):
+        self.log.append(("label", text))
+
+    def operator(self, idname, **kwargs):
+        module, name = idname.split(".")
+        assert hasattr(getattr(bpy.types, f"{module.upper()}_OT_{name}", None), "bl_idname"), idname
+        self.log.append(("operator", idname))
+        return type("OperatorProperties", (), {})()
+
+    def template_list(self, list_type, list_id, data, prop, active_data, active_prop, **kwargs):
+        assert hasattr(bpy.types, list_type), list_type
+        assert prop in data.bl_rna.properties and active_prop in active_data.bl_rna.properties
+        self.log.append(("list", prop))
+
+
+def _draw(panel_class, context):
+    log = []
+    panel = type("PanelInstance", (), {"layout": RecordingLayout(log)})()
+    panel_class.draw(panel, context)
+    return log
+
+
+def _all_panels():
+    return [c for c in panels.classes if issubclass(c, bpy.types.Panel)]
+
+
+@pytest.mark.parametrize("panel_class", _all_panels(), ids=lambda c: c.__name__)
+def test_panels_draw_on_the_demo_after_a_bake(demo, panel_class):
+    context = bpy.context
+    assert bpy.ops.looprig.retarget() == {"FINISHED"}
+    bpy.ops.looprig.check_robot()
+    for active in ("crank_joint", "crank", "hand"):
+        context.view_layer.objects.active = context.scene.objects[active]
+        if panel_class.poll(context) if hasattr(panel_class, "poll") else True:
+            _draw(panel_class, context)
+
+
+def test_panels_draw_on_an_empty_scene():
+    for panel_class in _all_panels():
+        if not hasattr(panel_class, "poll") or panel_class.poll(bpy.context):
+            _draw(panel_class, bpy.context)
+
+
+def test_joint_panel_of_a_bone(empty_scene):
+    rig = fourbar_rig(robot_collection())
+    context = bpy.context
+    context.view_layer.objects.active = rig
+    bpy.ops.object.mode_set(mode="POSE")
+    rig.data.bones.active = rig.data.bones["crank"]
+    assert panels.LOOPRIG_PT_joint.poll(context)
+    log = _draw(panels.LOOPRIG_PT_joint, context)
+    assert ("prop", "velocity_limit") in log and ("prop", "grounded") in log
+    bpy.ops.object.mode_set(mode="OBJECT")
+
+
+def test_problem_and_actuator_lists_draw_their_rows(demo):
+    bpy.ops.looprig.retarget()
+    bpy.ops.looprig.check_robot()
+    context = bpy.context
+    settings = context.scene.looprig
+    for ui_list, items in (
+        (panels.LOOPRIG_UL_problems, settings.problems),
+        (panels.LOOPRIG_UL_targets, settings.targets),
+        (panels.LOOPRIG_UL_actuators, settings.actuators),
+    ):
+        for item in items:
+            log = []
+            ui_list.draw_item(None, context, RecordingLayout(log), settings, item, 0, settings, "", 0)
+            assert log

@@ -21,7 +21,7 @@ from mathutils import Euler
 from . import animation, bake, motion
 from .operators_robot import RobotError, checked_model, robot_collection
 from .robot_model import RobotModel
-from .sampling import Clip, Source, make_clip, track_samples
+from .sampling import Clip, Source, iter_world_matrices, make_clip, samples_from_matrices, track_samples
 from .scene_graph import animated_objects, unit_scale
 
 
@@ -108,8 +108,9 @@ def read_mapping(context, model: RobotModel, rate: float) -> tuple[RetargetMappi
     return mapping, list(sources.values())
 
 
-def read_inputs(context) -> RetargetInputs:
-    """Check the robot and read the targets; raises RobotError with the animator's wording."""
+def read_inputs(context, sample: bool = True) -> tuple[RetargetInputs, list[Source]]:
+    """Check the robot and read the targets (and sample them, with ``sample``); raises
+    RobotError with the animator's wording. Returns the inputs and what to sample."""
     collection = robot_collection(context)
     model = checked_model(context)
     if not model.mechanism.actuated_joints:
@@ -123,11 +124,12 @@ def read_inputs(context) -> RetargetInputs:
         raise RobotError(f"frame range {start}..{end} is empty")
     clip = make_clip(scene, start, end, scene.looprig.rate or None)
     mapping, sources = read_mapping(context, model, clip.rate)
-    samples = track_samples(context, sources, clip)
+    samples = track_samples(context, sources, clip) if sample else None
     settings = scene.looprig
-    return RetargetInputs(
+    inputs = RetargetInputs(
         collection.name, model, clip, mapping, samples, settings.bake_after_retarget, settings.tint_motors
     )
+    return inputs, sources
 
 
 def solve(inputs: RetargetInputs, progress=None, cancel=None):
@@ -197,6 +199,68 @@ class _Worker(threading.Thread):
             self.error = error
 
 
+class RetargetJob:
+    """A retarget done in steps between UI events (what the modal operator drives).
+
+    ``step(context)`` samples a chunk of frames (first half of the progress),
+    then starts the solve in a worker thread and polls it (second half); it
+    returns None while running and, at the end, the solver's result (nothing
+    is written: the caller applies it). ``cancel()`` stops sampling or asks the
+    solver to stop; the next ``step`` then raises RetargetCancelled. Errors
+    are raised from ``step`` as they are met.
+    """
+
+    def __init__(self, context, chunk: int = 200):
+        self.inputs, sources = read_inputs(context, sample=False)
+        self.frames = len(self.inputs.clip.frames)
+        self.total = 2 * self.frames  # sampling, then solving
+        self.done = 0
+        self._matrices: dict = {}
+        self._sampler = iter_world_matrices(context, sources, self.inputs.clip.frames, self._matrices, chunk)
+        self._worker: _Worker | None = None
+        self._cancelled = False
+
+    def cancel(self) -> None:
+        self._cancelled = True
+        if self._worker is not None:
+            self._worker.cancel_requested = True
+
+    def close(self) -> None:
+        """Stop sampling (the scene goes back to its frame); a running solve is told to stop."""
+        if self._sampler is not None:
+            self._sampler.close()
+            self._sampler = None
+        if self._worker is not None:
+            self._worker.cancel_requested = True
+
+    def step(self, context):
+        if self._worker is None:
+            if self._cancelled:
+                self.close()
+                raise RetargetCancelled("retarget cancelled while sampling the targets")
+            try:
+                self.done = next(self._sampler)
+                return None
+            except StopIteration:
+                self._sampler = None
+            except KeyError as error:  # a target object was deleted meanwhile
+                self._sampler = None
+                raise RobotError(f"target disappeared while sampling: {error}") from None
+            self.inputs.samples = samples_from_matrices(self._matrices, self.inputs.clip)
+            self._worker = _Worker(self.inputs)
+            self._worker.start()
+            return None
+        worker = self._worker
+        self.done = self.frames + worker.done
+        if worker.is_alive():
+            return None
+        if self._cancelled:  # Esc wins even if the solve finished meanwhile
+            raise RetargetCancelled("retarget cancelled")
+        if worker.error is not None:
+            raise worker.error
+        return worker.result
+
+
 class LOOPRIG_OT_retarget(bpy.types.Operator):
     """Solve the robot's motion from the targets and key it in looprig's own action (Esc cancels)"""
 
@@ -204,7 +268,7 @@ class LOOPRIG_OT_retarget(bpy.types.Operator):
     bl_label = "Retarget"
     bl_options = {"REGISTER", "UNDO"}
 
-    _worker = None
+    _job = None
     _timer = None
 
     def _finish(self, context, inputs, result):
@@ -222,7 +286,7 @@ class LOOPRIG_OT_retarget(bpy.types.Operator):
 
     def execute(self, context):
         try:
-            inputs = read_inputs(context)
+            inputs, _ = read_inputs(context)
             result = solve(inputs)
             return self._finish(context, inputs, result)
         except (RobotError, LooprigError, ValueError) as error:
@@ -232,16 +296,14 @@ class LOOPRIG_OT_retarget(bpy.types.Operator):
         if bpy.app.background or context.window is None:
             return self.execute(context)
         try:
-            inputs = read_inputs(context)
+            self._job = RetargetJob(context)
         except (RobotError, LooprigError, ValueError) as error:
             return self._fail(context, error)
-        self._worker = _Worker(inputs)
         wm = context.window_manager
-        wm.progress_begin(0, self._worker.total)
-        self._timer = wm.event_timer_add(0.1, window=context.window)
+        wm.progress_begin(0, self._job.total)
+        self._timer = wm.event_timer_add(0.05, window=context.window)
         wm.modal_handler_add(self)
         context.scene.looprig.status = "retargeting... (Esc to cancel)"
-        self._worker.start()
         return {"RUNNING_MODAL"}
 
     def _stop(self, context):
@@ -249,28 +311,31 @@ class LOOPRIG_OT_retarget(bpy.types.Operator):
         if self._timer is not None:
             wm.event_timer_remove(self._timer)
             self._timer = None
+        self._job.close()
         wm.progress_end()
 
     def modal(self, context, event):
-        worker = self._worker
         if event.type == "ESC" and event.value == "PRESS":
-            worker.cancel_requested = True
+            self._job.cancel()
+            return {"RUNNING_MODAL"}
         if event.type != "TIMER":
-            return {"RUNNING_MODAL"} if event.type == "ESC" else {"PASS_THROUGH"}
-        context.window_manager.progress_update(worker.done)
-        if worker.is_alive():
             return {"PASS_THROUGH"}
-        self._stop(context)
-        if isinstance(worker.error, RetargetCancelled):
+        try:
+            result = self._job.step(context)
+        except RetargetCancelled:
+            self._stop(context)
             context.scene.looprig.status = "retarget cancelled; nothing changed"
             self.report({"WARNING"}, "retarget cancelled; nothing changed")
             return {"CANCELLED"}
-        if worker.error is not None:
-            if isinstance(worker.error, (LooprigError, ValueError)):
-                return self._fail(context, worker.error)
-            raise worker.error
+        except (RobotError, LooprigError, ValueError) as error:
+            self._stop(context)
+            return self._fail(context, error)
+        context.window_manager.progress_update(self._job.done)
+        if result is None:
+            return {"PASS_THROUGH"}
+        self._stop(context)
         try:
-            return self._finish(context, worker.inputs, worker.result)
+            return self._finish(context, self._job.inputs, result)
         except (RobotError, LooprigError, ValueError) as error:
             return self._fail(context, error)
 

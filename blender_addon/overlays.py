@@ -133,6 +133,8 @@ def draw_graph_overlay():
     settings = getattr(scene, "looprig", None)
     if settings is None or not settings.show_overlays or not len(settings.actuators):
         return
+    if getattr(context.space_data, "use_normalization", False):
+        return  # normalized curves: the band in actuator units would lie
     shader = gpu.shader.from_builtin("UNIFORM_COLOR")
     gpu.state.blend_set("ALPHA")
     for item in settings.actuators:

@@ -61,11 +61,11 @@ class Source:
     bone: str = ""
 
 
-def sample_world_matrices(context, sources: list[Source], frames: np.ndarray, progress=None) -> dict:
-    """(F, 4, 4) world matrices [m] per source name at the scene frames ``frames``.
-
-    progress(done, total) is called every 50 frames. The scene returns to its
-    current frame afterwards.
+def iter_world_matrices(context, sources: list[Source], frames: np.ndarray, out: dict, chunk: int = 100):
+    """Fill ``out`` (name -> (F, 4, 4) world matrices [m]) frame by frame, yielding the
+    number of frames done after every ``chunk`` frames (the modal retarget samples
+    between UI events). The scene returns to its current frame when the generator
+    finishes or is closed.
     """
     scene = context.scene
     s = unit_scale(scene)
@@ -82,7 +82,8 @@ def sample_world_matrices(context, sources: list[Source], frames: np.ndarray, pr
     }
     n_objects = len(objects)
     buffer = np.empty(n_objects * 16, dtype=np.float32)
-    out = {src.name: np.empty((len(frames), 4, 4)) for src in sources}
+    for src in sources:
+        out[src.name] = np.empty((len(frames), 4, 4))
     current = (scene.frame_current, scene.frame_subframe)
     try:
         for f, frame in enumerate(frames):
@@ -99,20 +100,30 @@ def sample_world_matrices(context, sources: list[Source], frames: np.ndarray, pr
                 T = world[index[src.object_name]].astype(float)
                 if src.bone:
                     T = T @ poses[src.object_name][bone_index[(src.object_name, src.bone)]]
+                T[:3, :] *= s
                 out[src.name][f] = T
-            if progress is not None and (f % 50 == 0 or f == len(frames) - 1):
-                progress(f + 1, len(frames))
+            if (f + 1) % chunk == 0 or f == len(frames) - 1:
+                yield f + 1
     finally:
         scene.frame_set(current[0], subframe=current[1])
-    for T in out.values():
-        T[:, :3, :] *= s
+
+
+def sample_world_matrices(context, sources: list[Source], frames: np.ndarray, progress=None) -> dict:
+    """(F, 4, 4) world matrices [m] per source name at the scene frames ``frames``.
+
+    progress(done, total) is called every 50 frames. The scene returns to its
+    current frame afterwards.
+    """
+    out: dict = {}
+    for done in iter_world_matrices(context, sources, frames, out, chunk=50):
+        if progress is not None:
+            progress(done, len(frames))
     return out
 
 
-def track_samples(context, sources: list[Source], clip: Clip) -> TrackSamples:
-    """:class:`TrackSamples` of the sources' world transforms over a clip (metres, z up);
-    rotations are the matrices' rotation parts (object scale removed)."""
-    matrices = sample_world_matrices(context, sources, clip.frames)
+def samples_from_matrices(matrices: dict, clip: Clip) -> TrackSamples:
+    """:class:`TrackSamples` of world matrices (metres, z up) over a clip; rotations are the
+    matrices' rotation parts (object scale removed)."""
     positions, rotations = {}, {}
     for name, T in matrices.items():
         positions[name] = T[:, :3, 3].copy()
@@ -121,3 +132,8 @@ def track_samples(context, sources: list[Source], clip: Clip) -> TrackSamples:
     if bad:
         raise ValueError(f"target {bad[0]!r} has non-finite positions")
     return TrackSamples(clip.times.copy(), positions, rotations)
+
+
+def track_samples(context, sources: list[Source], clip: Clip) -> TrackSamples:
+    """:class:`TrackSamples` of the sources' world transforms over a clip (metres, z up)."""
+    return samples_from_matrices(sample_world_matrices(context, sources, clip.frames), clip)

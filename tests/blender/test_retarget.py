@@ -8,7 +8,7 @@ from looprig.core.retarget import RetargetCancelled
 
 from blender_addon import animation
 from blender_addon import demo as demo_scene
-from blender_addon.operators_retarget import _Worker, read_inputs
+from blender_addon.operators_retarget import RetargetJob, _Worker, apply_result, read_inputs
 
 
 def _crank_angles(frames, frame_start=1, fps=24.0, seconds=2.0):
@@ -160,7 +160,7 @@ def test_errors_name_the_target_and_change_nothing(demo):
 
 def test_worker_thread_reports_progress_and_cancels(demo):
     """The modal operator's solve runs in a worker thread; Esc sets its cancel flag."""
-    inputs = read_inputs(bpy.context)
+    inputs, _ = read_inputs(bpy.context)
     worker = _Worker(inputs)
     worker.start()
     worker.join()
@@ -236,3 +236,64 @@ def test_keys_are_written_in_bulk():
     assert time.perf_counter() - start < 1.0
     assert len(fc.keyframe_points) == 100_000 and fc.group.name == "group"
     assert fc.keyframe_points[500].interpolation == "LINEAR"
+
+
+def test_chunked_sampling_matches_and_restores_the_frame(demo):
+    """The modal retarget samples in chunks between UI events; same matrices, frame kept."""
+    from blender_addon.sampling import iter_world_matrices, sample_world_matrices
+
+    scene = bpy.context.scene
+    scene.frame_set(7)
+    inputs, sources = read_inputs(bpy.context, sample=False)
+    out = {}
+    steps = list(iter_world_matrices(bpy.context, sources, inputs.clip.frames, out, chunk=10))
+    assert steps == [10, 20, 30, 40, 49]
+    assert scene.frame_current == 7
+    reference = sample_world_matrices(bpy.context, sources, inputs.clip.frames)
+    np.testing.assert_array_equal(out["hand"], reference["hand"])
+    partial = iter_world_matrices(bpy.context, sources, inputs.clip.frames, {}, chunk=10)
+    next(partial)
+    assert scene.frame_current == 10
+    partial.close()  # Esc while sampling
+    assert scene.frame_current == 7
+
+
+def _run(job, context, cancel_at=None):
+    import time
+
+    steps = 0
+    while True:
+        if cancel_at is not None and steps == cancel_at:
+            job.cancel()
+        result = job.step(context)
+        steps += 1
+        if result is not None:
+            return result, steps
+        time.sleep(0.002)
+
+
+def test_modal_job_samples_in_steps_then_solves_like_execute(demo):
+    context = bpy.context
+    context.scene.frame_set(5)
+    job = RetargetJob(context, chunk=10)
+    result, steps = _run(job, context)
+    assert steps >= 6 and job.done == job.total == 98
+    assert context.scene.frame_current == 5
+    apply_result(context, job.inputs, result)
+    frames, qw = _keys(demo.objects["crank"], "rotation_quaternion", 0)
+    _, qz = _keys(demo.objects["crank"], "rotation_quaternion", 3)
+    error = np.angle(np.exp(1j * (2 * np.arctan2(qz, qw) - _crank_angles(frames))))
+    assert np.max(np.abs(error)) < 2e-4
+
+
+@pytest.mark.parametrize("cancel_at", [1, 6])
+def test_modal_job_cancels_while_sampling_or_solving_and_changes_nothing(demo, cancel_at):
+    context = bpy.context
+    context.scene.frame_set(5)
+    before = snapshot(context)
+    job = RetargetJob(context, chunk=10)
+    with pytest.raises(RetargetCancelled):
+        _run(job, context, cancel_at=cancel_at)
+    job.close()
+    assert context.scene.frame_current == 5
+    assert snapshot(context) == before

@@ -330,6 +330,9 @@ class LOOPRIG_OT_retarget(bpy.types.Operator):
         except (RobotError, LooprigError, ValueError) as error:
             self._stop(context)
             return self._fail(context, error)
+        except Exception as error:  # a bug: clean up the UI state, then say what broke
+            self._stop(context)
+            return self._fail(context, f"internal error, please report it: {type(error).__name__}: {error}")
         context.window_manager.progress_update(self._job.done)
         if result is None:
             return {"PASS_THROUGH"}

@@ -297,3 +297,31 @@ def test_modal_job_cancels_while_sampling_or_solving_and_changes_nothing(demo, c
     job.close()
     assert context.scene.frame_current == 5
     assert snapshot(context) == before
+
+
+def test_bone_target_and_com_target(demo):
+    """A target can be a bone of an animated armature; a CoM target can be added."""
+    scene = bpy.context.scene
+    hand = scene.objects["hand"]
+    performer = bpy.data.objects.new("performer", bpy.data.armatures.new("performer"))
+    scene.collection.objects.link(performer)
+    bpy.context.view_layer.objects.active = performer
+    bpy.ops.object.mode_set(mode="EDIT")
+    bone = performer.data.edit_bones.new("wrist")
+    bone.head, bone.tail = (0, 0, 0), (0, 0, 0.05)
+    bpy.ops.object.mode_set(mode="OBJECT")
+    constraint = performer.constraints.new("COPY_LOCATION")  # the performer carries the hand's motion
+    constraint.target = hand
+    target = scene.looprig.targets[0]
+    target.target, target.bone = performer, "wrist"
+    assert bpy.ops.looprig.retarget() == {"FINISHED"}
+    for frame in (10, 30):
+        scene.frame_set(frame)
+        np.testing.assert_allclose(
+            demo.objects["coupler_point"].matrix_world.translation, hand.matrix_world.translation, atol=1e-5
+        )
+    settings = scene.looprig
+    settings.use_com, settings.com_target, settings.com_weight = True, hand, (1e-3, 1e-3, 0.0)
+    assert bpy.ops.looprig.retarget() == {"FINISHED"}
+    target.bone = "no_such_bone"
+    assert "'performer' has no bone 'no_such_bone'" in fails(bpy.ops.looprig.retarget)

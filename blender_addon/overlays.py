@@ -10,7 +10,6 @@ baked data (curve colours, EXTREME keys, markers, the panel summary).
 
 from __future__ import annotations
 
-import json
 import math
 from dataclasses import dataclass, field
 from itertools import pairwise
@@ -162,11 +161,6 @@ def draw_graph_overlay():
                 batch.draw(shader)
     gpu.state.line_width_set(1.0)
     gpu.state.blend_set("NONE")
-
-
-def intervals_of(item) -> list[tuple[float, float]]:
-    """The violating frame intervals stored in an actuator summary."""
-    return [tuple(pair) for pair in json.loads(item.intervals or "[]")]
 
 
 def register():

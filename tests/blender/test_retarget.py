@@ -325,3 +325,26 @@ def test_bone_target_and_com_target(demo):
     assert bpy.ops.looprig.retarget() == {"FINISHED"}
     target.bone = "no_such_bone"
     assert "'performer' has no bone 'no_such_bone'" in fails(bpy.ops.looprig.retarget)
+
+
+def test_bodies_parented_to_other_bodies(demo):
+    """A hierarchy of link objects (coupler under crank, rocker under coupler) keys local motion."""
+    for child, parent in (("coupler", "crank"), ("rocker", "coupler")):
+        ob, par = demo.objects[child], demo.objects[parent]
+        world = ob.matrix_world.copy()
+        ob.parent = par
+        ob.matrix_parent_inverse = par.matrix_world.inverted()
+        ob.matrix_world = world
+    bpy.context.view_layer.update()
+    assert bpy.ops.looprig.retarget() == {"FINISHED"}
+    scene = bpy.context.scene
+    for frame in (1, 20, 40):
+        scene.frame_set(frame)
+        np.testing.assert_allclose(
+            demo.objects["coupler_point"].matrix_world.translation,
+            scene.objects["hand"].matrix_world.translation,
+            atol=1e-5,
+        )
+        np.testing.assert_allclose(
+            demo.objects["rocker_joint"].matrix_world.translation, (0.3, 0, 0), atol=1e-5
+        )

@@ -61,7 +61,7 @@ class IKSettings:
     step_tolerance: float = 1e-7
     max_iterations: int = 50
     max_backtracks: int = 8
-    max_step: float = 0.5  # largest step per iteration [rad], times L for positions [m]
+    max_step: float = 2.0  # largest step per iteration [rad], times L for positions [m]
     undamped_below: float = 1e-6  # relative damping under which a short step means converged
     primal_regularization: float = 1e-12
     dual_regularization: float = 1e-12

@@ -310,6 +310,7 @@ def solve_ik(
     initial_state: np.ndarray | None = None,
     previous_actuators: np.ndarray | None = None,
     previous_velocities: np.ndarray | None = None,
+    settings: IKSettings | None = None,
 ) -> IKResult:
     """Solve one IK frame.
 
@@ -318,10 +319,12 @@ def solve_ik(
     previous_actuators: (A,) the previous frame's actuator values, the unwrap
     reference of the read-off (default: read off previous_state);
     previous_velocities: (A,) the previous frame's actuator velocities, for the
-    acceleration barrier (default: none).
+    acceleration barrier (default: none);
+    settings: overrides ``problem.settings`` for this solve (e.g. more iterations
+    for a first frame far from the start).
     """
     targets = problem.check_targets(targets)
-    settings = problem.settings
+    settings = settings or problem.settings
     cs = problem.constraints
     tol = settings.constraint_tolerance * cs.length_scale
     previous = np.asarray(previous_state, dtype=float)

@@ -7,6 +7,7 @@ previous frame, whose state is also the regularizers' reference. Every frame
 comes out assembled; frames whose targets could not be met are flagged.
 """
 
+import dataclasses
 import json
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
@@ -319,6 +320,8 @@ def retarget(
     state = mechanism.initial_state() if initial_state is None else np.asarray(initial_state, float)
     actuators = problem.readout.read(state)
     velocities = None
+    # the first frame may start far from the robot's initial pose: let it settle
+    settle = dataclasses.replace(problem.settings, max_iterations=10 * problem.settings.max_iterations)
     n_act, k = len(actuators), len(mapping.targets)
     out_states = np.empty((frames,) + state.shape)
     out_act = np.empty((frames, n_act))
@@ -331,7 +334,12 @@ def retarget(
                 raise RetargetCancelled(f"retarget cancelled at frame {f} of {frames}")
             targets = IKTargets(positions[f], rotations[f], None if com is None else com[f])
             result = solve_ik(
-                problem, targets, state, previous_actuators=actuators, previous_velocities=velocities
+                problem,
+                targets,
+                state,
+                previous_actuators=actuators,
+                previous_velocities=velocities,
+                settings=settle if f == 0 else None,
             )
             if f > 0:
                 velocities = (result.actuators - actuators) * mapping.rate

@@ -172,28 +172,45 @@ def test_worker_thread_reports_progress_and_cancels(demo):
     assert isinstance(cancelled.error, RetargetCancelled)
 
 
-def test_unreachable_target_is_reported_with_its_frame(demo):
+def test_unreachable_target_is_reported_and_the_loop_stays_closed(demo):
     hand = bpy.context.scene.objects["hand"]
     bag = animation.channelbag(hand.animation_data.action, hand.animation_data.action_slot)
     fc = bag.fcurves.find("location", index=1)
-    fc.keyframe_points[20].co.y += 1.0  # one key 1 m away from the coupler curve
+    fc.keyframe_points[20].co.y += 1.0  # one key (frame 21) 1 m away from the coupler curve
     fc.update()
     assert bpy.ops.looprig.retarget() == {"FINISHED"}
-    assert "unreachable" in bpy.context.scene.looprig.status
-    # the robot still holds together at that frame
-    bpy.context.scene.frame_set(21)
-    crank = demo.objects["crank"].matrix_world
-    coupler_joint = demo.objects["coupler_joint"]
-    assert coupler_joint is not None and crank is not None
+    assert "1 sample(s) unreachable" in bpy.context.scene.looprig.status
+    scene = bpy.context.scene
+    scene.frame_set(21)
+    # the rocker (0.3 m between its pivots) still joins the coupler: the robot did not come apart
+    B = np.array(demo.objects["rocker_coupler_joint"].matrix_world.translation)
+    O4 = np.array(demo.objects["rocker_joint"].matrix_world.translation)
+    assert np.linalg.norm(B - O4) == pytest.approx(0.3, abs=1e-5)
+    A = np.array(demo.objects["coupler_joint"].matrix_world.translation)
+    assert np.linalg.norm(B - A) == pytest.approx(0.35, abs=1e-5)
 
 
-@pytest.mark.parametrize("weights", [(1.0, 1.0, 1.0)])
-def test_target_with_offset_and_weights(demo, weights):
-    settings = bpy.context.scene.looprig
-    t = settings.targets[0]
-    t.position_weight = weights
-    t.offset_location = (0.0, 0.0, 0.0)
+def test_target_offset_is_applied_in_the_targets_axes(demo):
+    """hand2 rides on hand 2 cm along hand's y, turned 90 deg about z; an offset of
+    (-0.02, 0, 0) in hand2's axes brings the target back onto hand."""
+    from mathutils import Euler
+
+    scene = bpy.context.scene
+    hand = scene.objects["hand"]
+    hand2 = bpy.data.objects.new("hand2", None)
+    scene.collection.objects.link(hand2)
+    hand2.parent = hand
+    hand2.location = (0.0, 0.02, 0.0)
+    hand2.rotation_euler = Euler((0.0, 0.0, np.pi / 2))
+    target = scene.looprig.targets[0]
+    target.target = hand2
+    target.offset_location = (-0.02, 0.0, 0.0)
     assert bpy.ops.looprig.retarget() == {"FINISHED"}
+    for frame in (5, 25, 45):
+        scene.frame_set(frame)
+        np.testing.assert_allclose(
+            demo.objects["coupler_point"].matrix_world.translation, hand.matrix_world.translation, atol=1e-5
+        )
 
 
 def test_unit_scale_is_honoured(demo):

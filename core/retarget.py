@@ -9,7 +9,7 @@ comes out assembled; frames whose targets could not be met are flagged.
 
 import dataclasses
 import json
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass, field
 
 import numpy as np
@@ -370,19 +370,4 @@ def retarget(
         converged=converged,
         unreachable=unreachable,
         target_names=[t.frame for t in mapping.targets],
-    )
-
-
-def samples_from_states(
-    problem_or_mechanism, states: np.ndarray, frames: Sequence[str], rate: float
-) -> TrackSamples:
-    """Tracks that reproduce the named frames of a mechanism motion (for tests/demos)."""
-    mechanism = getattr(problem_or_mechanism, "mechanism", problem_or_mechanism)
-    problem = IKProblem(mechanism, [FrameObjective(f) for f in frames])
-    points, axes = problem.frame_terms.poses(states)
-    times = np.arange(len(states)) / rate
-    return TrackSamples(
-        times,
-        {f: points[:, k] for k, f in enumerate(frames)},
-        {f: axes[:, k] for k, f in enumerate(frames)},
     )

@@ -25,13 +25,6 @@ def skew(v: np.ndarray) -> np.ndarray:
     return out
 
 
-def quat_identity(shape=()) -> np.ndarray:
-    """Identity quaternions of the given batch shape, (..., 4)."""
-    q = np.zeros(tuple(np.atleast_1d(shape)) + (4,) if shape != () else (4,))
-    q[..., 0] = 1.0
-    return q
-
-
 def quat_normalize(q: np.ndarray) -> np.ndarray:
     """Unit quaternions with non-negative w (one sign for each rotation)."""
     q = np.asarray(q, dtype=float)

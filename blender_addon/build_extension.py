@@ -7,7 +7,7 @@ trimesh, and not looprig itself. This script
    into a staging folder;
 2. builds the looprig wheel (``pip wheel --no-deps`` of the repository) and
    downloads binary wheels of what the library needs in Blender — scipy,
-   trimesh, threadpoolctl, PyYAML (URDF closure files) and mujoco-core (MJCF)
+   trimesh (with networkx for mesh repair), threadpoolctl, PyYAML (URDF closure files) and mujoco-core (MJCF)
    and their dependencies, without numpy — for Python 3.11 on each platform
    (``pip download --only-binary=:all: --python-version=3.11 --platform=...``,
    resolved against Blender's numpy 1.26.4);
@@ -44,7 +44,14 @@ ROOT = ADDON.parent
 #: Blender's numpy (bpy 5.0.x pins numpy<2, >=1.26); wheels are resolved against it, not bundled.
 BLENDER_NUMPY = "numpy==1.26.4"
 #: What the library needs inside Blender, beyond numpy.
-REQUIREMENTS = ("scipy==1.17.1", "trimesh>=4.0", "threadpoolctl>=3.1", "pyyaml>=6.0", "mujoco-core>=4.0,<5")
+REQUIREMENTS = (
+    "scipy==1.17.1",
+    "trimesh>=4.0",
+    "networkx>=3.0",
+    "threadpoolctl>=3.1",
+    "pyyaml>=6.0",
+    "mujoco-core>=4.0,<5",
+)
 #: Blender platform name -> pip platform tags (pip does not widen an explicit --platform
 #: to older manylinux or macOS versions, so they are listed; Blender 4.4+ needs glibc 2.28).
 PLATFORMS = {

@@ -238,39 +238,26 @@ def continuous_quaternions(q: np.ndarray) -> np.ndarray:
 
 def mesh_mass_properties(vertices: np.ndarray, triangles: np.ndarray, density: float = 1.0):
     """Volume [m^3], centroid (3,) [m] and inertia (3, 3) about the centroid [kg m^2]
-    of the solid of uniform ``density`` [kg/m^3] bounded by a closed triangle mesh.
+    of the solid of uniform ``density`` [kg/m^3] bounded by a triangle mesh.
 
-    vertices: (V, 3) [m]; triangles: (T, 3) vertex indices, consistently wound
-    (either way: an inward-wound mesh is flipped). Divergence theorem over
-    signed tetrahedra from the origin (exact for closed surfaces). Returns
-    (0, origin-free mean, zeros) for a surface that encloses no volume.
+    vertices: (V, 3) [m]; triangles: (T, 3) vertex indices, wound either way.
+    Computed by trimesh (:func:`looprig.cad_import.meshes.triangle_mass_properties`);
+    returns (0, the vertices' mean, zeros) for a surface that encloses no volume.
     """
-    v = np.asarray(vertices, dtype=float)
-    t = np.asarray(triangles, dtype=np.int64).reshape(-1, 3)
-    if len(t) == 0:
-        return 0.0, np.zeros(3), np.zeros((3, 3))
-    a, b, c = v[t[:, 0]], v[t[:, 1]], v[t[:, 2]]
-    det = np.einsum("ij,ij->i", a, np.cross(b, c))  # 6 x signed tetra volume
-    volume = det.sum() / 6.0
-    if abs(volume) < 1e-15:
-        return 0.0, v.mean(axis=0), np.zeros((3, 3))
-    centroid = (det[:, None] * (a + b + c)).sum(axis=0) / (24.0 * volume)
-    # second moments  integral x_i x_j dV over each tetrahedron (0, a, b, c)
-    s = a + b + c
-    moments = (
-        np.einsum("t,ti,tj->ij", det, a, a)
-        + np.einsum("t,ti,tj->ij", det, b, b)
-        + np.einsum("t,ti,tj->ij", det, c, c)
-        + np.einsum("t,ti,tj->ij", det, s, s)
-    ) / 120.0
-    sign = 1.0 if volume > 0 else -1.0
-    volume, moments = sign * volume, sign * moments
-    moments_c = moments - volume * np.outer(centroid, centroid)
-    inertia = density * (np.trace(moments_c) * np.eye(3) - moments_c)
-    return float(volume), centroid, 0.5 * (inertia + inertia.T)
+    from looprig.cad_import.errors import FileFormatError
+    from looprig.cad_import.meshes import triangle_mass_properties
+
+    v = np.asarray(vertices, dtype=float).reshape(-1, 3)
+    empty = (0.0, v.mean(axis=0) if len(v) else np.zeros(3), np.zeros((3, 3)))
+    if len(np.asarray(triangles).reshape(-1, 3)) == 0:
+        return empty
+    try:
+        props = triangle_mass_properties(v, triangles, density)
+    except FileFormatError:
+        return empty
+    return props.mass / density, props.com, props.inertia
 
 
-# --------------------------------------------------------------------------- joints
 def generic_joint_kind(
     linear_locked: tuple[bool, bool, bool], angular_locked: tuple[bool, bool, bool]
 ) -> tuple[JointKind, int, int | None] | str:

@@ -137,6 +137,22 @@ def mesh_mass_properties(path, density: float, T_frame_mesh=None) -> MassPropert
         ) from None
 
 
+def triangle_mass_properties(vertices, triangles, density: float, name: str = "mesh") -> MassProperties:
+    """Mass properties of the solid bounded by a triangle mesh given as arrays.
+
+    vertices: (V, 3) [m]; triangles: (T, 3) vertex indices; density [kg/m^3]. As
+    :func:`mesh_mass_properties` (inward winding is flipped, an open surface is
+    replaced by its convex hull with a warning); ``name`` labels messages.
+    """
+    trimesh = _trimesh()
+    mesh = trimesh.Trimesh(
+        vertices=np.asarray(vertices, float),
+        faces=np.asarray(triangles, np.int64).reshape(-1, 3),
+        process=False,
+    )
+    return _mass_properties(mesh, name, density, None)
+
+
 def _mass_properties(mesh, path, density: float, T_frame_mesh) -> MassProperties:
     if T_frame_mesh is not None:
         mesh.apply_transform(np.asarray(T_frame_mesh, float))

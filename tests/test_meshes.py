@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 from looprig.cad_import import FileFormatError, FileFormatWarning, load_mesh, mesh_mass_properties
-from looprig.cad_import.meshes import combine_mass_properties, resolve_mesh_path
+from looprig.cad_import.meshes import combine_mass_properties, resolve_mesh_path, triangle_mass_properties
 
 trimesh = pytest.importorskip("trimesh")
 
@@ -139,3 +139,18 @@ def test_package_uri_resolution(tmp_path):
     assert resolve_mesh_path(f"file://{target}", tmp_path) == target.resolve()
     assert resolve_mesh_path("package:///a.stl", target.parent) == target.resolve()
     assert resolve_mesh_path("package://other/a.stl", tmp_path) is None
+
+
+def test_triangle_arrays_with_mixed_winding_give_the_box_closed_form():
+    """A 2 x 3 x 4 m box whose faces are wound inconsistently: m = rho V,
+    I_xx = m (b^2 + c^2) / 12 about the centre."""
+    import trimesh
+
+    box = trimesh.creation.box(extents=(2.0, 3.0, 4.0))
+    faces = box.faces.copy()
+    faces[::3] = faces[::3, ::-1]  # flip every third triangle
+    props = triangle_mass_properties(box.vertices + [1.0, 2.0, 3.0], faces, density=10.0)
+    mass = 10.0 * 24.0
+    assert props.mass == pytest.approx(mass)
+    assert np.allclose(props.com, [1.0, 2.0, 3.0])
+    assert np.allclose(np.diag(props.inertia), mass / 12 * np.array([3**2 + 4**2, 2**2 + 4**2, 2**2 + 3**2]))

@@ -35,7 +35,7 @@ from .objectives import (
     actuator_barrier,
     com_residual,
     frame_residuals,
-    state_residual,
+    state_regularizer,
     velocity_barrier,
 )
 from .readoff import ActuatorReadout
@@ -205,9 +205,9 @@ class _Model:
         nf = len(cs.free_bodies)
         diag = np.arange(nf)
         if reg.state_weight > 0 and nf:
-            r_s, blocks = state_residual(state, R, ref.state, ref.R, cs.free_bodies, reg.state_weight)
-            self.value += 0.5 * float(r_s @ r_s)
-            self.gradient += np.einsum("nba,nb->na", blocks, r_s.reshape(nf, 6)).ravel()
+            value, gradient = state_regularizer(state, R, ref.state, ref.R, cs.free_bodies, reg.state_weight)
+            self.value += value
+            self.gradient += gradient.ravel()
             # Gauss-Newton Hessian at zero rotation, w diag(1, 1, 1, 1/4, 1/4, 1/4): exact at
             # the previous state and within O(theta^2) for a per-frame rotation theta
             self.hessian.flat[:: cs.n_vars + 1] += problem.state_hessian_diagonal

@@ -9,7 +9,8 @@ with per-axis weights entering as ``sqrt(w)``:
   — since ``1/2 |R a - a_hat|^2 = 1 - (R a) . a_hat``, this is the paper's
   ``sum_a w_a (1 - (R a) . a_hat)`` exactly
 * centre of mass   ``sqrt(w_com) * (sum_i M_i c_i / M - c_hat)``             (3 rows) [m]
-* state regularizer ``sqrt(w) * [c - c_bar, vee(M - M^T) / 4]`` per body,
+* state regularizer ``sqrt(w) * [c - c_bar, vee(M - M^T) / 4]`` per body
+  (value and gradient directly, see :func:`state_regularizer`),
   ``M = R R_bar^T`` (the rotational part is ``sin(phi)/2 u``, like the paper's
   quaternion difference ``q - q_bar`` to first order)
 
@@ -288,21 +289,20 @@ def com_residual(term: ComTerm, state, target, column_of_body, n_vars):
     return residual, J
 
 
-def state_residual(state, R, previous, R_previous, free_bodies, weight: float):
-    """State regularizer residual (6 per free body) and its block-diagonal Jacobian.
+def state_regularizer(state, R, previous, R_previous, free_bodies, weight: float):
+    """Value and gradient (n_free, 6) of ``1/2 |r|^2`` for the state residual
+    ``r = sqrt(w) [c - c_bar, vee(M - M^T) / 4]`` per free body, ``M = R R_bar^T``.
 
-    R, R_previous: rotation matrices (n, 3, 3) of ``state`` and ``previous``.
+    d r_rot / d dtheta = sqrt(w) (tr(M) I - M) / 4. R, R_previous: rotation
+    matrices (n, 3, 3) of ``state`` and ``previous``.
     """
-    sw = np.sqrt(weight)
     M = R[free_bodies] @ np.swapaxes(R_previous[free_bodies], -1, -2)
-    n = len(free_bodies)
-    residual = np.empty((n, 6))
-    residual[:, :3] = sw * (state[free_bodies, :3] - previous[free_bodies, :3])
-    residual[:, 3:] = (0.25 * sw) * vee_antisymmetric(M)
-    blocks = np.zeros((n, 6, 6))
-    blocks[:, :3, :3] = sw * _EYE3
-    blocks[:, 3:, 3:] = (0.25 * sw) * relative_angle_matrix_jacobian(M)
-    return residual.ravel(), blocks
+    dc = state[free_bodies, :3] - previous[free_bodies, :3]
+    v = 0.25 * vee_antisymmetric(M)
+    gradient = np.empty((len(free_bodies), 6))
+    gradient[:, :3] = weight * dc
+    gradient[:, 3:] = (0.25 * weight) * np.einsum("nba,nb->na", relative_angle_matrix_jacobian(M), v)
+    return 0.5 * weight * float(np.sum(dc * dc) + np.sum(v * v)), gradient
 
 
 def velocity_barrier(R, R_previous, free_bodies, weight: float, threshold: float):

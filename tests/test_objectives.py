@@ -13,7 +13,7 @@ from looprig.core.objectives import (
     FrameTerms,
     com_residual,
     frame_residuals,
-    state_residual,
+    state_regularizer,
     velocity_barrier,
 )
 from looprig.core.rotations import matrix_from_rotvec, quat_to_matrix, retract
@@ -67,17 +67,17 @@ def test_com_residual_jacobian(arm_state):
     assert np.abs(J - numeric).max() < 1e-9
 
 
-def test_state_regularizer_jacobian(arm_state):
+def test_state_regularizer_gradient(arm_state):
     _, state, rng = arm_state
     previous = retract(state, rng.normal(scale=0.3, size=(3, 6)))
     free = np.array([1, 2])
     Rp = rotations(previous)
-    _, blocks = state_residual(state, rotations(state), previous, Rp, free, 2.0)
+    value, gradient = state_regularizer(state, rotations(state), previous, Rp, free, 2.0)
     numeric = numerical_jacobian(
-        lambda s: state_residual(s, rotations(s), previous, Rp, free, 2.0)[0], state, free
-    )
-    for k in range(2):
-        assert np.abs(numeric[6 * k : 6 * k + 6, 6 * k : 6 * k + 6] - blocks[k]).max() < 1e-8
+        lambda s: np.atleast_1d(state_regularizer(s, rotations(s), previous, Rp, free, 2.0)[0]), state, free
+    )[0]
+    assert np.abs(gradient.ravel() - numeric).max() < 1e-8
+    assert value > 0 and state_regularizer(previous, Rp, previous, Rp, free, 2.0)[0] == 0.0
 
 
 def test_velocity_barrier_gradient_and_threshold(arm_state):

@@ -120,8 +120,11 @@ class IKProblem:
         self.com_term = None if self.com is None else ComTerm(self.mechanism, self.com)
         self.readout = ActuatorReadout(self.mechanism)
         self.actuator_limits = ActuatorLimits.of(self.mechanism)
+        n_free = len(self.constraints.free_bodies)
         per_body = self.regularization.state_weight * np.array([1, 1, 1, 0.25, 0.25, 0.25])
-        self.state_hessian_diagonal = np.tile(per_body, len(self.constraints.free_bodies))
+        self.state_hessian_diagonal = np.tile(per_body, n_free)
+        # translations are measured in mean joint distances L, so a step of L [m] counts as 1 [rad]
+        self.step_scale = np.tile(np.r_[np.full(3, 1.0 / self.constraints.length_scale), np.ones(3)], n_free)
         reg = self.regularization
         if min(reg.state_weight, reg.velocity_weight, reg.velocity_threshold) < 0:
             raise TargetError("regularizer weights and threshold must be non-negative")
@@ -138,16 +141,15 @@ class IKProblem:
                 f"expected targets for {k} frames ({', '.join(self.frame_terms.names)}), got "
                 f"positions {np.shape(targets.positions)} and rotations {np.shape(targets.rotations)}"
             )
-        finite = np.isfinite(positions).all(-1) & np.isfinite(rotations).all((-2, -1))
-        orthonormal = np.abs(np.swapaxes(rotations, -1, -2) @ rotations - np.eye(3)).max((-2, -1)) <= 1e-6
-        proper = np.linalg.det(rotations) > 0 if k else np.zeros(0, bool)
-        for name, ok_finite, ok_rotation in zip(
-            self.frame_terms.names, finite, orthonormal & proper, strict=True
-        ):
-            if not ok_finite:
-                raise TargetError(f"target for frame {name!r} is not finite")
-            if not ok_rotation:
-                raise TargetError(f"target rotation for frame {name!r} is not a rotation matrix")
+        gram = np.swapaxes(rotations, -1, -2) @ rotations  # R^T R = I for rotations ...
+        handed = np.einsum("ka,ka->k", cross(rotations[:, :, 0], rotations[:, :, 1]), rotations[:, :, 2])
+        valid = np.abs(gram - np.eye(3)).max(initial=0.0) <= 1e-6 and (handed > 0).all()  # ... and det = +1
+        if not (valid and np.isfinite(positions).all()):  # NaN fails the tests above too
+            for name, p, R, h in zip(self.frame_terms.names, positions, rotations, handed, strict=True):
+                if not (np.isfinite(p).all() and np.isfinite(R).all()):
+                    raise TargetError(f"target for frame {name!r} is not finite")
+                if np.abs(R.T @ R - np.eye(3)).max() > 1e-6 or h <= 0:
+                    raise TargetError(f"target rotation for frame {name!r} is not a rotation matrix")
         com = None
         if self.com_term is not None:
             if targets.com is None:
@@ -335,10 +337,8 @@ def solve_ik(
         previous_actuators = problem.readout.read(previous, R=R_previous)
     ref = _Reference(previous, R_previous, np.asarray(previous_actuators, float), previous_velocities)
     it = _Iterate(problem, state, targets, ref)
-    max_step = np.concatenate(
-        [np.full(3, settings.max_step * cs.length_scale), np.full(3, settings.max_step)]
-    )
-    max_step = np.tile(max_step, len(cs.free_bodies))
+    # per tangent component, 1 / its largest step: rotations [1/rad], translations [1/m]
+    inverse_limit = problem.step_scale / settings.max_step
     damping = settings.primal_regularization  # relative Levenberg damping of the model Hessian
     nu = 0.0  # l1 merit penalty
     polished_result = None  # (state, residual, rotations) after a final chord step
@@ -347,7 +347,7 @@ def solve_ik(
     for iteration in range(1, settings.max_iterations + 1):
         kkt = KKTSystem(it.model.hessian, cs.dense(it.blocks), damping, settings.dual_regularization)
         step, _ = kkt.solve(it.model.gradient, it.c)
-        step *= min(1.0, float((max_step / np.maximum(np.abs(step), 1e-300)).min()))
+        step /= max(1.0, float((np.abs(step) * inverse_limit).max(initial=0.0)))
         step_size = _max_abs(step)
         # a step is only a convergence test when damping does not shorten it
         undamped = damping <= settings.undamped_below
@@ -400,7 +400,7 @@ def solve_ik(
             # chord step: the same factorisation at the new iterate, a cheap Newton
             # step estimate that certifies convergence or polishes the constraints
             chord, _ = kkt.solve(it.model.gradient, it.c)
-            chord *= min(1.0, float((max_step / np.maximum(np.abs(chord), 1e-300)).min()))
+            chord /= max(1.0, float((np.abs(chord) * inverse_limit).max(initial=0.0)))
             if _max_abs(chord) <= settings.step_tolerance:
                 if it.violation <= tol:
                     converged = True

@@ -44,12 +44,18 @@ class ActuatorReadout:
         R = quat_to_matrix(states[..., 3:]) if R is None else R
         c = states[..., :3]
         Rp, Rc = R[..., self.parent, :, :], R[..., self.child, :, :]
-        axes = np.einsum("...kab,kbc->...kac", Rp, self.F_parent)  # world joint frame on parent
-        y_child = np.einsum("...kab,kb->...ka", Rc, self.y_child)
-        angle = np.arctan2(np.sum(y_child * axes[..., :, 2], -1), np.sum(y_child * axes[..., :, 1], -1))
-        p_parent = np.einsum("...kab,kb->...ka", Rp, self.x_parent) + c[..., self.parent, :]
-        p_child = np.einsum("...kab,kb->...ka", Rc, self.x_child) + c[..., self.child, :]
-        displacement = np.sum((p_child - p_parent) * axes[..., :, 0], -1)
+        axes = Rp @ self.F_parent  # (..., K, 3, 3) world joint frame on the parent
+        y_child = (Rc @ self.y_child[:, :, None])[..., 0]
+        angle = np.arctan2(
+            np.einsum("...ka,...ka->...k", y_child, axes[..., :, 2]),
+            np.einsum("...ka,...ka->...k", y_child, axes[..., :, 1]),
+        )
+        if self.is_angle.all():
+            displacement = 0.0
+        else:
+            p_parent = (Rp @ self.x_parent[:, :, None])[..., 0] + c[..., self.parent, :]
+            p_child = (Rc @ self.x_child[:, :, None])[..., 0] + c[..., self.child, :]
+            displacement = np.einsum("...ka,...ka->...k", p_child - p_parent, axes[..., :, 0])
         values = np.where(self.is_angle, angle, displacement)
         if previous is not None:
             values = unwrap_to(values, previous, self.is_angle)

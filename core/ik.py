@@ -282,15 +282,15 @@ def _errors(problem: IKProblem, state, R, targets: IKTargets):
     pos_err, ori_err = np.zeros(k), np.zeros(k)
     if k:
         points, axes = terms.poses(state, R)
-        pos_err = np.linalg.norm((points - targets.positions) * (terms.position_weight > 0), axis=-1)
+        error = (points - targets.positions) * (terms.position_weight > 0)
+        pos_err = np.sqrt(np.einsum("ka,ka->k", error, error))
         tracked = terms.orientation_weight > 0  # (K, 3)
         # with two or more axes tracked the rotation is determined: report its angle
         R_err = np.swapaxes(axes, -1, -2) @ targets.rotations
-        ori_err = np.arctan2(
-            0.5 * np.linalg.norm(vee_antisymmetric(R_err), axis=-1),
-            0.5 * (np.trace(R_err, axis1=-2, axis2=-1) - 1.0),
-        )
-        single = tracked.sum(-1) < 2
+        sin2 = vee_antisymmetric(R_err)  # 2 sin(angle) u
+        cos2 = R_err[:, 0, 0] + R_err[:, 1, 1] + R_err[:, 2, 2] - 1.0  # 2 cos(angle)
+        ori_err = np.arctan2(np.sqrt(np.einsum("ka,ka->k", sin2, sin2)), cos2)
+        single = terms.single_axis
         if single.any():  # one axis (or none): the angle between that axis and its target
             cos = np.clip(np.sum(axes * targets.rotations, axis=-2), -1.0, 1.0)  # (K, 3)
             sin = np.linalg.norm(

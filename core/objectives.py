@@ -187,6 +187,7 @@ class FrameTerms:
             [_weights(o.orientation_weight, f"frame {o.frame!r} orientation_weight") for o in objectives]
         ).reshape(k, 3)
 
+        self.single_axis = (self.orientation_weight > 0).sum(-1) < 2  # (K,) orientation not determined
         self.sqrt_position_weight = np.sqrt(self.position_weight)
         self.sqrt_orientation_weight = np.sqrt(self.orientation_weight)
         self._scatter = None

@@ -32,17 +32,22 @@ def quat_normalize(q: np.ndarray) -> np.ndarray:
     return q / np.where(q[..., :1] < 0.0, -norm, norm)
 
 
+# (p outer q)_flat (16,) @ _HAMILTON = p * q: the Hamilton product as one matmul.
+_HAMILTON = np.zeros((4, 4, 4))
+for _i, _j, _k, _sign in [
+    (0, 0, 0, 1), (1, 1, 0, -1), (2, 2, 0, -1), (3, 3, 0, -1),
+    (0, 1, 1, 1), (1, 0, 1, 1), (2, 3, 1, 1), (3, 2, 1, -1),
+    (0, 2, 2, 1), (1, 3, 2, -1), (2, 0, 2, 1), (3, 1, 2, 1),
+    (0, 3, 3, 1), (1, 2, 3, 1), (2, 1, 3, -1), (3, 0, 3, 1),
+]:  # fmt: skip
+    _HAMILTON[_i, _j, _k] = _sign
+_HAMILTON = _HAMILTON.reshape(16, 4)
+
+
 def quat_multiply(p: np.ndarray, q: np.ndarray) -> np.ndarray:
     """Hamilton product ``p * q`` (rotate by q, then by p). (..., 4)."""
-    p, q = np.asarray(p, dtype=float), np.asarray(q, dtype=float)
-    pw, px, py, pz = p[..., 0], p[..., 1], p[..., 2], p[..., 3]
-    qw, qx, qy, qz = q[..., 0], q[..., 1], q[..., 2], q[..., 3]
-    out = np.empty(np.broadcast_shapes(p.shape, q.shape))
-    out[..., 0] = pw * qw - px * qx - py * qy - pz * qz
-    out[..., 1] = pw * qx + px * qw + py * qz - pz * qy
-    out[..., 2] = pw * qy - px * qz + py * qw + pz * qx
-    out[..., 3] = pw * qz + px * qy - py * qx + pz * qw
-    return out
+    p, q = np.broadcast_arrays(np.asarray(p, dtype=float), np.asarray(q, dtype=float))
+    return (p[..., :, None] * q[..., None, :]).reshape(p.shape[:-1] + (16,)) @ _HAMILTON
 
 
 def quat_conjugate(q: np.ndarray) -> np.ndarray:

@@ -255,7 +255,18 @@ def cmd_plot(args) -> int:
 def cmd_demo(args) -> int:
     from looprig.demo import run_demo
 
-    return run_demo(Path(args.output), quiet=args.quiet)
+    code = run_demo(Path(args.output), quiet=args.quiet)
+    if args.blend:
+        try:
+            import bpy  # noqa: F401  (the Blender scene needs Blender's Python module)
+        except ImportError:
+            raise LooprigError(
+                "--blend needs the bpy module (pip install bpy==5.0.1; `make test` installs it)"
+            ) from None
+        from looprig.blender_addon.demo import main as blender_demo
+
+        code = max(code, blender_demo(["--blend", args.blend]))
+    return code
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -318,6 +329,9 @@ def build_parser() -> argparse.ArgumentParser:
     demo = sub.add_parser("demo", help="run the main job on the bundled robot and clip")
     demo.add_argument("-o", "--output", default="out/demo", help="output folder")
     demo.add_argument("--quiet", action="store_true")
+    demo.add_argument(
+        "--blend", help="also write the Blender demo scene (four-bar retargeted and baked) to this .blend"
+    )
     demo.set_defaults(func=cmd_demo)
     return parser
 

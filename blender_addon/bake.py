@@ -24,7 +24,7 @@ from dataclasses import dataclass
 import bpy
 import numpy as np
 from looprig.core.curves import ActuatorCurves, Violation, all_violations
-from looprig.core.export import DynamixelMotor, DynamixelSettings
+from looprig.core.export import DynamixelSettings
 from looprig.core.readoff import ActuatorReadout
 
 from . import animation
@@ -81,10 +81,7 @@ def compute_bake(model: RobotModel, states: np.ndarray, frames: np.ndarray, rate
 
 def dynamixel_settings(model: RobotModel, mode: str = "extended_position") -> DynamixelSettings:
     """Dynamixel settings from the actuators' zero offset, direction and travel per turn."""
-    motors = {
-        name: DynamixelMotor(zero, direction, mpr) for name, (zero, direction, mpr) in model.hardware.items()
-    }
-    return DynamixelSettings(mode=mode, motors=motors)
+    return DynamixelSettings.from_mechanism(model.mechanism, mode=mode)
 
 
 # --------------------------------------------------------------------------- scene side

@@ -168,8 +168,7 @@ class RobotModel:
     mesh files as (path, T_body_mesh (4, 4), role, rgba). T_body_object: per body
     name, (4, 4) the object's matrix in body coordinates (scale included), to
     turn solved body poses back into object matrices. mobility: the
-    :class:`~looprig.core.mobility.MobilityReport` or None. hardware: per
-    actuator name, (zero_offset_ticks, direction, metres_per_revolution).
+    :class:`~looprig.core.mobility.MobilityReport` or None.
     """
 
     record: RobotRecord
@@ -177,7 +176,6 @@ class RobotModel:
     problems: list[Problem]
     T_body_object: dict[str, np.ndarray] = field(default_factory=dict)
     mobility: object | None = None
-    hardware: dict[str, tuple[int, int, float | None]] = field(default_factory=dict)
     meshes: dict[str, list[tuple]] = field(default_factory=dict)
 
     @property
@@ -461,6 +459,9 @@ def _actuator(joint: JointRecord, kind: JointKind) -> Actuator | None:
         velocity_limit=exact_value(a.velocity_limit, exact.get("velocity_limit")),
         acceleration_limit=exact_value(a.acceleration_limit, exact.get("acceleration_limit")),
         hardware_id=a.hardware_id,
+        zero_offset_ticks=a.zero_offset_ticks,
+        direction=a.direction,
+        metres_per_revolution=a.metres_per_revolution,
     )
 
 
@@ -556,16 +557,13 @@ def build_robot(record: RobotRecord) -> RobotModel:
         if built is not None:
             bodies.append(built[0])
             T_body_object[b.name] = built[1]
-    joints, hardware = [], {}
+    joints = []
     for j in record.joints:
         if j.kind is None or j.problem:
             continue
         built = _joint(j, problems)
         if built is not None:
             joints.append(built)
-            if j.actuator is not None:
-                a = j.actuator
-                hardware[j.name] = (a.zero_offset_ticks, a.direction, a.metres_per_revolution)
     frames = [_frame(f) for f in record.frames]
     model_meshes = {
         b.name: [
@@ -580,7 +578,7 @@ def build_robot(record: RobotRecord) -> RobotModel:
         for b in record.bodies
         if b.mesh_refs and b.name in T_body_object
     }
-    model = RobotModel(record, None, problems, T_body_object, hardware=hardware, meshes=model_meshes)
+    model = RobotModel(record, None, problems, T_body_object, meshes=model_meshes)
     if any(p.severity == ERROR for p in problems):
         return model
     try:

@@ -116,8 +116,8 @@ def frame_object(name: str, parent, matrix_world, collection, size=0.02):
     return empty
 
 
-def set_actuator(ob_or_bone, actuator, hardware=None) -> None:
-    """Copy a core Actuator (and Dynamixel zero offset / direction) into looprig_joint settings."""
+def set_actuator(ob_or_bone, actuator) -> None:
+    """Copy a core Actuator (limits, hardware id, servo mapping) into looprig_joint settings."""
     js = ob_or_bone.looprig_joint
     js.actuated = True
     js.motion = actuator.motion.value
@@ -131,9 +131,8 @@ def set_actuator(ob_or_bone, actuator, hardware=None) -> None:
     js.velocity_limit = actuator.velocity_limit if math.isfinite(actuator.velocity_limit) else 0.0
     js.acceleration_limit = actuator.acceleration_limit if math.isfinite(actuator.acceleration_limit) else 0.0
     js.hardware_id = "" if actuator.hardware_id is None else str(actuator.hardware_id)
-    if hardware is not None:
-        zero, direction, mpr = hardware
-        js.zero_offset_ticks, js.direction, js.metres_per_revolution = zero, str(direction), mpr or 0.0
+    js.zero_offset_ticks, js.direction = actuator.zero_offset_ticks, str(actuator.direction)
+    js.metres_per_revolution = actuator.metres_per_revolution or 0.0
 
 
 # --------------------------------------------------------------------------- mechanism -> scene

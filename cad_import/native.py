@@ -154,6 +154,12 @@ NATIVE_SCHEMA = {
                             "velocity_limit": _limit,
                             "acceleration_limit": _limit,
                             "hardware_id": {"type": ["integer", "string", "null"]},
+                            "zero_offset_ticks": {"type": "integer", "description": "servo ticks at value 0"},
+                            "direction": {"enum": [1, -1]},
+                            "metres_per_revolution": {
+                                "type": ["number", "null"],
+                                "description": "displacement per servo turn [m]",
+                            },
                         },
                     },
                 },
@@ -255,6 +261,11 @@ def mechanism_to_dict(mechanism: Mechanism, meshes=None, base_dir=None) -> dict:
                 "velocity_limit": _limit_out(a.velocity_limit),
                 "acceleration_limit": _limit_out(a.acceleration_limit),
                 "hardware_id": hardware,
+                "zero_offset_ticks": int(a.zero_offset_ticks),
+                "direction": int(a.direction),
+                "metres_per_revolution": None
+                if a.metres_per_revolution is None
+                else float(a.metres_per_revolution),
             }
         joints.append(entry)
     frames = [
@@ -450,6 +461,17 @@ class _Reader:
             hardware = actuator.get("hardware_id")
             if isinstance(hardware, bool) or not isinstance(hardware, (int, str, type(None))):
                 self.fail(f"{w}.hardware_id", f"expected an integer, a string or null, got {hardware!r}")
+            zero = actuator.get("zero_offset_ticks", 2048)
+            if isinstance(zero, bool) or not isinstance(zero, int):
+                self.fail(f"{w}.zero_offset_ticks", f"expected an integer, got {zero!r}")
+            direction = actuator.get("direction", 1)
+            if direction not in (1, -1) or isinstance(direction, bool):
+                self.fail(f"{w}.direction", f"expected 1 or -1, got {direction!r}")
+            travel = actuator.get("metres_per_revolution")
+            if travel is not None and (
+                isinstance(travel, bool) or not isinstance(travel, (int, float)) or not travel > 0
+            ):
+                self.fail(f"{w}.metres_per_revolution", f"expected a positive number or null, got {travel!r}")
             actuator = Actuator(
                 motion=ActuatedMotion(motion),
                 lower=self.limit(actuator, "lower", w, -math.inf),
@@ -457,6 +479,9 @@ class _Reader:
                 velocity_limit=self.limit(actuator, "velocity_limit", w, math.inf),
                 acceleration_limit=self.limit(actuator, "acceleration_limit", w, math.inf),
                 hardware_id=hardware,
+                zero_offset_ticks=zero,
+                direction=direction,
+                metres_per_revolution=None if travel is None else float(travel),
             )
         secondary = entry.get("secondary_axis")
         return Joint(

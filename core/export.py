@@ -117,9 +117,7 @@ def dxl_velocity_to_rad_s(units):
     return np.asarray(units, dtype=float) * DXL_VELOCITY_UNIT_RAD_S
 
 
-def dynamixel_velocity_limit(
-    model: str, supply_voltage: float = 12.0, derating: float = 0.8
-) -> float:
+def dynamixel_velocity_limit(model: str, supply_voltage: float = 12.0, derating: float = 0.8) -> float:
     """A velocity limit [rad/s] for an actuator: ``derating`` x no-load speed of ``model``.
 
     The no-load speed is interpolated linearly between the e-manual's 11.1,
@@ -203,10 +201,20 @@ class DynamixelSettings:
             lo, hi = (int(v) for v in self.tick_range)
             full = DXL_TICK_RANGES[self.mode]
             if not full[0] <= lo <= hi <= full[1]:
-                raise CurvesError(
-                    f"tick_range {self.tick_range} must lie within {full} in {self.mode} mode"
-                )
+                raise CurvesError(f"tick_range {self.tick_range} must lie within {full} in {self.mode} mode")
             object.__setattr__(self, "tick_range", (lo, hi))
+
+    @classmethod
+    def from_mechanism(cls, mechanism, mode: str = "position", **options) -> "DynamixelSettings":
+        """Settings whose motors take each actuator's zero offset, direction and travel
+        per turn (:class:`~looprig.core.mechanism.Actuator`)."""
+        motors = {
+            j.name: DynamixelMotor(
+                j.actuator.zero_offset_ticks, j.actuator.direction, j.actuator.metres_per_revolution
+            )
+            for j in mechanism.actuated_joints
+        }
+        return cls(mode=mode, motors=motors, **options)
 
     @property
     def ticks_range(self) -> tuple[int, int]:
@@ -217,9 +225,7 @@ class DynamixelSettings:
         """The motor of each actuator in ``names``; unknown keys in ``motors`` raise."""
         for key in self.motors:
             if key not in names:
-                raise CurvesError(
-                    "Dynamixel motor settings: " + did_you_mean("actuator", key, names)
-                )
+                raise CurvesError("Dynamixel motor settings: " + did_you_mean("actuator", key, names))
         return tuple(self.motors.get(n, self.default_motor) for n in names)
 
 
@@ -285,17 +291,13 @@ def _velocity_raw(curves: ActuatorCurves, motors: Sequence[DynamixelMotor]) -> t
     limit_raw, peak_raw = [], []
     for a, name in enumerate(curves.names):
         # servo shaft rad per actuator unit (1 for angles, 2 pi / metres_per_revolution for m)
-        rad_per_unit = motors[a].ticks_per_unit(curves.units[a], name) * (
-            2.0 * math.pi / DXL_TICKS_PER_REV
-        )
+        rad_per_unit = motors[a].ticks_per_unit(curves.units[a], name) * (2.0 * math.pi / DXL_TICKS_PER_REV)
         limit = curves.velocity_limit[a]
         limit_raw.append(
-            math.floor(rad_s_to_dxl_velocity(limit * rad_per_unit)) if np.isfinite(limit)
-            else None
+            math.floor(rad_s_to_dxl_velocity(limit * rad_per_unit)) if np.isfinite(limit) else None
         )
         peak_raw.append(
-            None if peaks is None
-            else math.ceil(rad_s_to_dxl_velocity(peaks[a] * rad_per_unit) - 1e-9)
+            None if peaks is None else math.ceil(rad_s_to_dxl_velocity(peaks[a] * rad_per_unit) - 1e-9)
         )
     return limit_raw, peak_raw
 
@@ -399,8 +401,7 @@ def _split_header(path, header: Sequence[str], what: str) -> tuple[list[str], li
         m = _HEADER_CELL.match(cell.strip())
         if not m:
             raise CurvesError(
-                f"{what} {os.fspath(path)!r}: header column {i + 1} {cell!r} should read "
-                "'<name> [<unit>]'"
+                f"{what} {os.fspath(path)!r}: header column {i + 1} {cell!r} should read '<name> [<unit>]'"
             )
         names.append(m["name"])
         units.append(m["unit"])
@@ -411,9 +412,9 @@ def _split_header(path, header: Sequence[str], what: str) -> tuple[list[str], li
 
 def _table(path, rows, n_columns: int, what: str, dtype=float) -> np.ndarray:
     try:
-        table = np.array(
-            [[dtype(cell) for cell in row] for row in rows if row], dtype=float
-        ).reshape(-1, n_columns)
+        table = np.array([[dtype(cell) for cell in row] for row in rows if row], dtype=float).reshape(
+            -1, n_columns
+        )
     except ValueError as exc:
         raise CurvesError(f"{what} {os.fspath(path)!r}: bad number or row length: {exc}") from None
     if table.shape[0] == 0:
@@ -437,8 +438,7 @@ def _check_format(meta: Mapping, expected: str, where: str) -> None:
         raise CurvesError(f"{where}: format is {fmt!r}, expected {expected!r}")
     if version is not None and version != FORMAT_VERSION:
         raise CurvesError(
-            f"{where}: version {version} is not supported "
-            f"(this looprig reads version {FORMAT_VERSION})"
+            f"{where}: version {version} is not supported (this looprig reads version {FORMAT_VERSION})"
         )
 
 
@@ -501,8 +501,7 @@ def read_csv(path) -> ActuatorCurves:
             _limit_from(x, np.inf) for x in _meta_list(meta, "velocity_limit", n, None, path, what)
         ],
         acceleration_limit=[
-            _limit_from(x, np.inf)
-            for x in _meta_list(meta, "acceleration_limit", n, None, path, what)
+            _limit_from(x, np.inf) for x in _meta_list(meta, "acceleration_limit", n, None, path, what)
         ],
         hardware_ids=tuple(_meta_list(meta, "hardware_ids", n, None, path, what)),
         carried_violations=tuple(violations),
@@ -550,9 +549,7 @@ def curves_from_dict(doc: Mapping, what: str = "curves document") -> ActuatorCur
         acts = doc["actuators"]
         return ActuatorCurves(
             times=doc["times"],
-            values=np.array([a["values"] for a in acts], dtype=float).T.reshape(
-                len(doc["times"]), len(acts)
-            ),
+            values=np.array([a["values"] for a in acts], dtype=float).T.reshape(len(doc["times"]), len(acts)),
             names=tuple(a["name"] for a in acts),
             units=tuple(a["unit"] for a in acts),
             lower=[_limit_from(a.get("lower"), -np.inf) for a in acts],
@@ -688,9 +685,7 @@ def write_dynamixel_csv(
 ) -> list[Violation]:
     """Write integer Goal Position ticks as CSV: ``# key: JSON`` lines with the model
     assumptions, then ``time [s],<name> [tick],...`` rows."""
-    settings, motors, ticks, violations = _ticks_gate(
-        path, curves, settings, allow_violations, check
-    )
+    settings, motors, ticks, violations = _ticks_gate(path, curves, settings, allow_violations, check)
     meta = _ticks_meta(curves, settings, motors)
     meta["violation_count"] = len(violations)
     out = io.StringIO()
@@ -718,9 +713,7 @@ def write_dynamixel_json(
     (``names``, ``hardware_ids``, ``zero_offset_ticks``...), ``ticks`` as one
     list per actuator, and ``violations``.
     """
-    settings, motors, ticks, violations = _ticks_gate(
-        path, curves, settings, allow_violations, check
-    )
+    settings, motors, ticks, violations = _ticks_gate(path, curves, settings, allow_violations, check)
     doc = _ticks_meta(curves, settings, motors)
     doc["frame_count"] = curves.n_frames
     doc["times"] = [float(t) for t in curves.times]
@@ -754,23 +747,13 @@ def _ticks_from_meta(meta: Mapping, times, ticks, names, path, what: str) -> Tic
         units=tuple(_meta_list(meta, "units", n, "rad", path, what)),
         hardware_ids=tuple(_meta_list(meta, "hardware_ids", n, None, path, what)),
         settings=settings,
-        lower=np.array(
-            [_limit_from(x, -np.inf) for x in _meta_list(meta, "lower", n, None, path, what)]
-        ),
-        upper=np.array(
-            [_limit_from(x, np.inf) for x in _meta_list(meta, "upper", n, None, path, what)]
-        ),
+        lower=np.array([_limit_from(x, -np.inf) for x in _meta_list(meta, "lower", n, None, path, what)]),
+        upper=np.array([_limit_from(x, np.inf) for x in _meta_list(meta, "upper", n, None, path, what)]),
         velocity_limit=np.array(
-            [
-                _limit_from(x, np.inf)
-                for x in _meta_list(meta, "velocity_limit", n, None, path, what)
-            ]
+            [_limit_from(x, np.inf) for x in _meta_list(meta, "velocity_limit", n, None, path, what)]
         ),
         acceleration_limit=np.array(
-            [
-                _limit_from(x, np.inf)
-                for x in _meta_list(meta, "acceleration_limit", n, None, path, what)
-            ]
+            [_limit_from(x, np.inf) for x in _meta_list(meta, "acceleration_limit", n, None, path, what)]
         ),
     )
 
@@ -807,9 +790,7 @@ def read_dynamixel_json(path) -> TickCurves:
     except (KeyError, TypeError, ValueError) as exc:
         if isinstance(exc, CurvesError):
             raise
-        raise CurvesError(
-            f"{what} {os.fspath(path)!r}: missing or malformed field: {exc!r}"
-        ) from None
+        raise CurvesError(f"{what} {os.fspath(path)!r}: missing or malformed field: {exc!r}") from None
     return _with_violations(out, violations)
 
 
@@ -855,8 +836,7 @@ def c_array_names(names: Sequence[str], prefix: str) -> list[str]:
     for name, ident in zip(names, out, strict=True):
         if ident in seen:
             raise CurvesError(
-                f"actuators {seen[ident]!r} and {name!r} both become the C identifier {ident!r}; "
-                "rename one"
+                f"actuators {seen[ident]!r} and {name!r} both become the C identifier {ident!r}; rename one"
             )
         seen[ident] = name
     return out
@@ -904,9 +884,7 @@ def write_c_header(
     P = settings.prefix.upper()
     lines_info = []
     if settings.kind == "ticks":
-        dxl, motors, data, violations = _ticks_gate(
-            path, curves, settings.dynamixel, allow_violations, check
-        )
+        dxl, motors, data, violations = _ticks_gate(path, curves, settings.dynamixel, allow_violations, check)
         limit_raw, _ = _velocity_raw(curves, motors)
         fits16 = data.min() >= -(2**15) and data.max() < 2**15
         ctype = "int16_t" if fits16 else "int32_t"
@@ -914,19 +892,15 @@ def write_c_header(
         lo, hi = dxl.ticks_range
         values_doc = [
             "Values: Dynamixel X-series Goal Position(116) ticks, " + DXL_CONVERSION + ".",
-            f"Mode: {dxl.mode} (Operating Mode {DXL_OPERATING_MODES[dxl.mode]}), "
-            f"allowed ticks {lo}..{hi}.",
+            f"Mode: {dxl.mode} (Operating Mode {DXL_OPERATING_MODES[dxl.mode]}), allowed ticks {lo}..{hi}.",
             "Model: " + DXL_SOURCE + ".",
         ]
         for a, name in enumerate(curves.names):
             m = motors[a]
-            travel = (
-                f", {m.metres_per_revolution} m/rev" if m.metres_per_revolution is not None else ""
-            )
+            travel = f", {m.metres_per_revolution} m/rev" if m.metres_per_revolution is not None else ""
             vel_unit = derivative_unit(curves.units[a], 1)
             vel = (
-                f"velocity limit {curves.velocity_limit[a]:.6g} {vel_unit}"
-                f" = {limit_raw[a]} x 0.229 rev/min"
+                f"velocity limit {curves.velocity_limit[a]:.6g} {vel_unit} = {limit_raw[a]} x 0.229 rev/min"
                 if limit_raw[a] is not None
                 else "no velocity limit"
             )
@@ -949,8 +923,7 @@ def write_c_header(
                 else "no velocity limit"
             )
             lines_info.append(
-                f"{idents[a]}: {name} [{unit}], hardware id "
-                f"{_plain_id(curves.hardware_ids[a])}, {vel_text}"
+                f"{idents[a]}: {name} [{unit}], hardware id {_plain_id(curves.hardware_ids[a])}, {vel_text}"
             )
 
     rate_literal = str(int(rate)) if float(rate).is_integer() else repr(float(rate))
@@ -965,9 +938,7 @@ def write_c_header(
         *("  " + line for line in lines_info),
     ]
     if violations:
-        comment.append(
-            f"LIMIT VIOLATIONS ({len(violations)}), written on request (allow_violations):"
-        )
+        comment.append(f"LIMIT VIOLATIONS ({len(violations)}), written on request (allow_violations):")
         comment += ["  " + v.describe() for v in violations]
     else:
         comment.append("Limit violations: none.")
@@ -980,7 +951,10 @@ def write_c_header(
     for line in comment:
         indent = " " * (len(line) - len(line.lstrip()))
         wrapped = textwrap.wrap(
-            line, width=96, initial_indent=" * ", subsequent_indent=" * " + indent + "    ",
+            line,
+            width=96,
+            initial_indent=" * ",
+            subsequent_indent=" * " + indent + "    ",
             break_on_hyphens=False,
         )
         out += [_c_comment(w) for w in wrapped]
@@ -1025,9 +999,7 @@ def write_c_header(
     out.append("};")
     ids = [_plain_id(h) for h in curves.hardware_ids]
     if all(isinstance(h, int) and not isinstance(h, bool) for h in ids):
-        out.append(
-            f"static const int32_t {settings.prefix}_hardware_ids[{P}_ACTUATOR_COUNT] = {{"
-        )
+        out.append(f"static const int32_t {settings.prefix}_hardware_ids[{P}_ACTUATOR_COUNT] = {{")
         out.append("    " + ", ".join(str(h) for h in ids) + ",")
         out.append("};")
     out += ["", f"#endif /* {guard} */", ""]

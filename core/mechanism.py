@@ -81,7 +81,11 @@ class Actuator:
     ``motion`` is the driven coordinate: an angle [rad] about the joint axis or a
     displacement [m] along it, zero in the initial configuration. Limits are in
     SI units of that coordinate (rad, rad/s, rad/s^2 or m, m/s, m/s^2).
-    ``hardware_id`` names the physical motor (bus id, channel) it maps to.
+    ``hardware_id`` names the physical motor (bus id, channel) it maps to. How
+    the coordinate maps to a position servo's ticks (Dynamixel-style, 4096 a
+    turn): ``zero_offset_ticks`` at value 0, ``direction`` +1 if positive values
+    turn the servo's positive way, else -1, and for displacements the travel
+    per servo turn ``metres_per_revolution`` [m] (pinion circumference, lead).
     """
 
     motion: ActuatedMotion = ActuatedMotion.ANGLE
@@ -90,6 +94,9 @@ class Actuator:
     velocity_limit: float = np.inf
     acceleration_limit: float = np.inf
     hardware_id: int | str | None = None
+    zero_offset_ticks: int = 2048
+    direction: int = 1
+    metres_per_revolution: float | None = None
 
     @property
     def unit(self) -> str:
@@ -279,6 +286,16 @@ class Mechanism:
                 raise MechanismError(f"{what}: actuator lower limit exceeds upper limit")
             if actuator.velocity_limit <= 0 or actuator.acceleration_limit <= 0:
                 raise MechanismError(f"{what}: actuator velocity/acceleration limits must be positive")
+            if (
+                actuator.direction not in (1, -1)
+                or int(actuator.zero_offset_ticks) != actuator.zero_offset_ticks
+            ):
+                raise MechanismError(
+                    f"{what}: servo direction must be +1 or -1 and the zero offset whole ticks"
+                )
+            mpr = actuator.metres_per_revolution
+            if mpr is not None and not (np.isfinite(mpr) and mpr > 0):
+                raise MechanismError(f"{what}: metres_per_revolution must be positive, got {mpr}")
         return Joint(
             name=joint.name,
             kind=kind,

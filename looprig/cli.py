@@ -136,16 +136,27 @@ class Progress:
         print(f"\r{self.label} {done}/{total} frames ({100 * done // total}%)", end=end, file=sys.stderr)
 
 
-def write_outputs(curves, outdir: Path, formats, allow_violations: bool) -> list[Path]:
-    """Write curves in each format; refuses (LimitViolationError) unless allowed."""
+def write_outputs(curves, outdir: Path, formats, allow_violations: bool, mechanism=None) -> list[Path]:
+    """Write curves in each format; refuses (LimitViolationError) unless allowed.
+
+    With ``mechanism``, tick formats use its actuators' servo zero offsets,
+    directions and travel per turn.
+    """
     from looprig.core import export
 
     outdir.mkdir(parents=True, exist_ok=True)
+    servos = export.DynamixelSettings.from_mechanism(mechanism) if mechanism is not None else None
+    settings = {
+        "dynamixel-csv": servos,
+        "dynamixel-json": servos,
+        "header": export.CHeaderSettings(dynamixel=servos) if servos is not None else None,
+    }
     written = []
     for name in formats:
         writer, suffix = EXPORT_FORMATS[name]
         path = outdir / f"curves{suffix}"
-        getattr(export, writer)(curves, path, allow_violations=allow_violations)
+        options = {} if settings.get(name) is None else {"settings": settings[name]}
+        getattr(export, writer)(curves, path, allow_violations=allow_violations, **options)
         written.append(path)
     return written
 
@@ -177,7 +188,7 @@ def run_retarget(mechanism, samples, mapping, outdir: Path, formats, strict: boo
     summary = result.summary()
     violations = sum(len(a["violations"]) for a in summary["actuators"])
     outdir.mkdir(parents=True, exist_ok=True)
-    written = write_outputs(result.curves, outdir, formats, allow_violations=not strict)
+    written = write_outputs(result.curves, outdir, formats, allow_violations=not strict, mechanism=mechanism)
     report = outdir / "report.json"
     report.write_text(json.dumps(summary, indent=2, allow_nan=False) + "\n")
     written.append(report)

@@ -206,3 +206,23 @@ def test_bundled_demo_clip_is_the_generated_one():
 
     stored, made = read_tracks(CLIP_FILE), bundled_clip()
     assert np.allclose(stored.tracks["pelvis"].positions, made.tracks["pelvis"].positions, atol=1e-9)
+
+
+def test_retarget_writes_ticks_with_each_servos_zero_and_direction(capsys, tmp_path):
+    """Goal Position = zero - round(theta 4096 / 2 pi) for a servo mounted reversed at 1000."""
+    import dataclasses
+
+    from looprig.cad_import import save_mechanism
+    from looprig.core.export import read_dynamixel_json
+
+    tracks, mapping, times, theta = fourbar_clip(tmp_path)
+    m = build("fourbar")
+    servo = dataclasses.replace(m.joint("crank_joint").actuator, zero_offset_ticks=1000, direction=-1)
+    joints = [dataclasses.replace(j, actuator=servo) if j.actuator else j for j in m.joints]
+    native = save_mechanism(type(m)(m.bodies, joints, m.frames, name="reversed"), tmp_path / "r.looprig.json")
+    out = tmp_path / "ticks"
+    args = ["retarget", str(native), str(tracks), "--map", str(mapping), "-o", str(out)]
+    assert run(capsys, *args, "--formats", "dynamixel-json", "--quiet")[0] == 0
+    ticks = read_dynamixel_json(out / "curves.dynamixel.json")
+    assert np.allclose(ticks.times, times)
+    assert np.abs(ticks.ticks[:, 0] - (1000 - np.round(theta * 4096 / (2 * np.pi)))).max() <= 1

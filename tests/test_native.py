@@ -106,6 +106,9 @@ def actuators(draw, kind):
         velocity_limit=draw(limit),
         acceleration_limit=draw(limit),
         hardware_id=draw(st.one_of(st.none(), st.integers(-(2**40), 2**40), names)),
+        zero_offset_ticks=draw(st.integers(-1_048_575, 1_048_575)),
+        direction=draw(st.sampled_from([1, -1])),
+        metres_per_revolution=draw(st.one_of(st.none(), st.floats(1e-4, 1.0))),
     )
 
 

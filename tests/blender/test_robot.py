@@ -240,7 +240,7 @@ def test_actuator_settings_reach_the_mechanism(demo):
     assert (a.lower, a.upper) == (pytest.approx(-1.0), pytest.approx(2.0))
     assert a.acceleration_limit == pytest.approx(30.0)
     assert a.hardware_id == "servo_a"
-    assert model.hardware["crank_joint"] == (1000, -1, None)
+    assert (a.zero_offset_ticks, a.direction, a.metres_per_revolution) == (1000, -1, None)
     assert model.mechanism.joint("coupler_joint").actuator is None
 
 

@@ -4,6 +4,8 @@ Each clip is a :class:`~looprig.core.retarget.TrackSamples` in looprig's
 convention (metres, z up), built in code from a smooth reference motion.
 """
 
+import itertools
+
 import numpy as np
 
 from ..retarget import TrackSamples
@@ -90,7 +92,71 @@ def dancer_groove_clip(
         ],
         axis=-1,
     )
-    rotvec = np.stack(
-        [0.08 * np.sin(phase * 0.5 + 0.5), 0.03 * np.sin(phase * 1.0), 0.15 * np.sin(phase * 0.5)], axis=-1
-    ) * fade[:, None]
+    rotvec = (
+        np.stack(
+            [0.08 * np.sin(phase * 0.5 + 0.5), 0.03 * np.sin(phase * 1.0), 0.15 * np.sin(phase * 0.5)],
+            axis=-1,
+        )
+        * fade[:, None]
+    )
     return TrackSamples(t, {"pelvis": rest + offset}, {"pelvis": matrix_from_rotvec(rotvec)})
+
+
+def walker_step_clip(fps: float = 60.0, step: float = 0.06, lift: float = 0.03) -> tuple[TrackSamples, tuple]:
+    """Two steps of the Walker, keyed at ``fps``: feet, pelvis and the support phases.
+
+    The phases (each 0.8 s, minimum-jerk): double support while the weight shifts
+    over the left foot; the right foot steps ``step`` [m] forward, ``lift`` [m]
+    high; double support shifting to the right foot; the left foot steps
+    ``2 step`` forward; double support. The pelvis glides forward with the feet
+    and sways over the stance foot. Returns the samples (tracks ``left_foot``,
+    ``right_foot``, ``pelvis``) and the :class:`~looprig.core.retarget.SupportPhase`
+    tuple that keeps the CoM over the feet in contact (the paper's walker, Sec. V-4).
+    """
+    from ..retarget import SupportPhase
+    from .legs import walker
+
+    mechanism = walker()
+    feet = {side: mechanism.frame(f"{side}_foot").position for side in ("left", "right")}
+    pelvis = mechanism.frame("pelvis_frame").position
+    phase_length = 0.8
+    n = round(phase_length * fps)
+    s = _min_jerk(np.arange(n) / n)
+    forward = np.array([1.0, 0.0, 0.0])
+    # (left foot x, right foot x, weight side -1 right .. +1 left) at the start of each phase
+    keys = [
+        (0.0, 0.0, 0.0),
+        (0.0, 0.0, 1.0),
+        (0.0, step, 1.0),
+        (0.0, step, -1.0),
+        (2 * step, step, -1.0),
+        (2 * step, step, 0.0),
+    ]
+    up = np.array([0.0, 0.0, 1.0])
+    arc = lift * np.sin(np.pi * s)
+    left, right, sway = [], [], []
+    for (l0, r0, w0), (l1, r1, w1) in itertools.pairwise(keys):
+        left.append(feet["left"] + np.outer(l0 + (l1 - l0) * s, forward) + np.outer(arc * (l1 != l0), up))
+        right.append(feet["right"] + np.outer(r0 + (r1 - r0) * s, forward) + np.outer(arc * (r1 != r0), up))
+        sway.append(w0 + (w1 - w0) * s)
+    left = np.concatenate(left + [left[-1][-1:]])
+    right = np.concatenate(right + [right[-1][-1:]])
+    sway = np.concatenate(sway + [sway[-1][-1:]])
+    middle = 0.5 * (left + right)
+    pelvis_path = np.column_stack([middle[:, 0], 0.05 * sway, np.full(len(sway), pelvis[2])])
+    t = np.arange(len(sway)) / fps
+    identity = np.tile(np.eye(3), (len(t), 1, 1))
+    samples = TrackSamples(
+        t,
+        {"left_foot": left, "right_foot": right, "pelvis": pelvis_path},
+        {"left_foot": identity, "right_foot": identity, "pelvis": identity},
+    )
+    both = ("left_foot", "right_foot")
+    support = (
+        SupportPhase(0.0, phase_length, both),
+        SupportPhase(phase_length, 2 * phase_length, ("left_foot",)),
+        SupportPhase(2 * phase_length, 3 * phase_length, both),
+        SupportPhase(3 * phase_length, 4 * phase_length, ("right_foot",)),
+        SupportPhase(4 * phase_length, t[-1], both),
+    )
+    return samples, support

@@ -31,6 +31,7 @@ test: $(VENV)/.dev
 bench: $(VENV)/.runtime
 	$(PY) bench/run.py
 	$(PY) bench/boxer_singularity.py
+	$(PY) bench/walker_gait.py
 	$(PY) bench/serial_chain.py
 
 # the Blender extension zip with bundled wheels (dist/looprig-<version>.zip), see docs/blender.md

@@ -50,6 +50,9 @@ class IKSettings:
     step_tolerance: converged when the constraints hold and the largest component of
     the next step (m or rad) is below it; Newton steps shrink quadratically, so what
     is left after a step of 1e-7 is far below it.
+    objective_tolerance: also converged when the next step would lower the
+    objective by less than this fraction of it (targets that cannot all be met
+    at once: Gauss-Newton converges linearly there).
     primal_regularization: the smallest Levenberg damping of the model Hessian
     (relative to its largest diagonal entry); it shrinks tenfold after a full
     step whose objective decrease matches the model's prediction, and grows after
@@ -63,6 +66,7 @@ class IKSettings:
     max_backtracks: int = 8
     max_step: float = 2.0  # largest step per iteration [rad], times L for positions [m]
     undamped_below: float = 1e-6  # relative damping under which a short step means converged
+    objective_tolerance: float = 1e-9  # converged when a step would lower the objective less, relatively
     primal_regularization: float = 1e-12
     dual_regularization: float = 1e-12
 
@@ -351,12 +355,15 @@ def solve_ik(
         step_size = _max_abs(step)
         # a step is only a convergence test when damping does not shorten it
         undamped = damping <= settings.undamped_below
-        if undamped and step_size <= settings.step_tolerance and it.violation <= tol:
+        slope = float(it.model.gradient @ step)
+        curvature = float(step @ it.model.hessian @ step)
+        # converged: the constraints hold and the next step moves (almost) nothing, or
+        # gains (almost) nothing when the targets cannot all be met at once
+        stalled = -(slope + 0.5 * curvature) <= settings.objective_tolerance * it.model.value
+        if undamped and (step_size <= settings.step_tolerance or stalled) and it.violation <= tol:
             converged = True
             iteration -= 1
             break
-        slope = float(it.model.gradient @ step)
-        curvature = float(step @ it.model.hessian @ step)
         violation_l1 = float(np.abs(it.c).sum())
         nu = _penalty(nu, slope, curvature, violation_l1)
         merit = _Merit(nu, it.model.value + nu * violation_l1, min(slope - nu * violation_l1, 0.0))

@@ -435,6 +435,8 @@ def solve_ik(
         message = "constraints restored after the SQP iterations"
         if not restored.converged:
             message = f"could not keep the mechanism assembled: {restored.message}"
+    if not converged and not message:
+        message = f"stopped after {iteration} iterations without converging (the mechanism is assembled)"
     pos_err, ori_err, com_err = _errors(problem, state, R, targets)
     actuators = problem.readout.read(state, previous=previous_actuators, R=R)
     return IKResult(

@@ -124,10 +124,11 @@ def cmd_convert(args) -> int:
 
 
 class Progress:
-    """A one-line progress indicator on stderr (silent with ``quiet``)."""
+    """A one-line progress indicator on stderr (silent with ``quiet`` or when stderr
+    is not a terminal, so logs stay clean)."""
 
     def __init__(self, label: str, quiet: bool):
-        self.label, self.quiet = label, quiet
+        self.label, self.quiet = label, quiet or not sys.stderr.isatty()
 
     def __call__(self, done: int, total: int) -> None:
         if self.quiet:

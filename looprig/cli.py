@@ -16,84 +16,22 @@ export refused because of them. Errors print one line; ``--debug`` shows the tra
 
 import argparse
 import json
-import math
+import subprocess
 import sys
+import time
+from importlib.util import find_spec
 from pathlib import Path
 
-from looprig.core import LooprigError, analyse_mobility
-from looprig.core.library import NAMES, build
+from . import app
+from .core import LooprigError
+from .core.library import NAMES
 
 EXIT_BAD_INPUT = 2
 EXIT_LIMITS = 3
 
-#: Export formats: name -> (writer function name in looprig.core.export, file suffix).
-EXPORT_FORMATS = {
-    "csv": ("write_csv", ".csv"),
-    "json": ("write_json", ".json"),
-    "dynamixel-csv": ("write_dynamixel_csv", ".dynamixel.csv"),
-    "dynamixel-json": ("write_dynamixel_json", ".dynamixel.json"),
-    "header": ("write_c_header", ".h"),
-}
-
-
-def load_mechanism(source: str):
-    """A reference mechanism by name, else a mechanism file (URDF, MJCF, native)."""
-    if source in NAMES:
-        return build(source)
-    if not Path(source).exists():
-        raise LooprigError(f"{source!r} is neither a file nor a reference mechanism ({', '.join(NAMES)})")
-    from looprig.cad_import import load_mechanism as load_file
-
-    return load_file(source)
-
-
-def load_samples(path: str):
-    """Track samples from a tracks file (JSON/NPZ) or a BVH file, in metres, z up."""
-    if Path(path).suffix.lower() == ".bvh":
-        from looprig.core.bvh import read_bvh
-
-        return read_bvh(path).samples()
-    from looprig.core.tracks import read_tracks
-
-    return read_tracks(path).samples()
-
-
-def load_curves(path: str):
-    from looprig.core import export
-
-    reader = export.read_json if Path(path).suffix.lower() == ".json" else export.read_csv
-    return reader(path)
-
-
-def _finite_or_none(value: float) -> float | None:
-    """JSON has no infinity: an unlimited bound is written as null."""
-    return float(value) if math.isfinite(value) else None
-
-
-def mechanism_summary(mechanism) -> dict:
-    """JSON-ready summary: counts, loops, mobility, actuators with limits, frames."""
-    report = analyse_mobility(mechanism)
-    summary = {"name": mechanism.name, **report.as_dict()}
-    summary["actuator_list"] = [
-        {
-            "joint": j.name,
-            "kind": j.kind.value,
-            "motion": j.actuator.motion.value,
-            "unit": j.actuator.unit,
-            "lower": _finite_or_none(j.actuator.lower),
-            "upper": _finite_or_none(j.actuator.upper),
-            "velocity_limit": _finite_or_none(j.actuator.velocity_limit),
-            "acceleration_limit": _finite_or_none(j.actuator.acceleration_limit),
-            "hardware_id": j.actuator.hardware_id,
-        }
-        for j in mechanism.actuated_joints
-    ]
-    summary["frames"] = [f.name for f in mechanism.frames]
-    return summary
-
 
 def cmd_info(args) -> int:
-    summary = mechanism_summary(load_mechanism(args.mechanism))
+    summary = app.mechanism_summary(app.load_mechanism(args.mechanism))
     if args.json:
         print(json.dumps(summary, allow_nan=False))
         return 0
@@ -116,10 +54,7 @@ def cmd_info(args) -> int:
 
 
 def cmd_convert(args) -> int:
-    from looprig.cad_import import load_model, save_mechanism
-
-    written = save_mechanism(load_model(args.input), args.output)
-    print(f"wrote {written}")
+    print(f"wrote {app.convert_mechanism(args.input, args.output)}")
     return 0
 
 
@@ -135,31 +70,6 @@ class Progress:
             return
         end = "\n" if done == total else ""
         print(f"\r{self.label} {done}/{total} frames ({100 * done // total}%)", end=end, file=sys.stderr)
-
-
-def write_outputs(curves, outdir: Path, formats, allow_violations: bool, mechanism=None) -> list[Path]:
-    """Write curves in each format; refuses (LimitViolationError) unless allowed.
-
-    With ``mechanism``, tick formats use its actuators' servo zero offsets,
-    directions and travel per turn.
-    """
-    from looprig.core import export
-
-    outdir.mkdir(parents=True, exist_ok=True)
-    servos = export.DynamixelSettings.from_mechanism(mechanism) if mechanism is not None else None
-    settings = {
-        "dynamixel-csv": servos,
-        "dynamixel-json": servos,
-        "header": export.CHeaderSettings(dynamixel=servos) if servos is not None else None,
-    }
-    written = []
-    for name in formats:
-        writer, suffix = EXPORT_FORMATS[name]
-        path = outdir / f"curves{suffix}"
-        options = {} if settings.get(name) is None else {"settings": settings[name]}
-        getattr(export, writer)(curves, path, allow_violations=allow_violations, **options)
-        written.append(path)
-    return written
 
 
 def print_actuator_table(summary: dict, out=sys.stdout) -> None:
@@ -181,61 +91,51 @@ def print_actuator_table(summary: dict, out=sys.stdout) -> None:
         )
 
 
-def run_retarget(mechanism, samples, mapping, outdir: Path, formats, strict: bool, plot: bool, quiet: bool):
-    """Retarget, write curves + report.json (+ plot); returns (exit code, summary)."""
-    from looprig.core.retarget import retarget
+def print_retarget(outcome: app.RetargetOutcome) -> None:
+    """The actuator table, the accuracy line and the files written."""
+    summary = outcome.summary
+    print_actuator_table(summary)
+    print(
+        f"{summary['frames']} frames at {summary['rate_hz']:g} Hz: max position error "
+        f"{summary['max_position_error_m']:.3g} m, max orientation error "
+        f"{summary['max_orientation_error_rad']:.3g} rad, max constraint residual "
+        f"{summary['max_residual']:.3g} m, unreachable frames {summary['unreachable_frames']}"
+    )
+    if outcome.violations:
+        print(f"WARNING: {outcome.violations} limit violations; see report.json (exports record them)")
+    for path in outcome.written:
+        print(f"wrote {path}")
 
-    result = retarget(mechanism, samples, mapping, progress=Progress("retargeting", quiet))
-    summary = result.summary()
-    violations = sum(len(a["violations"]) for a in summary["actuators"])
-    outdir.mkdir(parents=True, exist_ok=True)
-    written = write_outputs(result.curves, outdir, formats, allow_violations=not strict, mechanism=mechanism)
-    report = outdir / "report.json"
-    report.write_text(json.dumps(summary, indent=2, allow_nan=False) + "\n")
-    written.append(report)
-    if plot:
-        from looprig.core.curves import all_violations
-        from looprig.plotting import plot_curves
 
-        written.append(plot_curves(result.curves, outdir / "curves.png", all_violations(result.curves)))
-    if not quiet:
-        print_actuator_table(summary)
-        print(
-            f"{summary['frames']} frames at {summary['rate_hz']:g} Hz: max position error "
-            f"{summary['max_position_error_m']:.3g} m, max orientation error "
-            f"{summary['max_orientation_error_rad']:.3g} rad, max constraint residual "
-            f"{summary['max_residual']:.3g} m, unreachable frames {summary['unreachable_frames']}"
-        )
-        if violations:
-            print(f"WARNING: {violations} limit violations; see report.json (exports record them)")
-        for path in written:
-            print(f"wrote {path}")
-    return (EXIT_LIMITS if strict and violations else 0), summary
+def retarget_exit_code(outcome: app.RetargetOutcome, strict: bool) -> int:
+    return EXIT_LIMITS if strict and outcome.violations else 0
 
 
 def cmd_retarget(args) -> int:
-    from looprig.core.retarget import RetargetMapping
+    from .core.retarget import RetargetMapping
 
     mapping = RetargetMapping.load(args.map)
     if args.rate:
         mapping = type(mapping)(**{**mapping.__dict__, "rate": args.rate})
-    code, _ = run_retarget(
-        load_mechanism(args.mechanism),
-        load_samples(args.tracks),
+    outcome = app.retarget_to_folder(
+        app.load_mechanism(args.mechanism),
+        app.load_samples(args.tracks),
         mapping,
         Path(args.output),
         args.formats,
-        args.strict,
-        args.plot,
-        args.quiet,
+        strict=args.strict,
+        plot=args.plot,
+        progress=Progress("retargeting", args.quiet),
     )
-    return code
+    if not args.quiet:
+        print_retarget(outcome)
+    return retarget_exit_code(outcome, args.strict)
 
 
 def cmd_check(args) -> int:
-    from looprig.core.curves import all_violations
+    from .core.curves import all_violations
 
-    curves = load_curves(args.curves)
+    curves = app.load_curves(args.curves)
     violations = all_violations(curves)
     for v in violations:
         print(v.describe())
@@ -245,39 +145,34 @@ def cmd_check(args) -> int:
 
 
 def cmd_export(args) -> int:
-    from looprig.core import export
-
-    writer, _ = EXPORT_FORMATS[args.format]
-    recorded = getattr(export, writer)(
-        load_curves(args.curves), args.output, allow_violations=args.allow_violations
-    )
+    recorded = app.export_curves(args.curves, args.format, args.output, args.allow_violations)
     print(f"wrote {args.output}" + (f" with {len(recorded)} recorded violations" if recorded else ""))
     return 0
 
 
 def cmd_plot(args) -> int:
-    from looprig.core.curves import all_violations
-    from looprig.plotting import plot_curves
-
-    curves = load_curves(args.curves)
-    print(f"wrote {plot_curves(curves, args.output, all_violations(curves))}")
+    print(f"wrote {app.plot_curves_file(args.curves, args.output)}")
     return 0
 
 
 def cmd_demo(args) -> int:
-    from looprig.demo import run_demo
+    from .demo import demo_inputs, run_demo
 
-    code = run_demo(Path(args.output), quiet=args.quiet)
+    if args.blend and find_spec("bpy") is None:
+        raise LooprigError("--blend needs the bpy module (pip install bpy==5.0.1; `make test` installs it)")
+    start = time.perf_counter()
+    if not args.quiet:
+        print(demo_inputs()[3])
+    outcome = run_demo(Path(args.output), progress=Progress("retargeting", args.quiet))
+    if not args.quiet:
+        print_retarget(outcome)
+        print(f"done in {time.perf_counter() - start:.1f} s")
+    code = retarget_exit_code(outcome, strict=False)
     if args.blend:
-        try:
-            import bpy  # noqa: F401  (the Blender scene needs Blender's Python module)
-        except ImportError:
-            raise LooprigError(
-                "--blend needs the bpy module (pip install bpy==5.0.1; `make test` installs it)"
-            ) from None
-        from looprig.blender_addon.demo import main as blender_demo
-
-        code = max(code, blender_demo(["--blend", args.blend]))
+        # the Blender scene is built by the add-on's own demo program: the app layer sits below the
+        # host glue and does not import it
+        blend = [sys.executable, "-m", "looprig.blender_addon.demo", "--blend", args.blend]
+        code = max(code, subprocess.run(blend, check=False).returncode)
     return code
 
 
@@ -308,7 +203,7 @@ def build_parser() -> argparse.ArgumentParser:
     retarget.add_argument("-o", "--output", required=True, help="output folder")
     retarget.add_argument("--rate", type=float, help="solve rate [Hz] (overrides the mapping)")
     retarget.add_argument(
-        "--formats", nargs="+", default=["csv"], choices=sorted(EXPORT_FORMATS), help="curve formats"
+        "--formats", nargs="+", default=["csv"], choices=sorted(app.EXPORT_FORMATS), help="curve formats"
     )
     retarget.add_argument("--plot", action="store_true", help="also write curves.png")
     retarget.add_argument(
@@ -324,7 +219,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     exp = sub.add_parser("export", help="convert curves to a hardware format")
     exp.add_argument("curves")
-    exp.add_argument("--format", required=True, choices=sorted(EXPORT_FORMATS))
+    exp.add_argument("--format", required=True, choices=sorted(app.EXPORT_FORMATS))
     exp.add_argument("-o", "--output", required=True)
     exp.add_argument(
         "--allow-violations",
@@ -356,7 +251,7 @@ def main(argv=None) -> int:
     except LooprigError as error:
         if args.debug:
             raise
-        from looprig.core.curves import LimitViolationError
+        from .core.curves import LimitViolationError
 
         print(f"looprig: error: {error}", file=sys.stderr)
         return EXIT_LIMITS if isinstance(error, LimitViolationError) else EXIT_BAD_INPUT

@@ -10,14 +10,14 @@ and a report, and summarised per actuator.
 """
 
 import json
-import time
 from pathlib import Path
 
-from looprig.core.library import build
-from looprig.core.library.clips import dancer_groove_clip
-from looprig.core.retarget import RetargetMapping, TargetSpec
-from looprig.core.rotations import quat_from_matrix
-from looprig.core.tracks import Clip, Track, read_tracks, write_tracks
+from .app import RetargetOutcome, retarget_to_folder
+from .core.library import build
+from .core.library.clips import dancer_groove_clip
+from .core.retarget import RetargetMapping, TargetSpec
+from .core.rotations import quat_from_matrix
+from .core.tracks import Clip, Track, read_tracks, write_tracks
 
 DATA = Path(__file__).parent / "data"
 CLIP_FILE = DATA / "dancer_groove.tracks.json"
@@ -53,25 +53,24 @@ def write_bundled_data() -> None:
     DEMO_MAPPING.save(MAP_FILE)
 
 
-def run_demo(output: Path, quiet: bool = False) -> int:
-    """Retarget, check, export and plot; returns the exit code."""
-    from looprig.cli import run_retarget
-
-    start = time.perf_counter()
+def demo_inputs():
+    """The demo's mechanism, track samples and mapping, and a one-line description of them."""
     mechanism = build("dancer")
     samples = read_tracks(CLIP_FILE).samples()
     mapping = RetargetMapping.load(MAP_FILE)
-    if not quiet:
-        print(
-            f"looprig demo: {CLIP_FILE.name} ({len(samples.times)} frames at 60 fps) -> "
-            f"{mechanism.name} ({len(mechanism.bodies)} bodies, {len(mechanism.joints)} joints, "
-            f"{mechanism.independent_loops()} loop, {len(mechanism.actuated_joints)} servos), "
-            f"solved at {mapping.rate:g} Hz"
-        )
-    code, _ = run_retarget(mechanism, samples, mapping, output, FORMATS, strict=False, plot=True, quiet=quiet)
-    if not quiet:
-        print(f"done in {time.perf_counter() - start:.1f} s")
-    return code
+    about = (
+        f"looprig demo: {CLIP_FILE.name} ({len(samples.times)} frames at 60 fps) -> "
+        f"{mechanism.name} ({len(mechanism.bodies)} bodies, {len(mechanism.joints)} joints, "
+        f"{mechanism.independent_loops()} loop, {len(mechanism.actuated_joints)} servos), "
+        f"solved at {mapping.rate:g} Hz"
+    )
+    return mechanism, samples, mapping, about
+
+
+def run_demo(output: Path, progress=None) -> RetargetOutcome:
+    """Retarget, check, export every format and plot into ``output``."""
+    mechanism, samples, mapping, _ = demo_inputs()
+    return retarget_to_folder(mechanism, samples, mapping, output, FORMATS, plot=True, progress=progress)
 
 
 if __name__ == "__main__":  # regenerate the bundled data files

@@ -12,7 +12,7 @@ from __future__ import annotations
 import bpy
 import numpy as np
 
-from .scene_graph import ACTION_KEY, REST_KEY, apply_rest, is_looprig_action, store_rest
+from .rest import ACTION_KEY, REST_KEY, apply_rest, is_looprig_action, store_rest
 
 #: Object custom property naming the action the object had before looprig took over.
 STASH_KEY = "looprig_stashed_action"

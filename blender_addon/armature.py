@@ -16,10 +16,7 @@ For an armature object in the robot collection:
   loop: a spherical joint (fixed with "Rotation" on) between the owner's
   tail (head without "Use Tail") and the target bone.
 
-The retarget keys the pose bones (location and quaternion) in the armature's
-slot of looprig's action, and keys the IK constraints' influence to 0 there
-(the solved pose already closes the loops), so removing looprig's action
-gives the animator's rig back untouched.
+This module reads; :func:`.motion.write_bone_motion` keys the pose bones.
 """
 
 from __future__ import annotations
@@ -30,6 +27,7 @@ import numpy as np
 
 from . import robot_model as rm
 from .robot_model import BodyRecord, JointRecord, Problem
+from .scene_data import actuator_record, mesh_arrays, to_metres
 
 LOCK_TOLERANCE = 1e-9
 
@@ -68,8 +66,6 @@ def _locks(pb, bone) -> tuple[tuple[bool, bool, bool], tuple[bool, bool, bool]]:
 
 def _bone_mass(arm, bone_name: str, depsgraph, s: float, settings):
     """Mass [kg], CoM (3,) and world inertia of the meshes parented to a bone (None if none)."""
-    from .scene_graph import mesh_arrays, to_metres
-
     total, moment, inertia_parts = 0.0, np.zeros(3), []
     for child in arm.children:
         if child.type != "MESH" or child.parent_type != "BONE" or child.parent_bone != bone_name:
@@ -102,8 +98,6 @@ def bone_mesh_objects(arm) -> set[str]:
 
 def read_armature(arm, record, depsgraph, s: float) -> None:
     """Add the base body, the bone bodies, their joints and IK closures of ``arm`` to ``record``."""
-    from .scene_graph import actuator_record, to_metres
-
     T_world_arm = to_metres(arm.matrix_world, s)
     base = arm.name
     base_settings = arm.looprig_body
@@ -137,7 +131,7 @@ def read_armature(arm, record, depsgraph, s: float) -> None:
         if settings.grounded and pb.parent is None:
             continue  # a grounded root bone needs no joint to the base
         parent = bone_body_name(arm, pb.parent.name) if pb.parent is not None else base
-        record.joints.append(_bone_joint(arm, pb, parent, name, T, actuator_record))
+        record.joints.append(_bone_joint(arm, pb, parent, name, T))
     for pb in arm.pose.bones:
         for c in pb.constraints:
             if c.type == "IK" and not c.mute and c.target == arm and c.subtarget in arm.pose.bones:
@@ -154,7 +148,7 @@ def read_armature(arm, record, depsgraph, s: float) -> None:
                 )
 
 
-def _bone_joint(arm, pb, parent: str, child: str, T: np.ndarray, actuator_record) -> JointRecord:
+def _bone_joint(arm, pb, parent: str, child: str, T: np.ndarray) -> JointRecord:
     linear, angular = _locks(pb, pb.bone)
     found = rm.generic_joint_kind(linear, angular)
     name = f"{child}.joint"
@@ -212,50 +206,3 @@ def _ik_closure(arm, pb, c, pose_world, T_world_arm) -> JointRecord:
             f"(gap {gap * 1000:.3g} mm): the loop must be closed where the robot starts"
         )
     return joint
-
-
-# --------------------------------------------------------------------------- writing
-def write_bone_motion(context, collection, model, world, frames, action) -> None:
-    """Key every bone body's pose bone along the solved world matrices ``world`` (per body,
-    (F, 4, 4), Blender units) in the armature's slot; mute its IK closures there."""
-    from . import animation
-    from .motion import MOTION_GROUP, quaternion_keys
-
-    bones_by_arm: dict[str, list] = {}
-    for b in model.record.bodies:
-        if b.bone_name:
-            bones_by_arm.setdefault(b.object_name, []).append(b)
-    for arm_name, records in bones_by_arm.items():
-        arm = context.scene.objects[arm_name]
-        W_arm_inv = np.linalg.inv(np.array(arm.matrix_world, float))
-        pose = {r.bone_name: W_arm_inv @ world[r.name] for r in records}  # armature space
-        bag = animation.take_over(arm, action)
-        for r in records:
-            pb = arm.pose.bones[r.bone_name]
-            bone = pb.bone
-            if bone.parent is None:
-                rest = np.array(bone.matrix_local, float)
-                basis = np.linalg.inv(rest) @ pose[pb.name]
-            else:
-                rest_rel = np.linalg.inv(np.array(bone.parent.matrix_local, float)) @ np.array(
-                    bone.matrix_local, float
-                )
-                parent_pose = pose.get(bone.parent.name)
-                if parent_pose is None:
-                    parent_pose = np.broadcast_to(
-                        np.array(arm.pose.bones[bone.parent.name].matrix, float), pose[pb.name].shape
-                    )
-                basis = np.linalg.inv(rest_rel) @ np.linalg.inv(parent_pose) @ pose[pb.name]
-            location, quaternion = quaternion_keys(basis)
-            pb.rotation_mode = "QUATERNION"
-            base = f'pose.bones["{pb.name}"]'
-            for i in range(3):
-                animation.write_fcurve(bag, f"{base}.location", i, frames, location[:, i], MOTION_GROUP)
-            for i in range(4):
-                animation.write_fcurve(
-                    bag, f"{base}.rotation_quaternion", i, frames, quaternion[:, i], MOTION_GROUP
-                )
-            for c in pb.constraints:
-                if c.type == "IK":
-                    path = f'{base}.constraints["{c.name}"].influence'
-                    animation.write_fcurve(bag, path, 0, frames[:1], np.zeros(1), MOTION_GROUP, "CONSTANT")

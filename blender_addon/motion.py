@@ -1,6 +1,9 @@
 """Robot motion in the scene: solved states -> object keys; animated objects -> states.
 
-Both directions go through the per-body ``T_body_object`` of the
+Bones are keyed (location and quaternion) in the armature's slot of looprig's
+action, with the IK constraints' influence keyed to 0 there (the solved pose
+already closes the loops), so removing looprig's action gives the animator's
+rig back untouched. Both directions go through the per-body ``T_body_object`` of the
 :class:`~.robot_model.RobotModel`: an object's world matrix is its body's pose
 times that constant matrix.
 """
@@ -8,11 +11,13 @@ times that constant matrix.
 from __future__ import annotations
 
 import numpy as np
+from looprig.core.rotations import quat_from_matrix
 
 from . import animation
 from .robot_model import RobotModel, continuous_quaternions, rigid_part, state_matrices, states_from_matrices
 from .sampling import Clip, Source, sample_world_matrices
-from .scene_graph import animated_objects, unit_scale
+from .scene_data import unit_scale
+from .scene_graph import animated_objects
 
 MOTION_GROUP = "looprig motion"
 
@@ -50,8 +55,6 @@ def object_world_matrices(model: RobotModel, states: np.ndarray) -> dict[str, np
 
 def quaternion_keys(local: np.ndarray):
     """Location (F, 3) and continuous unit quaternions (F, 4) of local matrices (F, 4, 4)."""
-    from looprig.core.rotations import quat_from_matrix
-
     R = np.array([rigid_part(m)[:3, :3] for m in local])
     return local[:, :3, 3].copy(), continuous_quaternions(quat_from_matrix(R))
 
@@ -62,8 +65,6 @@ def write_robot_motion(context, collection, model: RobotModel, states: np.ndarra
     Replaces the robot's looprig action (never another action); grounded bodies
     are not keyed. Returns the new action.
     """
-    from . import armature
-
     s = unit_scale(context.scene)
     objects = animated_objects(collection)
     animation.remove_action(collection, objects)
@@ -97,7 +98,7 @@ def write_robot_motion(context, collection, model: RobotModel, states: np.ndarra
             animation.write_fcurve(bag, "location", i, frames, location[:, i], MOTION_GROUP)
         for i in range(4):
             animation.write_fcurve(bag, "rotation_quaternion", i, frames, quaternion[:, i], MOTION_GROUP)
-    armature.write_bone_motion(context, collection, model, world, frames, action)
+    write_bone_motion(context, collection, model, world, frames, action)
     return action
 
 
@@ -107,3 +108,46 @@ def _depth(ob) -> int:
         depth += 1
         ob = ob.parent
     return depth
+
+
+def write_bone_motion(context, collection, model, world, frames, action) -> None:
+    """Key every bone body's pose bone along the solved world matrices ``world`` (per body,
+    (F, 4, 4), Blender units) in the armature's slot; mute its IK closures there."""
+    bones_by_arm: dict[str, list] = {}
+    for b in model.record.bodies:
+        if b.bone_name:
+            bones_by_arm.setdefault(b.object_name, []).append(b)
+    for arm_name, records in bones_by_arm.items():
+        arm = context.scene.objects[arm_name]
+        W_arm_inv = np.linalg.inv(np.array(arm.matrix_world, float))
+        pose = {r.bone_name: W_arm_inv @ world[r.name] for r in records}  # armature space
+        bag = animation.take_over(arm, action)
+        for r in records:
+            pb = arm.pose.bones[r.bone_name]
+            bone = pb.bone
+            if bone.parent is None:
+                rest = np.array(bone.matrix_local, float)
+                basis = np.linalg.inv(rest) @ pose[pb.name]
+            else:
+                rest_rel = np.linalg.inv(np.array(bone.parent.matrix_local, float)) @ np.array(
+                    bone.matrix_local, float
+                )
+                parent_pose = pose.get(bone.parent.name)
+                if parent_pose is None:
+                    parent_pose = np.broadcast_to(
+                        np.array(arm.pose.bones[bone.parent.name].matrix, float), pose[pb.name].shape
+                    )
+                basis = np.linalg.inv(rest_rel) @ np.linalg.inv(parent_pose) @ pose[pb.name]
+            location, quaternion = quaternion_keys(basis)
+            pb.rotation_mode = "QUATERNION"
+            base = f'pose.bones["{pb.name}"]'
+            for i in range(3):
+                animation.write_fcurve(bag, f"{base}.location", i, frames, location[:, i], MOTION_GROUP)
+            for i in range(4):
+                animation.write_fcurve(
+                    bag, f"{base}.rotation_quaternion", i, frames, quaternion[:, i], MOTION_GROUP
+                )
+            for c in pb.constraints:
+                if c.type == "IK":
+                    path = f'{base}.constraints["{c.name}"].influence'
+                    animation.write_fcurve(bag, path, 0, frames[:1], np.zeros(1), MOTION_GROUP, "CONSTANT")

@@ -22,7 +22,8 @@ from . import animation, bake, motion
 from .operators_robot import RobotError, checked_model, robot_collection
 from .robot_model import RobotModel
 from .sampling import Clip, Source, iter_world_matrices, make_clip, samples_from_matrices, track_samples
-from .scene_graph import animated_objects, unit_scale
+from .scene_data import unit_scale
+from .scene_graph import animated_objects
 
 
 @dataclass

@@ -8,6 +8,8 @@ from bpy_extras.io_utils import ExportHelper, ImportHelper
 from looprig.core.errors import LooprigError
 
 from . import robot_model as rm
+from .demo_scene import setup_demo
+from .scene_build import ImportFailed, export_robot, import_robot
 from .scene_graph import read_model
 
 
@@ -167,8 +169,6 @@ class LOOPRIG_OT_import_robot(bpy.types.Operator, ImportHelper):
     )
 
     def execute(self, context):
-        from .scene_build import ImportFailed, import_robot
-
         actuated = tuple(n.strip() for n in self.actuated.split(",") if n.strip())
         try:
             collection, notes = import_robot(context, self.filepath, actuated=actuated)
@@ -199,8 +199,6 @@ class LOOPRIG_OT_export_robot(bpy.types.Operator, ExportHelper):
     )
 
     def execute(self, context):
-        from .scene_build import export_robot
-
         try:
             model = checked_model(context)
             path = export_robot(context, model, self.filepath, write_meshes=self.write_meshes)
@@ -219,8 +217,6 @@ class LOOPRIG_OT_add_demo(bpy.types.Operator):
     bl_options = {"REGISTER", "UNDO"}
 
     def execute(self, context):
-        from .demo import setup_demo
-
         collection = setup_demo(context)
         self.report({"INFO"}, f"added robot {collection.name!r} and target 'hand': press Retarget")
         return {"FINISHED"}

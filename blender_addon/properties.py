@@ -23,13 +23,13 @@ from bpy.props import (
     StringProperty,
 )
 
+from .scene_graph import robot_frame_names
+
 # --------------------------------------------------------------------------- searches
 
 
 def _robot_frame_names(self, context, edit_text):
     """Body and frame names of the scene's robot, for the target search field."""
-    from .scene_graph import robot_frame_names  # late: scene_graph imports this module
-
     settings = context.scene.looprig
     names = robot_frame_names(settings.robot) if settings.robot else []
     return [n for n in names if edit_text.lower() in n.lower()]

@@ -16,6 +16,8 @@ import math
 from dataclasses import dataclass, field
 
 import numpy as np
+from looprig.cad_import.errors import FileFormatError
+from looprig.cad_import.meshes import triangle_mass_properties
 from looprig.core import analyse_mobility
 from looprig.core.errors import LooprigError
 from looprig.core.mechanism import (
@@ -242,9 +244,6 @@ def mesh_mass_properties(vertices: np.ndarray, triangles: np.ndarray, density: f
     Computed by trimesh (:func:`looprig.cad_import.meshes.triangle_mass_properties`);
     returns (0, the vertices' mean, zeros) for a surface that encloses no volume.
     """
-    from looprig.cad_import.errors import FileFormatError
-    from looprig.cad_import.meshes import triangle_mass_properties
-
     v = np.asarray(vertices, dtype=float).reshape(-1, 3)
     empty = (0.0, v.mean(axis=0) if len(v) else np.zeros(3), np.zeros((3, 3)))
     if len(np.asarray(triangles).reshape(-1, 3)) == 0:

@@ -15,7 +15,7 @@ import numpy as np
 from looprig.core.retarget import TrackSamples
 
 from .robot_model import rigid_part
-from .scene_graph import unit_scale
+from .scene_data import unit_scale
 
 
 @dataclass(frozen=True)

@@ -12,14 +12,26 @@ from __future__ import annotations
 
 import math
 import os
+from dataclasses import replace
 from pathlib import Path
 
 import bpy
 import numpy as np
+from looprig.cad_import import MeshRef, load_mesh, load_model, save_mechanism
+from looprig.core.mechanism import Mechanism
+from looprig.core.rotations import frame_with_axes
 from mathutils import Matrix
 
 from .robot_model import pose_matrix
-from .scene_graph import EXACT_KEY, MESHES_KEY, NAME_KEY, PLACEHOLDER_KEY, object_world_matrix, unit_scale
+from .scene_data import (
+    EXACT_KEY,
+    MESHES_KEY,
+    NAME_KEY,
+    PLACEHOLDER_KEY,
+    mesh_arrays,
+    object_world_matrix,
+    unit_scale,
+)
 
 
 class ImportFailed(Exception):
@@ -273,8 +285,6 @@ def _typical_size(mechanism) -> float:
 
 def _constraint_kind(joint) -> tuple[str, np.ndarray]:
     """Rigid Body Constraint type and world matrix (local axes placed as Blender expects)."""
-    from looprig.core.rotations import frame_with_axes
-
     kind = joint.kind.value
     T = np.eye(4)
     T[:3, 3] = joint.anchor
@@ -310,12 +320,8 @@ def _lock_generic(c, joint) -> None:
 def _body_mesh(body, refs, size: float, s: float):
     """(mesh, T_object_file) of a body: its visual meshes merged in body coordinates, or a
     placeholder box (T_object_file None)."""
-    from looprig.cad_import import load_mesh
-
     visual = [r for r in refs if r.role == "visual"] or list(refs)
     if not visual and body.mesh:
-        from looprig.cad_import import MeshRef
-
         visual = [MeshRef(str(body.mesh), body.T_body_mesh)]
     vertices, triangles, offset = [], [], 0
     for ref in visual:
@@ -337,8 +343,6 @@ def _body_mesh(body, refs, size: float, s: float):
 # --------------------------------------------------------------------------- files
 def import_robot(context, path: str, actuated=()):
     """Import a URDF, MJCF or native file as a scene robot; returns (collection, notes)."""
-    from looprig.cad_import import load_model
-
     path = str(path)
     if not os.path.isfile(path):
         raise ImportFailed("file not found")
@@ -367,12 +371,6 @@ def write_stl(path: Path, vertices: np.ndarray, triangles: np.ndarray) -> None:
 def export_robot(context, model, path: str, write_meshes: bool = True) -> Path:
     """Save a checked robot as a native file; bodies whose mesh came from no file get an
     STL (object coordinates, metres) in ``<file>_meshes/`` when ``write_meshes``."""
-    from dataclasses import replace
-
-    from looprig.cad_import import MeshRef, save_mechanism
-    from looprig.core.mechanism import Mechanism
-
-    from .scene_graph import mesh_arrays
 
     path = Path(bpy.path.abspath(path))
     mechanism = model.mechanism

@@ -12,124 +12,36 @@ A robot is a collection:
 * **frames** — Empties parented to a body, as named targets for the retarget.
 
 The robot's initial configuration is its **rest pose**: how it stands without
-looprig's animation (see :func:`rest_pose`). Lengths are converted to metres
+looprig's animation (see :func:`.rest.rest_pose`). Lengths are converted to metres
 with the scene's unit scale. This module only reads; it calls no operators.
 """
 
 from __future__ import annotations
 
-import contextlib
-import math
-
 import bpy
 import numpy as np
-from mathutils import Matrix
 
+from . import armature
 from . import robot_model as rm
-from .robot_model import ActuatorRecord, BodyRecord, FrameRecord, JointRecord, Problem, RobotRecord
+from .rest import rest_pose
+from .robot_model import BodyRecord, FrameRecord, JointRecord, Problem, RobotRecord
+from .scene_data import (
+    EXACT_KEY,
+    MESHES_KEY,
+    actuator_record,
+    idprop_to_python,
+    mesh_arrays,
+    robot_name,
+    to_metres,
+    unit_scale,
+)
 
-#: ID property with the float64 values a file import wrote on an object.
-EXACT_KEY = "looprig_exact"
-#: ID property listing a body's mesh files (path, T_object_mesh, role, rgba) from an import.
-MESHES_KEY = "looprig_meshes"
-#: ID property marking a placeholder mesh (a body without geometry in its file).
-PLACEHOLDER_KEY = "looprig_placeholder"
-#: ID property with the name a file gave an object's body, joint or frame, the object name it
-#: got (Blender renames clashes and cuts names at 63 bytes) and its position in the file.
-NAME_KEY = "looprig_name"
-#: ID property with an object's transform channels before looprig animated it.
-REST_KEY = "looprig_rest"
-#: Custom property on actions that looprig writes (value: the robot collection's name).
-ACTION_KEY = "looprig_robot"
 LOCK_TOLERANCE = 1e-9
-
-
-# --------------------------------------------------------------------------- helpers
-def unit_scale(scene) -> float:
-    """Metres per Blender unit."""
-    s = float(scene.unit_settings.scale_length)
-    return s if s > 0 else 1.0
-
-
-def to_metres(T, s: float) -> np.ndarray:
-    """(4, 4) matrix in Blender units -> metres (linear block and translation scaled)."""
-    out = np.array(T, dtype=float)
-    out[:3, :] *= s
-    return out
-
-
-def idprop_to_python(value):
-    """ID property values (groups, arrays) as plain dicts, lists and numbers."""
-    if hasattr(value, "to_dict"):
-        return value.to_dict()
-    if hasattr(value, "to_list"):
-        return value.to_list()
-    return value
-
-
-def is_looprig_action(action) -> bool:
-    return action is not None and ACTION_KEY in action.keys()
-
-
-def looprig_animated(ob) -> bool:
-    ad = ob.animation_data
-    return ad is not None and is_looprig_action(ad.action)
-
-
-def robot_name(ob) -> tuple[str, int]:
-    """The body, joint or frame name of an object and its order in the robot.
-
-    The name a file import gave it while the object keeps the name it got then; else
-    the object's name (sorted after the imported ones).
-    """
-    named = ob.get(NAME_KEY)
-    if named is not None and named.get("object") == ob.name:
-        return str(named["name"]), int(named.get("index", 0))
-    return ob.name, 1 << 30
 
 
 def _sorted(records: list) -> list:
     """Records in file order (imported ones), then by name."""
     return sorted(records, key=lambda r: (r.order, r.name))
-
-
-def _hardware_id(text: str):
-    text = text.strip()
-    if not text:
-        return None
-    return int(text) if text.lstrip("-").isdigit() else text
-
-
-def _limit(value: float) -> float:
-    return float(value) if value > 0 else math.inf
-
-
-def actuator_record(settings, kind: str | None) -> ActuatorRecord | None:
-    """The actuator of a joint's ``looprig_joint`` settings (None when not actuated)."""
-    if not settings.actuated:
-        return None
-    motion = settings.motion
-    if kind == "prismatic":
-        motion = "displacement"
-    elif kind == "revolute":
-        motion = "angle"
-    lower, upper = -math.inf, math.inf
-    if settings.use_range:
-        if motion == "angle":
-            lower, upper = settings.lower_angle, settings.upper_angle
-        else:
-            lower, upper = settings.lower_length, settings.upper_length
-    return ActuatorRecord(
-        motion=motion,
-        lower=float(lower),
-        upper=float(upper),
-        velocity_limit=_limit(settings.velocity_limit),
-        acceleration_limit=_limit(settings.acceleration_limit),
-        hardware_id=_hardware_id(settings.hardware_id),
-        zero_offset_ticks=int(settings.zero_offset_ticks),
-        direction=int(settings.direction),
-        metres_per_revolution=settings.metres_per_revolution or None,
-    )
 
 
 # --------------------------------------------------------------------------- classification
@@ -173,8 +85,6 @@ def animated_objects(collection) -> list:
 
 def robot_frame_names(collection) -> list[str]:
     """Names a retarget target can point at: bodies, frames, then bones."""
-    from . import armature
-
     roles = robot_objects(collection)
     names = [robot_name(o)[0] for o in roles["bodies"]] + [robot_name(o)[0] for o in roles["frames"]]
     for arm in roles["armatures"]:
@@ -182,110 +92,7 @@ def robot_frame_names(collection) -> list[str]:
     return names
 
 
-# --------------------------------------------------------------------------- rest pose
-@contextlib.contextmanager
-def rest_pose(context, objects):
-    """Show ``objects`` without looprig's animation while the block runs, then restore.
-
-    Objects animated by a looprig action get their transform channels from
-    before the retarget (kept in ``REST_KEY``) and no action; afterwards the
-    action and slot come back and the frame is re-evaluated. Nothing changes
-    when no object is animated by looprig.
-    """
-    saved = []
-    for ob in objects:
-        ad = ob.animation_data
-        if ad is None or not is_looprig_action(ad.action) or REST_KEY not in ob.keys():
-            continue
-        modes = (ob.rotation_mode, {pb.name: pb.rotation_mode for pb in ob.pose.bones} if ob.pose else {})
-        saved.append((ob, ad.action, ad.action_slot, modes))
-        ad.action = None
-        apply_rest(ob)
-    if saved:
-        context.view_layer.update()
-    try:
-        yield
-    finally:
-        for ob, action, slot, (mode, bone_modes) in saved:
-            ob.animation_data.action = action
-            if slot is not None:
-                ob.animation_data.action_slot = slot
-            ob.rotation_mode = mode
-            for name, bone_mode in bone_modes.items():
-                ob.pose.bones[name].rotation_mode = bone_mode
-        if saved:
-            context.scene.frame_set(context.scene.frame_current, subframe=context.scene.frame_subframe)
-
-
-def store_rest(ob) -> None:
-    """Remember an object's transform channels (and its pose bones') before looprig keys it."""
-    if REST_KEY in ob.keys():
-        return
-    rest = {
-        "location": list(ob.location),
-        "rotation_mode": ob.rotation_mode,
-        "rotation_quaternion": list(ob.rotation_quaternion),
-        "rotation_euler": list(ob.rotation_euler),
-        "rotation_axis_angle": list(ob.rotation_axis_angle),
-        "scale": list(ob.scale),
-    }
-    if ob.type == "ARMATURE" and ob.pose is not None:
-        rest["bones"] = {
-            pb.name: {
-                "location": list(pb.location),
-                "rotation_mode": pb.rotation_mode,
-                "rotation_quaternion": list(pb.rotation_quaternion),
-                "rotation_euler": list(pb.rotation_euler),
-                "scale": list(pb.scale),
-                "influence": {c.name: c.influence for c in pb.constraints},
-            }
-            for pb in ob.pose.bones
-        }
-    ob[REST_KEY] = rest
-
-
-def apply_rest(ob) -> None:
-    """Set an object's transform channels (and pose bones') back to the stored rest values."""
-    rest = idprop_to_python(ob.get(REST_KEY))
-    if not rest:
-        return
-    ob.rotation_mode = rest["rotation_mode"]
-    ob.location = rest["location"]
-    ob.rotation_quaternion = rest["rotation_quaternion"]
-    ob.rotation_euler = rest["rotation_euler"]
-    ob.rotation_axis_angle = rest["rotation_axis_angle"]
-    ob.scale = rest["scale"]
-    for name, b in rest.get("bones", {}).items():
-        pb = ob.pose.bones.get(name)
-        if pb is None:
-            continue
-        pb.rotation_mode = b["rotation_mode"]
-        pb.location = b["location"]
-        pb.rotation_quaternion = b["rotation_quaternion"]
-        pb.rotation_euler = b["rotation_euler"]
-        pb.scale = b["scale"]
-        for name, influence in b.get("influence", {}).items():
-            if name in pb.constraints:
-                pb.constraints[name].influence = influence
-
-
 # --------------------------------------------------------------------------- bodies
-def mesh_arrays(ob, depsgraph) -> tuple[np.ndarray, np.ndarray]:
-    """(V, 3) vertices in object coordinates [Blender units] and (T, 3) triangles of the
-    evaluated mesh (modifiers applied)."""
-    evaluated = ob.evaluated_get(depsgraph)
-    mesh = evaluated.to_mesh()
-    try:
-        mesh.calc_loop_triangles()
-        vertices = np.empty(len(mesh.vertices) * 3, dtype=np.float64)
-        mesh.vertices.foreach_get("co", vertices)
-        triangles = np.empty(len(mesh.loop_triangles) * 3, dtype=np.int64)
-        mesh.loop_triangles.foreach_get("vertices", triangles)
-    finally:
-        evaluated.to_mesh_clear()
-    return vertices.reshape(-1, 3), triangles.reshape(-1, 3)
-
-
 def read_body(ob, depsgraph, s: float) -> BodyRecord:
     """A mesh object as a body: mass, CoM and inertia from its settings and mesh."""
     settings = ob.looprig_body
@@ -402,8 +209,6 @@ def read_constraint(ob, body_names: dict[str, str], s: float) -> JointRecord | N
 # --------------------------------------------------------------------------- robot
 def read_robot(context, collection) -> RobotRecord:
     """Read the robot in ``collection`` (at its rest pose) into plain records."""
-    from . import armature
-
     scene = context.scene
     s = unit_scale(scene)
     roles = robot_objects(collection)
@@ -444,10 +249,3 @@ def read_robot(context, collection) -> RobotRecord:
 def read_model(context, collection) -> rm.RobotModel:
     """Read and check the robot in ``collection``; see :func:`.robot_model.build_robot`."""
     return rm.build_robot(read_robot(context, collection))
-
-
-def object_world_matrix(T_world_object_m: np.ndarray, s: float) -> Matrix:
-    """A metre-valued world matrix back in Blender units, as a mathutils Matrix."""
-    T = np.array(T_world_object_m, dtype=float)
-    T[:3, :] /= s
-    return Matrix(T.tolist())

@@ -100,7 +100,7 @@ def setup_render(scene, resolution=(640, 480), samples=24):
 
 def build(seconds: float = 2.0):
     """The demo scene, retargeted and baked, dressed for rendering."""
-    from looprig.blender_addon import demo
+    from looprig.blender_addon import demo_scene as demo
 
     bpy.ops.wm.read_homefile(use_empty=True)
     context = bpy.context

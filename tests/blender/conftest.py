@@ -44,7 +44,7 @@ def empty_scene(addon):
 @pytest.fixture
 def demo(empty_scene):
     """The four-bar demo scene (robot, animated target, one target row)."""
-    from blender_addon import demo
+    from blender_addon import demo_scene as demo
 
     collection = demo.setup_demo(bpy.context)
     return collection

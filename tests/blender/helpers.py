@@ -63,7 +63,7 @@ def fails(operator, *args, **kwargs) -> str:
 def fourbar_rig(collection, name="rig"):
     """The demo four-bar as an armature: crank, coupler, rocker bones (hinges about z), an
     anchor bone locked at the rocker pivot, and an IK constraint closing the loop there."""
-    from blender_addon import demo
+    from blender_addon import demo_scene as demo
 
     A, B, P = demo.fourbar_points(demo.CRANK_START)
     O4 = (demo.GROUND, 0.0, 0.0)

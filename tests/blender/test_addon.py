@@ -75,7 +75,7 @@ import importlib.util, json, sys
 for name in ("bpy", "mathutils", "gpu", "bpy_extras"):
     sys.modules[name] = None
 loaded = {}
-for name in ("robot_model", "overlays"):
+for name in ("robot_model", "overlay_geometry"):
     spec = importlib.util.spec_from_file_location("looprig_addon_" + name, sys.argv[1] + "/" + name + ".py")
     module = importlib.util.module_from_spec(spec)
     sys.modules[spec.name] = module
@@ -95,4 +95,4 @@ def test_pure_modules_import_without_blender():
     )
     loaded = json.loads(out.stdout.strip().splitlines()[-1])
     assert "build_robot" in loaded["robot_model"]
-    assert "velocity_overlay" in loaded["overlays"]
+    assert "velocity_overlay" in loaded["overlay_geometry"]

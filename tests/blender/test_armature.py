@@ -5,8 +5,7 @@ import numpy as np
 import pytest
 from helpers import fails, fourbar_rig, robot_collection
 
-from blender_addon import animation
-from blender_addon import demo as demo_scene
+from blender_addon import animation, demo_scene
 from blender_addon.scene_graph import read_model
 
 

@@ -7,8 +7,7 @@ import numpy as np
 import pytest
 from helpers import fails, snapshot
 
-from blender_addon import animation, bake
-from blender_addon import demo as demo_scene
+from blender_addon import animation, bake, demo_scene
 
 FPS, SECONDS = 24.0, 2.0
 

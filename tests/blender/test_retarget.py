@@ -6,8 +6,7 @@ import pytest
 from helpers import fails, snapshot
 from looprig.core.retarget import RetargetCancelled
 
-from blender_addon import animation
-from blender_addon import demo as demo_scene
+from blender_addon import animation, demo_scene
 from blender_addon.operators_retarget import RetargetJob, _Worker, apply_result, read_inputs
 
 

@@ -16,8 +16,8 @@ import time
 import numpy as np
 from looprig.core.library import build
 from looprig.core.library.clips import walker_step_clip
-from looprig.core.objectives import ComObjective, ComTerm
 from looprig.core.retarget import ComSpec, RetargetMapping, TargetSpec, retarget
+from looprig.core.terms import ComObjective, ComTask
 
 TARGETS = (
     TargetSpec("left_foot", "left_foot", (10, 10, 10), (100, 100, 100)),
@@ -28,7 +28,7 @@ TARGETS = (
 
 def support_distance(mechanism, result, samples, support) -> np.ndarray:
     """Horizontal distance [m] of the CoM from the centroid of the feet in contact, per frame."""
-    com = ComTerm(mechanism, ComObjective()).com(result.states)
+    com = ComTask(mechanism, ComObjective()).com(result.states)
     distance = np.zeros(len(result.times))
     for phase in support:
         inside = (result.times >= phase.start - 1e-9) & (result.times <= phase.end + 1e-9)

@@ -11,7 +11,7 @@ from .constraints import ConstraintSet
 from .curves import ActuatorCurves, LimitViolationError, Violation
 from .errors import LooprigError, MechanismError, SolverError, TargetError
 from .fk import FKResult, FKSettings, assemble, solve_fk
-from .ik import IKProblem, IKResult, IKSettings, IKTargets, solve_ik
+from .ik import IKProblem, IKResult, IKSettings, IKTargets, LinearizedStep, build_step, solve_ik
 from .linalg import single_threaded_blas
 from .mechanism import (
     ActuatedMotion,
@@ -23,7 +23,6 @@ from .mechanism import (
     Mechanism,
 )
 from .mobility import MobilityReport, analyse_mobility
-from .objectives import ComObjective, FrameObjective, Regularization, velocity_threshold
 from .readoff import ActuatorReadout, unwrap_sequence
 from .retarget import (
     ComSpec,
@@ -34,6 +33,7 @@ from .retarget import (
     TrackSamples,
     retarget,
 )
+from .terms import ComObjective, FrameObjective, Regularization, Term, TermKind, velocity_threshold
 
 __all__ = [
     "ActuatedMotion",
@@ -55,6 +55,7 @@ __all__ = [
     "Joint",
     "JointKind",
     "LimitViolationError",
+    "LinearizedStep",
     "LooprigError",
     "Mechanism",
     "MechanismError",
@@ -66,10 +67,13 @@ __all__ = [
     "SupportPhase",
     "TargetError",
     "TargetSpec",
+    "Term",
+    "TermKind",
     "TrackSamples",
     "Violation",
     "analyse_mobility",
     "assemble",
+    "build_step",
     "retarget",
     "single_threaded_blas",
     "solve_fk",

@@ -25,21 +25,25 @@ from .errors import TargetError
 from .fk import FKSettings, solve_constraints
 from .linalg import KKTSystem
 from .mechanism import Mechanism
-from .objectives import (
+from .readoff import ActuatorReadout
+from .rotations import cross, quat_to_matrix, retract
+from .terms import (
+    ActuatorBarrier,
     ActuatorLimits,
     ComObjective,
-    ComTerm,
+    ComTask,
     FrameObjective,
-    FrameTerms,
+    FrameTask,
+    JointConstraints,
+    Point,
+    Reference,
     Regularization,
-    actuator_barrier,
-    com_residual,
-    frame_residuals,
-    state_regularizer,
-    velocity_barrier,
+    StateRegularizer,
+    Targets,
+    Term,
+    TermKind,
+    VelocityBarrier,
 )
-from .readoff import ActuatorReadout
-from .rotations import cross, quat_to_matrix, retract, vee_antisymmetric
 
 
 @dataclass(frozen=True)
@@ -110,6 +114,10 @@ class IKProblem:
     """Everything about an IK solve that does not change from frame to frame.
 
     Build once per clip; pass per-frame :class:`IKTargets` to :func:`solve_ik`.
+    ``frames``, ``com`` and ``regularization`` are compiled into :attr:`terms`
+    (frame task, CoM task, regularizers, actuator barriers); ``terms`` adds any
+    further :class:`~looprig.core.terms.Term` (built for this mechanism). The joint
+    constraints are the equality term :attr:`constraint_term`.
     """
 
     mechanism: Mechanism
@@ -117,23 +125,38 @@ class IKProblem:
     com: ComObjective | None = None
     regularization: Regularization = field(default_factory=Regularization)
     settings: IKSettings = field(default_factory=IKSettings)
+    terms: Sequence[Term] = ()
 
     def __post_init__(self):
-        self.constraints = ConstraintSet(self.mechanism, actuated=False)
-        self.frame_terms = FrameTerms(self.mechanism, self.frames)
-        self.com_term = None if self.com is None else ComTerm(self.mechanism, self.com)
-        self.readout = ActuatorReadout(self.mechanism)
-        self.actuator_limits = ActuatorLimits.of(self.mechanism)
-        n_free = len(self.constraints.free_bodies)
-        per_body = self.regularization.state_weight * np.array([1, 1, 1, 0.25, 0.25, 0.25])
-        self.state_hessian_diagonal = np.tile(per_body, n_free)
-        # translations are measured in mean joint distances L, so a step of L [m] counts as 1 [rad]
-        self.step_scale = np.tile(np.r_[np.full(3, 1.0 / self.constraints.length_scale), np.ones(3)], n_free)
         reg = self.regularization
         if min(reg.state_weight, reg.velocity_weight, reg.velocity_threshold) < 0:
             raise TargetError("regularizer weights and threshold must be non-negative")
         if reg.velocity_weight > 0 and reg.velocity_threshold <= 0:
             raise TargetError("the velocity regularizer needs a positive threshold")
+        self.constraints = ConstraintSet(self.mechanism, actuated=False)
+        self.constraint_term = JointConstraints(self.constraints)
+        self.readout = ActuatorReadout(self.mechanism)
+        self.actuator_limits = ActuatorLimits.of(self.mechanism)
+        self.frame_terms = FrameTask(self.mechanism, self.frames)
+        self.com_term = None if self.com is None else ComTask(self.mechanism, self.com)
+        free = self.constraints.free_bodies
+        compiled: list[Term] = [self.frame_terms] if len(self.frame_terms) else []
+        if self.com_term is not None:
+            compiled.append(self.com_term)
+        if len(free) and reg.state_weight > 0:
+            compiled.append(StateRegularizer(free, reg.state_weight))
+        if len(free) and reg.velocity_weight > 0:
+            compiled.append(VelocityBarrier(free, reg.velocity_weight, reg.velocity_threshold))
+        if len(self.readout.names) and (reg.actuator_weight > 0 or reg.acceleration_weight > 0):
+            compiled.append(ActuatorBarrier(self.readout, self.actuator_limits, reg))
+        for term in self.terms:
+            if term.kind == TermKind.EQUALITY:
+                raise TargetError(f"term {term.name!r}: extra equality terms are not supported")
+        self.objective_terms: list[Term] = compiled + list(self.terms)
+        # translations are measured in mean joint distances L, so a step of L [m] counts as 1 [rad]
+        self.step_scale = np.tile(
+            np.r_[np.full(3, 1.0 / self.constraints.length_scale), np.ones(3)], len(free)
+        )
 
     def check_targets(self, targets: IKTargets) -> IKTargets:
         """Validate shapes and finiteness; returns float arrays."""
@@ -163,88 +186,79 @@ class IKProblem:
                 raise TargetError("CoM target is not finite")
         return IKTargets(positions, rotations, com)
 
+    def point(self, state, targets: Targets, reference: Reference, R=None) -> Point:
+        """The :class:`~looprig.core.terms.Point` of states (B, n, 7) for ``targets``
+        and ``reference`` (both batched to B)."""
+        state = np.asarray(state, dtype=float)
+        R = quat_to_matrix(state[..., 3:]) if R is None else R
+        cs = self.constraints
+        return Point(state, R, targets, reference, cs.column_of_body, cs.n_vars)
+
+    def report(self, point: Point) -> list[tuple[str, str, str, np.ndarray]]:
+        """Every term's errors at ``point``: (term, kind, label with unit, (B,) values)."""
+        rows = []
+        for term in [*self.objective_terms, self.constraint_term]:
+            for label, values in term.errors(point).items():
+                rows.append((term.name, term.kind.value, label, values))
+        return rows
+
 
 @dataclass
-class _Reference:
-    """What one frame's solve regularizes towards: the previous frame.
+class LinearizedStep:
+    """The SQP subproblem at a batch of B states: the Gauss-Newton model of the
+    objective and the linearised constraints.
 
-    state (n, 7) and its rotation matrices R (n, 3, 3); actuators (A,) unwrapped
-    [rad | m]; velocities (A,) [rad/s | m/s] or None (no acceleration barrier).
+    value (B,); gradient (B, N); hessian (B, N, N); constraint (B, m) [m];
+    constraint_jacobian (B, m, N) (None when built without derivatives).
     """
 
-    state: np.ndarray
-    R: np.ndarray
-    actuators: np.ndarray
-    velocities: np.ndarray | None
+    point: Point
+    value: np.ndarray
+    gradient: np.ndarray | None
+    hessian: np.ndarray | None
+    constraint: np.ndarray
+    constraint_jacobian: np.ndarray | None
+
+    @property
+    def violation(self) -> np.ndarray:
+        """max |C| per frame (B,) [m]."""
+        return np.abs(self.constraint).max(axis=-1, initial=0.0)
 
 
-class _Model:
-    """Objective value, gradient and Gauss-Newton Hessian at one state (rotations R)."""
+def build_step(problem: IKProblem, point: Point, derivatives: bool = True) -> LinearizedStep:
+    """Linearise every term of ``problem`` at ``point`` and sum the objective terms."""
+    B, N = point.batch, point.n_vars
+    value = np.zeros(B)
+    gradient = np.zeros((B, N)) if derivatives else None
+    hessian = np.zeros((B, N, N)) if derivatives else None
+    for term in problem.objective_terms:
+        lin = term.linearize(point, derivatives)
+        value += lin.value
+        if derivatives:
+            gradient += lin.gradient
+            hessian += lin.hessian
+    constraints = problem.constraint_term.linearize(point, derivatives)
+    return LinearizedStep(point, value, gradient, hessian, constraints.residual, constraints.jacobian)
 
-    def __init__(self, problem: IKProblem, state, R, targets: IKTargets, ref: _Reference):
-        cs = problem.constraints
-        parts_r, parts_J = [], []
-        if len(problem.frame_terms):
-            r, J = frame_residuals(
-                problem.frame_terms,
-                state,
-                R,
-                targets.positions,
-                targets.rotations,
-                cs.column_of_body,
-                cs.n_vars,
-            )
-            parts_r.append(r)
-            parts_J.append(J)
-        if problem.com_term is not None:
-            r, J = com_residual(problem.com_term, state, targets.com, cs.column_of_body, cs.n_vars)
-            parts_r.append(r)
-            parts_J.append(J)
-        r_obj = np.concatenate(parts_r) if len(parts_r) > 1 else (parts_r[0] if parts_r else np.zeros(0))
-        J_obj = (
-            np.vstack(parts_J) if len(parts_J) > 1 else (parts_J[0] if parts_J else np.zeros((0, cs.n_vars)))
-        )
-        reg = problem.regularization
-        self.value = 0.5 * float(r_obj @ r_obj)
-        self.gradient = J_obj.T @ r_obj
-        self.hessian = J_obj.T @ J_obj
-        nf = len(cs.free_bodies)
-        diag = np.arange(nf)
-        if reg.state_weight > 0 and nf:
-            value, gradient = state_regularizer(state, R, ref.state, ref.R, cs.free_bodies, reg.state_weight)
-            self.value += value
-            self.gradient += gradient.ravel()
-            # Gauss-Newton Hessian at zero rotation, w diag(1, 1, 1, 1/4, 1/4, 1/4): exact at
-            # the previous state and within O(theta^2) for a per-frame rotation theta
-            self.hessian.flat[:: cs.n_vars + 1] += problem.state_hessian_diagonal
-        if reg.velocity_weight > 0 and nf:
-            value, g, h = velocity_barrier(
-                R, ref.R, cs.free_bodies, reg.velocity_weight, reg.velocity_threshold
-            )
-            self.value += value
-            self.gradient.reshape(nf, 6)[:, 3:] += g
-            H = self.hessian.reshape(nf, 6, nf, 6)
-            H[diag, 3:, diag, 3:] += h
-        if (reg.actuator_weight > 0 or reg.acceleration_weight > 0) and len(ref.actuators):
-            values = problem.readout.read(state, previous=ref.actuators, R=R)
-            J = problem.readout.jacobian(state, R, cs.column_of_body, cs.n_vars)
-            value, dg, d2g = actuator_barrier(
-                values, ref.actuators, ref.velocities, problem.actuator_limits, reg
-            )
-            self.value += value
-            self.gradient += J.T @ dg
-            self.hessian += (J.T * d2g) @ J
+
+def _single(targets: IKTargets) -> Targets:
+    """One frame's targets with a batch axis of one."""
+    return Targets(
+        targets.positions[None], targets.rotations[None], None if targets.com is None else targets.com[None]
+    )
 
 
 class _Iterate:
-    """A state with everything the SQP needs there: rotations, constraints, model."""
+    """One state (a batch of one) with its linearised step, for the per-frame SQP."""
 
-    def __init__(self, problem: IKProblem, state, targets: IKTargets, ref: _Reference):
+    def __init__(self, problem: IKProblem, state, targets: Targets, ref: Reference):
         self.state = state
-        self.R = quat_to_matrix(state[:, 3:])
-        self.c, self.blocks = problem.constraints.evaluate(state, R=self.R)
-        self.model = _Model(problem, state, self.R, targets, ref)
-
+        self.step = build_step(problem, problem.point(state[None], targets, ref))
+        self.R = self.step.point.R[0]
+        self.c = self.step.constraint[0]
+        self.value = float(self.step.value[0])
+        self.gradient = self.step.gradient[0]
+        self.hessian = self.step.hessian[0]
         self.violation = _max_abs(self.c)
 
 
@@ -258,7 +272,7 @@ class _Merit:
 
     def accepts(self, candidate: _Iterate, alpha: float) -> bool:
         """Armijo condition for the step length ``alpha``."""
-        value = candidate.model.value + self.nu * float(np.abs(candidate.c).sum())
+        value = candidate.value + self.nu * float(np.abs(candidate.c).sum())
         return value <= self.value + 1e-4 * alpha * self.slope + 1e-15 * abs(self.value)
 
 
@@ -280,28 +294,9 @@ def _max_abs(x: np.ndarray) -> float:
 
 def _errors(problem: IKProblem, state, R, targets: IKTargets):
     """Tracking errors over the weighted axes: positions (K,) [m], orientations (K,)
-    [rad], CoM [m]. R: the bodies' rotation matrices at ``state``."""
-    terms = problem.frame_terms
-    k = len(terms)
-    pos_err, ori_err = np.zeros(k), np.zeros(k)
-    if k:
-        points, axes = terms.poses(state, R)
-        error = (points - targets.positions) * (terms.position_weight > 0)
-        pos_err = np.sqrt(np.einsum("ka,ka->k", error, error))
-        tracked = terms.orientation_weight > 0  # (K, 3)
-        # with two or more axes tracked the rotation is determined: report its angle
-        R_err = np.swapaxes(axes, -1, -2) @ targets.rotations
-        sin2 = vee_antisymmetric(R_err)  # 2 sin(angle) u
-        cos2 = R_err[:, 0, 0] + R_err[:, 1, 1] + R_err[:, 2, 2] - 1.0  # 2 cos(angle)
-        ori_err = np.arctan2(np.sqrt(np.einsum("ka,ka->k", sin2, sin2)), cos2)
-        single = terms.single_axis
-        if single.any():  # one axis (or none): the angle between that axis and its target
-            cos = np.clip(np.sum(axes * targets.rotations, axis=-2), -1.0, 1.0)  # (K, 3)
-            sin = np.linalg.norm(
-                cross(np.swapaxes(axes, -1, -2), np.swapaxes(targets.rotations, -1, -2)), axis=-1
-            )
-            per_axis = np.where(tracked, np.arctan2(sin, cos), 0.0).max(-1)
-            ori_err = np.where(single, per_axis, ori_err)
+    [rad] (see :meth:`FrameTask.errors`), CoM [m] (nan without a CoM objective)."""
+    frames = Targets(targets.positions, targets.rotations)
+    pos_err, ori_err = problem.frame_terms.tracking_errors(state, R, frames)
     com_err = np.nan
     if problem.com_term is not None:
         diff = (problem.com_term.com(state) - targets.com) * (problem.com_term.weight > 0)
@@ -339,8 +334,14 @@ def solve_ik(
     R_previous = quat_to_matrix(previous[:, 3:])
     if previous_actuators is None:
         previous_actuators = problem.readout.read(previous, R=R_previous)
-    ref = _Reference(previous, R_previous, np.asarray(previous_actuators, float), previous_velocities)
-    it = _Iterate(problem, state, targets, ref)
+    ref = Reference(
+        previous[None],
+        R_previous[None],
+        np.asarray(previous_actuators, float)[None],
+        None if previous_velocities is None else np.asarray(previous_velocities, float)[None],
+    )
+    frame_targets = _single(targets)
+    it = _Iterate(problem, state, frame_targets, ref)
     # per tangent component, 1 / its largest step: rotations [1/rad], translations [1/m]
     inverse_limit = problem.step_scale / settings.max_step
     damping = settings.primal_regularization  # relative Levenberg damping of the model Hessian
@@ -349,28 +350,30 @@ def solve_ik(
     converged = False
     iteration = 0
     for iteration in range(1, settings.max_iterations + 1):
-        kkt = KKTSystem(it.model.hessian, cs.dense(it.blocks), damping, settings.dual_regularization)
-        step, _ = kkt.solve(it.model.gradient, it.c)
+        kkt = KKTSystem(it.hessian, it.step.constraint_jacobian[0], damping, settings.dual_regularization)
+        step, _ = kkt.solve(it.gradient, it.c)
         step /= max(1.0, float((np.abs(step) * inverse_limit).max(initial=0.0)))
         step_size = _max_abs(step)
         # a step is only a convergence test when damping does not shorten it
         undamped = damping <= settings.undamped_below
-        slope = float(it.model.gradient @ step)
-        curvature = float(step @ it.model.hessian @ step)
+        slope = float(it.gradient @ step)
+        curvature = float(step @ it.hessian @ step)
         # converged: the constraints hold and the next step moves (almost) nothing, or
         # gains (almost) nothing when the targets cannot all be met at once
-        stalled = -(slope + 0.5 * curvature) <= settings.objective_tolerance * it.model.value
+        stalled = -(slope + 0.5 * curvature) <= settings.objective_tolerance * it.value
         if undamped and (step_size <= settings.step_tolerance or stalled) and it.violation <= tol:
             converged = True
             iteration -= 1
             break
         violation_l1 = float(np.abs(it.c).sum())
         nu = _penalty(nu, slope, curvature, violation_l1)
-        merit = _Merit(nu, it.model.value + nu * violation_l1, min(slope - nu * violation_l1, 0.0))
+        merit = _Merit(nu, it.value + nu * violation_l1, min(slope - nu * violation_l1, 0.0))
         alpha = 1.0
         accepted = False
         for _ in range(settings.max_backtracks):
-            trial = _Iterate(problem, retract(it.state, cs.tangent_to_bodies(alpha * step)), targets, ref)
+            trial = _Iterate(
+                problem, retract(it.state, cs.tangent_to_bodies(alpha * step)), frame_targets, ref
+            )
             if merit.accepts(trial, alpha):
                 accepted = True
                 break
@@ -381,7 +384,7 @@ def solve_ik(
                 corrected = _Iterate(
                     problem,
                     retract(trial.state, cs.tangent_to_bodies(correction)),
-                    targets,
+                    frame_targets,
                     ref,
                 )
                 if merit.accepts(corrected, alpha):
@@ -391,7 +394,7 @@ def solve_ik(
         # damp less where the quadratic model predicts the objective well, more where not
         if accepted and alpha == 1.0:
             predicted = -(slope + 0.5 * curvature)
-            gain = (it.model.value - trial.model.value) / predicted if predicted > 1e-300 else 1.0
+            gain = (it.value - trial.value) / predicted if predicted > 1e-300 else 1.0
             if gain > 0.75 or predicted <= 1e-300:
                 damping = max(damping / 10.0, settings.primal_regularization)
             elif gain < 0.25:
@@ -406,7 +409,7 @@ def solve_ik(
         if alpha == 1.0 and undamped:
             # chord step: the same factorisation at the new iterate, a cheap Newton
             # step estimate that certifies convergence or polishes the constraints
-            chord, _ = kkt.solve(it.model.gradient, it.c)
+            chord, _ = kkt.solve(it.gradient, it.c)
             chord /= max(1.0, float((np.abs(chord) * inverse_limit).max(initial=0.0)))
             if _max_abs(chord) <= settings.step_tolerance:
                 if it.violation <= tol:
@@ -422,7 +425,7 @@ def solve_ik(
                     converged = True
                     break
     state, c, R = polished_result or (it.state, it.c, it.R)
-    objective = it.model.value
+    objective = it.value
 
     message = ""
     residual = _max_abs(c)
@@ -430,8 +433,8 @@ def solve_ik(
         # restore feasibility: the robot never comes apart, whatever the targets ask
         restored = solve_constraints(cs, state, None, FKSettings(tolerance=settings.constraint_tolerance))
         state, residual = restored.state, restored.residual
-        restored_iterate = _Iterate(problem, state, targets, ref)
-        objective, R = restored_iterate.model.value, restored_iterate.R
+        restored_iterate = _Iterate(problem, state, frame_targets, ref)
+        objective, R = restored_iterate.value, restored_iterate.R
         message = "constraints restored after the SQP iterations"
         if not restored.converged:
             message = f"could not keep the mechanism assembled: {restored.message}"

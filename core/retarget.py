@@ -21,8 +21,8 @@ from .errors import LooprigError, TargetError, did_you_mean
 from .ik import IKProblem, IKSettings, IKTargets, solve_ik
 from .linalg import single_threaded_blas
 from .mechanism import Mechanism
-from .objectives import ComObjective, FrameObjective, Regularization, velocity_threshold
 from .rotations import quat_to_matrix
+from .terms import ComObjective, FrameObjective, Regularization, velocity_threshold
 
 MAPPING_VERSION = 1
 
@@ -80,7 +80,7 @@ class RetargetMapping:
     actuator_weight, limit_fraction, position_margin: barriers that keep each
     actuator inside its position range and under ``limit_fraction`` of its velocity
     limit; acceleration_weight: a smoothness cost on actuator accelerations (see
-    :class:`~looprig.core.objectives.Regularization`).
+    :class:`~looprig.core.terms.Regularization`).
     reach_tolerance: a frame whose position error exceeds it [m] is flagged unreachable.
     """
 

@@ -168,7 +168,7 @@ def test_walker_keeps_its_com_over_the_stance_foot():
     CoM stays over the left foot; tracking the same clip without the CoM objective
     leaves it centimetres away."""
     from looprig.core.library.clips import walker_step_clip
-    from looprig.core.objectives import ComObjective, ComTerm
+    from looprig.core.terms import ComObjective, ComTask
 
     m = build("walker")
     samples, support = walker_step_clip()
@@ -189,7 +189,7 @@ def test_walker_keeps_its_com_over_the_stance_foot():
     without = retarget(m, samples, RetargetMapping(feet, rate=60.0))
     stance = (with_com.times > 0.8) & (with_com.times <= 1.6)
     left_sole = samples.positions["left_foot"][stance]
-    com_term = ComTerm(m, ComObjective())
+    com_term = ComTask(m, ComObjective())
     horizontal = lambda states: np.linalg.norm((com_term.com(states[stance]) - left_sole)[:, :2], axis=1)  # noqa: E731
     assert horizontal(with_com.states).max() < 3e-3
     assert horizontal(without.states).max() > 1e-2

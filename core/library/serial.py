@@ -17,8 +17,8 @@ from ..baselines import SerialChain, SerialIKResult
 from ..errors import MechanismError
 from ..ik import IKProblem, IKSettings, IKTargets, solve_ik
 from ..mechanism import Body, Frame, Joint, JointKind, Mechanism
-from ..objectives import FrameObjective, Regularization
 from ..rotations import quat_from_matrix, quat_to_matrix
+from ..terms import FrameObjective, Regularization
 from ._build import Y_AXIS, link
 
 #: Link lengths of the unconstrained chain of seed 001, Sec. 4.1 [units].

@@ -1,0 +1,33 @@
+"""Terms of the IK problem: tasks, regularizers, limits and constraints.
+
+See :mod:`.base` for the protocol; one module per family.
+"""
+
+from .base import LeastSquaresTerm, Linearization, Point, Reference, Targets, Term, TermKind
+from .equality import JointConstraints
+from .limits import ActuatorBarrier, ActuatorLimits, actuator_barrier
+from .regularizers import Regularization, StateRegularizer, VelocityBarrier, velocity_threshold
+from .tasks import ComObjective, ComTask, FrameObjective, FrameTask, robot_mask
+
+__all__ = [
+    "ActuatorBarrier",
+    "ActuatorLimits",
+    "ComObjective",
+    "ComTask",
+    "FrameObjective",
+    "FrameTask",
+    "JointConstraints",
+    "LeastSquaresTerm",
+    "Linearization",
+    "Point",
+    "Reference",
+    "Regularization",
+    "StateRegularizer",
+    "Targets",
+    "Term",
+    "TermKind",
+    "VelocityBarrier",
+    "actuator_barrier",
+    "robot_mask",
+    "velocity_threshold",
+]

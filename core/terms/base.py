@@ -1,0 +1,136 @@
+"""The term model: everything the IK minimises or enforces.
+
+A term has a ``name``, a ``unit`` and a ``kind``, and one method,
+:meth:`Term.linearize`, that returns its quadratic model at a *batch* of B
+states (a :class:`Point`), in the solver's tangent coordinates: 6 values
+``[dc [m], dtheta [rad], world]`` per free body, N = 6 n_free columns in body
+order. The same call serves the per-frame solver (B = 1) and the whole-clip
+solver (B = frames).
+
+* least squares — ``1/2 |r(s)|^2``: residual r (B, m) and Jacobian (B, m, N);
+  Gauss-Newton Hessian ``J^T J``.
+* barrier — a smooth penalty that is zero inside its region: value, gradient
+  and a positive semi-definite Hessian model.
+* equality — constraints ``C(s) = 0`` held exactly: residual and Jacobian.
+"""
+
+import enum
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..errors import TargetError
+
+
+class TermKind(enum.Enum):
+    LEAST_SQUARES = "least squares"
+    BARRIER = "barrier"
+    EQUALITY = "equality"
+
+
+@dataclass
+class Reference:
+    """What a frame is regularised towards: the previous frame, batched.
+
+    state (B, n, 7) and its rotation matrices R (B, n, 3, 3); actuators (B, A)
+    unwrapped [rad | m]; velocities (B, A) [rad/s | m/s] or None (unknown).
+    """
+
+    state: np.ndarray
+    R: np.ndarray
+    actuators: np.ndarray
+    velocities: np.ndarray | None = None
+
+
+@dataclass
+class Targets:
+    """Per-frame targets, batched: positions (B, K, 3) [m] world; rotations
+    (B, K, 3, 3) world, columns = the frame's axes; com (B, 3) [m] or None."""
+
+    positions: np.ndarray
+    rotations: np.ndarray
+    com: np.ndarray | None = None
+
+
+@dataclass
+class Point:
+    """Where terms are linearised: B states with what they are measured against.
+
+    state (B, n, 7) ``[c, q]``; R (B, n, 3, 3) its rotation matrices;
+    column_of_body (n,) the first tangent column of each body (-1: grounded);
+    n_vars N. ``actuators`` caches the read-off (B, A) once a term asked for it.
+    """
+
+    state: np.ndarray
+    R: np.ndarray
+    targets: Targets
+    reference: Reference
+    column_of_body: np.ndarray
+    n_vars: int
+    actuators: np.ndarray | None = None
+
+    @property
+    def batch(self) -> int:
+        return self.state.shape[0]
+
+
+@dataclass
+class Linearization:
+    """One term's model at a :class:`Point`.
+
+    value (B,); gradient (B, N); hessian (B, N, N) or None (equality terms).
+    residual (B, m) and jacobian (B, m, N): the least-squares residual, the
+    constraint residual, or the inner map of a barrier (its Hessian model is then
+    ``J^T diag(curvature) J`` with curvature (B, m)).
+    """
+
+    value: np.ndarray
+    gradient: np.ndarray
+    hessian: np.ndarray | None
+    residual: np.ndarray | None = None
+    jacobian: np.ndarray | None = None
+    curvature: np.ndarray | None = None
+
+
+class Term:
+    """Base of every term. Subclasses set ``name``, ``unit`` and ``kind`` and
+    implement :meth:`linearize` (and :meth:`errors` for the report)."""
+
+    name: str = ""
+    unit: str = ""
+    kind: TermKind = TermKind.LEAST_SQUARES
+
+    def linearize(self, point: Point, derivatives: bool = True) -> Linearization:
+        """The term's model at ``point``; ``derivatives=False`` fills the value only
+        (gradient and hessian None), for line searches."""
+        raise NotImplementedError
+
+    def errors(self, point: Point) -> dict[str, np.ndarray]:
+        """What this term measures, per frame: label (with unit) -> (B,) values.
+        By default the term's value, in the units of its objective."""
+        return {f"{self.name} value": self.linearize(point, derivatives=False).value}
+
+
+class LeastSquaresTerm(Term):
+    """``1/2 |r|^2`` from :meth:`residual`; Gauss-Newton Hessian ``J^T J``."""
+
+    kind = TermKind.LEAST_SQUARES
+
+    def residual(self, point: Point, jacobian: bool = True):
+        """r (B, m) and, if asked, J = dr/ds (B, m, N); else (r, None)."""
+        raise NotImplementedError
+
+    def linearize(self, point: Point, derivatives: bool = True) -> Linearization:
+        r, J = self.residual(point, jacobian=derivatives)
+        value = 0.5 * np.einsum("bm,bm->b", r, r)
+        if not derivatives:
+            return Linearization(value, None, None, r)
+        return Linearization(value, np.einsum("bmn,bm->bn", J, r), np.swapaxes(J, -1, -2) @ J, r, J)
+
+
+def weights3(value, what: str) -> np.ndarray:
+    """A (3,) weight vector from a scalar or 3 values, finite and non-negative."""
+    w = np.broadcast_to(np.asarray(value, dtype=float), (3,)).copy()
+    if not np.all(np.isfinite(w)) or np.any(w < 0):
+        raise TargetError(f"{what}: weights must be finite and non-negative, got {w.tolist()}")
+    return w

@@ -1,0 +1,201 @@
+"""Tracking tasks (paper IV.B): frames and the centre of mass, as least squares.
+
+* frame position    ``sqrt(w_pos) * (R_i x_i + c_i - x_hat)``            (3 rows) [m]
+* frame orientation ``sqrt(w_a) * (R_i a_i - a_hat)`` for a in x, y, z   (9 rows)
+  — since ``1/2 |R a - a_hat|^2 = 1 - (R a) . a_hat``, this is the paper's
+  ``sum_a w_a (1 - (R a) . a_hat)`` exactly
+* centre of mass    ``sqrt(w_com) * (sum_i M_i c_i / M - c_hat)``        (3 rows) [m]
+"""
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..mechanism import JointKind, Mechanism
+from ..rotations import cross, quat_to_matrix, skew, vee_antisymmetric
+from .base import LeastSquaresTerm, Point, weights3
+
+_EYE3 = np.eye(3)
+
+
+@dataclass(frozen=True)
+class FrameObjective:
+    """Track a named frame (or a body's CoM frame) of the mechanism.
+
+    position_weight: (3,) per world axis, [1/m^2]-scaled; orientation_weight: (3,)
+    per frame axis x, y, z. Zero weights mask axes.
+    """
+
+    frame: str
+    position_weight: Sequence[float] = (1.0, 1.0, 1.0)
+    orientation_weight: Sequence[float] = (0.0, 0.0, 0.0)
+
+
+@dataclass(frozen=True)
+class ComObjective:
+    """Track the mechanism's centre of mass with per-world-axis weights (3,)."""
+
+    weight: Sequence[float] = (1.0, 1.0, 1.0)
+
+
+class FrameTask(LeastSquaresTerm):
+    """All frame objectives of a problem, stacked: 3 position rows per frame, then
+    9 orientation rows per frame (axis-major). Targets: ``point.targets.positions``
+    (B, K, 3) and ``rotations`` (B, K, 3, 3), in objective order."""
+
+    name = "frames"
+    unit = "m"
+
+    def __init__(self, mechanism: Mechanism, objectives: Sequence[FrameObjective]):
+        s0 = mechanism.initial_state()
+        R0 = quat_to_matrix(s0[:, 3:])
+        self.names = [o.frame for o in objectives]
+        frames = [mechanism.frame(o.frame) for o in objectives]
+        self.body = np.array([mechanism.body_index(f.body) for f in frames], dtype=int)
+        k = len(frames)
+        self.local_point = np.array(
+            [R0[b].T @ (f.position - s0[b, :3]) for b, f in zip(self.body, frames, strict=True)]
+        ).reshape(k, 3)
+        self.local_axes = np.array(
+            [R0[b].T @ quat_to_matrix(f.orientation) for b, f in zip(self.body, frames, strict=True)]
+        ).reshape(k, 3, 3)  # columns: frame axes in body coordinates
+        self.position_weight = np.array(
+            [weights3(o.position_weight, f"frame {o.frame!r} position_weight") for o in objectives]
+        ).reshape(k, 3)
+        self.orientation_weight = np.array(
+            [weights3(o.orientation_weight, f"frame {o.frame!r} orientation_weight") for o in objectives]
+        ).reshape(k, 3)
+        self.single_axis = (self.orientation_weight > 0).sum(-1) < 2  # (K,) orientation not determined
+        self.sqrt_position_weight = np.sqrt(self.position_weight)
+        self.sqrt_orientation_weight = np.sqrt(self.orientation_weight)
+        self._scatter = None
+
+    def __len__(self) -> int:
+        return len(self.body)
+
+    def poses(self, state: np.ndarray, R: np.ndarray | None = None):
+        """World positions (..., K, 3) and axes (..., K, 3, 3) of the frames.
+
+        R: rotation matrices (..., n, 3, 3) of all bodies, if already known.
+        """
+        R = quat_to_matrix(state[..., self.body, 3:]) if R is None else R[..., self.body, :, :]
+        points = np.einsum("...kab,kb->...ka", R, self.local_point) + state[..., self.body, :3]
+        return points, R @ self.local_axes
+
+    def _free_rows(self, column_of_body: np.ndarray):
+        """(frames on free bodies, row index (Kf, 12, 1), column index (Kf, 1, 6)) of the
+        Jacobian blocks, or None when every tracked body is grounded. Cached."""
+        if self._scatter is None or self._scatter[0] is not column_of_body:
+            cols = column_of_body[self.body]
+            keep = np.flatnonzero(cols >= 0)
+            k = len(self.body)
+            rows = np.concatenate(
+                [3 * keep[:, None] + np.arange(3), 3 * k + 9 * keep[:, None] + np.arange(9)], 1
+            )
+            index = (
+                (keep, rows[:, :, None], (cols[keep, None] + np.arange(6))[:, None, :]) if len(keep) else None
+            )
+            self._scatter = (column_of_body, index)
+        return self._scatter[1]
+
+    def residual(self, point: Point, jacobian: bool = True):
+        k, batch = len(self), point.batch
+        points, axes = self.poses(point.state, point.R)
+        sw_p, sw_o = self.sqrt_position_weight, self.sqrt_orientation_weight  # (K, 3) each
+        axes_first = np.swapaxes(axes, -1, -2)  # (B, K, axis, 3)
+        targets = point.targets
+        r = np.empty((batch, 12 * k))
+        r[:, : 3 * k] = (sw_p * (points - targets.positions)).reshape(batch, -1)
+        r[:, 3 * k :] = (sw_o[:, :, None] * (axes_first - np.swapaxes(targets.rotations, -1, -2))).reshape(
+            batch, -1
+        )
+        if not jacobian:
+            return r, None
+        J = np.zeros((batch, 12 * k, point.n_vars))
+        free = self._free_rows(point.column_of_body)
+        if free is not None:
+            keep, rows, cols = free
+            blocks = np.zeros((batch, k, 4, 3, 6))  # per frame: position rows, then the three axes
+            blocks[:, :, 0, :, :3] = sw_p[:, :, None] * _EYE3
+            blocks[:, :, 0, :, 3:] = -sw_p[:, :, None] * skew(points - point.state[:, self.body, :3])
+            blocks[:, :, 1:, :, 3:] = -sw_o[:, :, None, None] * skew(axes_first)
+            J[:, rows, cols] = blocks[:, keep].reshape(batch, -1, 12, 6)
+        return r, J
+
+    def errors(self, point: Point) -> dict[str, np.ndarray]:
+        """Per frame: position error [m] over the weighted axes and orientation error
+        [rad] (the rotation angle when two or more axes are tracked, else the angle
+        between the one tracked axis and its target)."""
+        position, orientation = self.tracking_errors(point.state, point.R, point.targets)
+        out = {}
+        for i, name in enumerate(self.names):
+            out[f"{name} position [m]"] = position[:, i]
+            if self.orientation_weight[i].any():
+                out[f"{name} orientation [rad]"] = orientation[:, i]
+        return out
+
+    def tracking_errors(self, state, R, targets):
+        """Position errors (B, K) [m] and orientation errors (B, K) [rad] over the
+        weighted axes; see :meth:`errors`."""
+        points, axes = self.poses(state, R)
+        error = (points - targets.positions) * (self.position_weight > 0)
+        position = np.sqrt(np.einsum("...ka,...ka->...k", error, error))
+        R_err = np.swapaxes(axes, -1, -2) @ targets.rotations
+        sin2 = vee_antisymmetric(R_err)  # 2 sin(angle) u
+        cos2 = R_err[..., 0, 0] + R_err[..., 1, 1] + R_err[..., 2, 2] - 1.0  # 2 cos(angle)
+        orientation = np.arctan2(np.sqrt(np.einsum("...ka,...ka->...k", sin2, sin2)), cos2)
+        if self.single_axis.any():  # one axis (or none): the angle between that axis and its target
+            cos = np.clip(np.sum(axes * targets.rotations, axis=-2), -1.0, 1.0)  # (..., K, 3)
+            sin = np.linalg.norm(
+                cross(np.swapaxes(axes, -1, -2), np.swapaxes(targets.rotations, -1, -2)), axis=-1
+            )
+            per_axis = np.where(self.orientation_weight > 0, np.arctan2(sin, cos), 0.0).max(-1)
+            orientation = np.where(self.single_axis, per_axis, orientation)
+        return position, orientation
+
+
+def robot_mask(mechanism: Mechanism) -> np.ndarray:
+    """(n,) bool: the bodies that make up the robot for its centre of mass.
+
+    A grounded body whose every joint is ``free`` is the world a floating base
+    hangs from, not part of the robot; every other body counts.
+    """
+    anchors = {b.name for b in mechanism.bodies if b.grounded}
+    for joint in mechanism.joints:
+        if joint.kind != JointKind.FREE:
+            anchors -= {joint.parent, joint.child}
+    connected = {n for j in mechanism.joints for n in (j.parent, j.child)}
+    return np.array([not (b.name in anchors and b.name in connected) for b in mechanism.bodies])
+
+
+class ComTask(LeastSquaresTerm):
+    """The robot's centre of mass (mass fractions ``M_i / M`` over :func:`robot_mask`)
+    against ``point.targets.com`` (B, 3) [m]."""
+
+    name = "com"
+    unit = "m"
+
+    def __init__(self, mechanism: Mechanism, objective: ComObjective):
+        masses = mechanism.masses * robot_mask(mechanism)
+        self.fraction = masses / masses.sum()
+        self.weight = weights3(objective.weight, "CoM weight")
+        self._sqrt_weight = np.sqrt(self.weight)
+
+    def com(self, state: np.ndarray) -> np.ndarray:
+        """Centre of mass (..., 3) [m] of states (..., n, 7)."""
+        return np.einsum("i,...ia->...a", self.fraction, state[..., :, :3])
+
+    def residual(self, point: Point, jacobian: bool = True):
+        r = self._sqrt_weight * (self.com(point.state) - point.targets.com)
+        if not jacobian:
+            return r, None
+        J = np.zeros((point.batch, 3, point.n_vars))
+        cols = point.column_of_body
+        free = np.flatnonzero(cols >= 0)
+        J[:, np.arange(3), cols[free, None] + np.arange(3)] = self._sqrt_weight * self.fraction[free, None]
+        return r, J
+
+    def errors(self, point: Point) -> dict[str, np.ndarray]:
+        diff = (self.com(point.state) - point.targets.com) * (self.weight > 0)
+        return {"com [m]": np.linalg.norm(diff, axis=-1)}

@@ -1,0 +1,110 @@
+"""Hardware exports of actuator curves, and readers for round trips.
+
+Every writer checks the curves first (:func:`looprig.core.curves.all_violations`:
+position, velocity and acceleration limits, plus the violations carried from a
+resampled source; the Dynamixel formats add the motor's tick range) and
+**refuses** to write when any limit is broken: it raises
+:class:`~looprig.core.curves.LimitViolationError` listing them and leaves no
+file behind (:mod:`.gate`). With ``allow_violations=True`` it writes the file
+and records the violations in it (a JSON field, ``# violation:`` comment
+lines in CSV, a comment block and ``*_VIOLATION_COUNT`` in a C header). Every
+writer returns the violations it recorded. Every file is written under one
+output policy (:mod:`.files`: regular files only, never onto an input,
+atomic replace, one-line :class:`OutputError` on failure).
+
+Formats (all state their units inside the file), one module each:
+
+:mod:`.curves_csv` ``write_csv`` / ``read_csv``
+    format ``looprig-curves-csv``: SI values with ``# key: JSON`` metadata lines.
+:mod:`.curves_json` ``write_json`` / ``read_json``
+    format ``looprig-curves``: SI values, limits and violations in one document.
+:mod:`.dynamixel_ticks` ``write_dynamixel_csv`` / ``write_dynamixel_json`` / ``read_dynamixel_*``
+    integer Goal Position ticks for ROBOTIS Dynamixel X-series servos (format
+    ``looprig-dynamixel-ticks``); the servo model is :mod:`.dynamixel`.
+:mod:`.c_header` ``write_c_header`` / ``read_c_header``
+    ``static const`` arrays for fixed-rate playback on a microcontroller.
+
+All formats are version ``FORMAT_VERSION`` (1).
+"""
+
+from .c_header import CHeaderCurves, CHeaderSettings, c_array_names, read_c_header, write_c_header
+from .common import FORMAT_VERSION
+from .curves_csv import CURVES_CSV_FORMAT, read_csv, write_csv
+from .curves_json import CURVES_JSON_FORMAT, curves_from_dict, curves_to_dict, read_json, write_json
+from .dynamixel import (
+    DXL_CONVERSION,
+    DXL_GOAL_POSITION_ADDRESS,
+    DXL_NO_LOAD_RPM,
+    DXL_OPERATING_MODES,
+    DXL_SOURCE,
+    DXL_TICK_RANGES,
+    DXL_TICKS_PER_REV,
+    DXL_VELOCITY_UNIT_RAD_S,
+    DXL_VELOCITY_UNIT_RPM,
+    DynamixelMotor,
+    DynamixelSettings,
+    dxl_velocity_to_rad_s,
+    dynamixel_velocity_limit,
+    rad_s_to_dxl_velocity,
+    tick_range_violations,
+    ticks_to_values,
+    to_ticks,
+    values_to_ticks,
+)
+from .dynamixel_ticks import (
+    TICKS_FORMAT,
+    TickCurves,
+    read_dynamixel_csv,
+    read_dynamixel_json,
+    write_dynamixel_csv,
+    write_dynamixel_json,
+)
+from .files import OutputError, check_not_input, check_output, open_output, read_text, write_bytes, write_text
+
+__all__ = [
+    "CURVES_CSV_FORMAT",
+    "CURVES_JSON_FORMAT",
+    "DXL_CONVERSION",
+    "DXL_GOAL_POSITION_ADDRESS",
+    "DXL_NO_LOAD_RPM",
+    "DXL_OPERATING_MODES",
+    "DXL_SOURCE",
+    "DXL_TICKS_PER_REV",
+    "DXL_TICK_RANGES",
+    "DXL_VELOCITY_UNIT_RAD_S",
+    "DXL_VELOCITY_UNIT_RPM",
+    "FORMAT_VERSION",
+    "TICKS_FORMAT",
+    "CHeaderCurves",
+    "CHeaderSettings",
+    "DynamixelMotor",
+    "DynamixelSettings",
+    "OutputError",
+    "TickCurves",
+    "c_array_names",
+    "check_not_input",
+    "check_output",
+    "curves_from_dict",
+    "curves_to_dict",
+    "dxl_velocity_to_rad_s",
+    "dynamixel_velocity_limit",
+    "open_output",
+    "rad_s_to_dxl_velocity",
+    "read_c_header",
+    "read_csv",
+    "read_dynamixel_csv",
+    "read_dynamixel_json",
+    "read_json",
+    "read_text",
+    "tick_range_violations",
+    "ticks_to_values",
+    "to_ticks",
+    "values_to_ticks",
+    "write_bytes",
+    "write_c_header",
+    "write_csv",
+    "write_dynamixel_csv",
+    "write_dynamixel_json",
+    "write_json",
+    "write_text",
+]

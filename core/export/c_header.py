@@ -1,0 +1,283 @@
+"""Curves as a C header for fixed-rate playback on a microcontroller.
+
+Rate, frame count, one ``static const`` array per actuator (``int16_t`` /
+``int32_t`` Dynamixel ticks, or ``float`` SI values), optionally in AVR flash
+via ``LOOPRIG_USE_PROGMEM`` (see :class:`CHeaderSettings`).
+"""
+
+import json
+import os
+import re
+import textwrap
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from ..curves import ActuatorCurves, CurvesError, LimitCheckSettings, Violation, derivative_unit
+from ..errors import did_you_mean
+from .common import plain_id, read_text
+from .dynamixel import DXL_CONVERSION, DXL_OPERATING_MODES, DXL_SOURCE, DynamixelSettings, velocity_raw
+from .dynamixel_ticks import ticks_gate
+from .files import write_text
+from .gate import gate
+
+_IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+
+
+@dataclass(frozen=True)
+class CHeaderSettings:
+    """How :func:`write_c_header` lays out the header.
+
+    kind: "ticks" (Dynamixel Goal Position ticks as ``int16_t``, or ``int32_t``
+    when a value does not fit, mapped by ``dynamixel``) or "float" (``float``
+    arrays in SI units, rad or m; single precision).
+    prefix: C identifier prefix of every macro (upper case) and array.
+    source: free text naming where the curves come from (scene, clip, file).
+    values_per_line: array values per source line.
+    """
+
+    kind: str = "ticks"
+    prefix: str = "looprig"
+    dynamixel: DynamixelSettings = field(default_factory=DynamixelSettings)
+    source: str = ""
+    values_per_line: int = 12
+
+    def __post_init__(self):
+        if self.kind not in ("ticks", "float"):
+            raise CurvesError(did_you_mean("C header kind", self.kind, ("ticks", "float")))
+        if not _IDENTIFIER.match(self.prefix):
+            raise CurvesError(f"C header prefix {self.prefix!r} is not a C identifier")
+        if self.values_per_line < 1:
+            raise CurvesError("values_per_line must be at least 1")
+
+
+def c_array_names(names: Sequence[str], prefix: str) -> list[str]:
+    """C identifiers ``<prefix>_<name>`` (non-identifier characters become ``_``)."""
+    out = [f"{prefix}_{re.sub(r'[^A-Za-z0-9_]', '_', n)}" for n in names]
+    seen: dict[str, str] = {}
+    for name, ident in zip(names, out, strict=True):
+        if ident in seen:
+            raise CurvesError(
+                f"actuators {seen[ident]!r} and {name!r} both become the C identifier {ident!r}; rename one"
+            )
+        seen[ident] = name
+    return out
+
+
+def _c_float(x: float) -> str:
+    text = f"{float(np.float32(x)):.9g}"
+    if not any(c in text for c in ".en"):
+        text += ".0"
+    return text + "f"
+
+
+def _c_comment(text: str) -> str:
+    return text.replace("*/", "* /")
+
+
+def write_c_header(
+    curves: ActuatorCurves,
+    path,
+    settings: CHeaderSettings | None = None,
+    *,
+    allow_violations: bool = False,
+    check: LimitCheckSettings | None = None,
+) -> list[Violation]:
+    """Write a C header with fixed-rate ``static const`` arrays for playback.
+
+    The curves must be uniformly sampled (see :func:`~looprig.core.curves.resample`).
+    Macros ``<P>_RATE_HZ``, ``<P>_FRAME_PERIOD_US``, ``<P>_FRAME_COUNT``,
+    ``<P>_ACTUATOR_COUNT``, ``<P>_VIOLATION_COUNT`` (``<P>`` = upper-case
+    prefix); arrays ``<prefix>_<actuator>[<P>_FRAME_COUNT]``, a table
+    ``<prefix>_tracks`` of them, ``<prefix>_names`` and (if all hardware ids
+    are integers) ``<prefix>_hardware_ids``. Define ``LOOPRIG_USE_PROGMEM``
+    before including it to place the value arrays in AVR flash
+    (``LOOPRIG_PROGMEM``); read them with ``pgm_read_word``/``pgm_read_dword``/
+    ``pgm_read_float`` then.
+    """
+    settings = settings or CHeaderSettings()
+    rate = curves.rate_hz
+    if rate is None:
+        raise CurvesError(
+            "a C header plays frames at a fixed rate, but these curves are not uniformly "
+            "sampled; resample them first (looprig.core.curves.resample)"
+        )
+    idents = c_array_names(curves.names, settings.prefix)
+    P = settings.prefix.upper()
+    lines_info = []
+    if settings.kind == "ticks":
+        dxl, motors, data, violations = ticks_gate(path, curves, settings.dynamixel, allow_violations, check)
+        limit_raw, _ = velocity_raw(curves, motors)
+        fits16 = data.min() >= -(2**15) and data.max() < 2**15
+        ctype = "int16_t" if fits16 else "int32_t"
+        cells = [[str(int(k)) for k in data[:, a]] for a in range(curves.n_actuators)]
+        lo, hi = dxl.ticks_range
+        values_doc = [
+            "Values: Dynamixel X-series Goal Position(116) ticks, " + DXL_CONVERSION + ".",
+            f"Mode: {dxl.mode} (Operating Mode {DXL_OPERATING_MODES[dxl.mode]}), allowed ticks {lo}..{hi}.",
+            "Model: " + DXL_SOURCE + ".",
+        ]
+        for a, name in enumerate(curves.names):
+            m = motors[a]
+            travel = f", {m.metres_per_revolution} m/rev" if m.metres_per_revolution is not None else ""
+            vel_unit = derivative_unit(curves.units[a], 1)
+            vel = (
+                f"velocity limit {curves.velocity_limit[a]:.6g} {vel_unit} = {limit_raw[a]} x 0.229 rev/min"
+                if limit_raw[a] is not None
+                else "no velocity limit"
+            )
+            lines_info.append(
+                f"{idents[a]}: {name} [{curves.units[a]}], hardware id "
+                f"{plain_id(curves.hardware_ids[a])}, zero {m.zero_offset_ticks} tick, "
+                f"direction {m.direction:+d}{travel}, {vel}"
+            )
+    else:
+        violations = gate(path, curves, allow_violations, check)
+        ctype = "float"
+        cells = [[_c_float(x) for x in curves.values[:, a]] for a in range(curves.n_actuators)]
+        values_doc = ["Values: actuator coordinates in SI units (rad or m), single precision."]
+        for a, name in enumerate(curves.names):
+            unit = curves.units[a]
+            vel = curves.velocity_limit[a]
+            vel_text = (
+                f"velocity limit {vel:.6g} {derivative_unit(unit, 1)}"
+                if np.isfinite(vel)
+                else "no velocity limit"
+            )
+            lines_info.append(
+                f"{idents[a]}: {name} [{unit}], hardware id {plain_id(curves.hardware_ids[a])}, {vel_text}"
+            )
+
+    rate_literal = str(int(rate)) if float(rate).is_integer() else repr(float(rate))
+    comment = [
+        "looprig actuator curves for fixed-rate playback (generated file; do not edit).",
+        *([f"Source: {settings.source}"] if settings.source else []),
+        f"Rate: {rate_literal} Hz (one frame every {1e3 / rate:.6g} ms), "
+        f"{curves.n_frames} frames, {curves.duration:.6g} s, {curves.n_actuators} actuator(s); "
+        f"frame k plays at t = {float(curves.times[0]):.6g} s + k / rate.",
+        *values_doc,
+        "Arrays (C name: actuator [source unit], ...):",
+        *("  " + line for line in lines_info),
+    ]
+    if violations:
+        comment.append(f"LIMIT VIOLATIONS ({len(violations)}), written on request (allow_violations):")
+        comment += ["  " + v.describe() for v in violations]
+    else:
+        comment.append("Limit violations: none.")
+    comment += [
+        "Define LOOPRIG_USE_PROGMEM before including this file to keep the value arrays in",
+        "AVR flash; read them with pgm_read_word / pgm_read_dword / pgm_read_float.",
+    ]
+    guard = f"{P}_CURVES_H"
+    out = ["/*"]
+    for line in comment:
+        indent = " " * (len(line) - len(line.lstrip()))
+        wrapped = textwrap.wrap(
+            line,
+            width=96,
+            initial_indent=" * ",
+            subsequent_indent=" * " + indent + "    ",
+            break_on_hyphens=False,
+        )
+        out += [_c_comment(w) for w in wrapped]
+    out += [
+        " */",
+        f"#ifndef {guard}",
+        f"#define {guard}",
+        "",
+        "#include <stdint.h>",
+        "",
+        "#ifndef LOOPRIG_PROGMEM",
+        "#if defined(LOOPRIG_USE_PROGMEM)",
+        "#include <avr/pgmspace.h>",
+        "#define LOOPRIG_PROGMEM PROGMEM",
+        "#else",
+        "#define LOOPRIG_PROGMEM",
+        "#endif",
+        "#endif",
+        "",
+        f"#define {P}_RATE_HZ {rate_literal}",
+        f"#define {P}_FRAME_PERIOD_US {round(1e6 / rate)}",
+        f"#define {P}_FRAME_COUNT {curves.n_frames}",
+        f"#define {P}_ACTUATOR_COUNT {curves.n_actuators}",
+        f"#define {P}_VIOLATION_COUNT {len(violations)}",
+        "",
+    ]
+    step = settings.values_per_line
+    for a, ident in enumerate(idents):
+        out.append(f"/* {_c_comment(curves.names[a])} */")
+        out.append(f"static const {ctype} {ident}[{P}_FRAME_COUNT] LOOPRIG_PROGMEM = {{")
+        row = cells[a]
+        for i in range(0, len(row), step):
+            out.append("    " + ", ".join(row[i : i + step]) + ",")
+        out.append("};")
+        out.append("")
+    out.append(f"static const {ctype} *const {settings.prefix}_tracks[{P}_ACTUATOR_COUNT] = {{")
+    out.append("    " + ", ".join(idents) + ",")
+    out.append("};")
+    names_c = ", ".join(json.dumps(n) for n in curves.names)
+    out.append(f"static const char *const {settings.prefix}_names[{P}_ACTUATOR_COUNT] = {{")
+    out.append(f"    {names_c},")
+    out.append("};")
+    ids = [plain_id(h) for h in curves.hardware_ids]
+    if all(isinstance(h, int) and not isinstance(h, bool) for h in ids):
+        out.append(f"static const int32_t {settings.prefix}_hardware_ids[{P}_ACTUATOR_COUNT] = {{")
+        out.append("    " + ", ".join(str(h) for h in ids) + ",")
+        out.append("};")
+    out += ["", f"#endif /* {guard} */", ""]
+    write_text(path, "\n".join(out))
+    return violations
+
+
+@dataclass(frozen=True, eq=False)
+class CHeaderCurves:
+    """Arrays parsed back from a header written by :func:`write_c_header`.
+
+    rate_hz [Hz]; names: (A,); ctype: "int16_t", "int32_t" or "float";
+    values: (F, A) ticks or SI values as written (float64); violation_count.
+    """
+
+    rate_hz: float
+    names: tuple[str, ...]
+    ctype: str
+    values: np.ndarray
+    violation_count: int
+
+
+_C_ARRAY = re.compile(
+    r"static const (?P<ctype>int16_t|int32_t|float) (?P<ident>\w+)\[\w+\] LOOPRIG_PROGMEM = "
+    r"\{(?P<body>[^}]*)\};"
+)
+
+
+def read_c_header(path, prefix: str = "looprig") -> CHeaderCurves:
+    """Parse the rate, names and value arrays of a header written by :func:`write_c_header`."""
+    text = read_text(path, "C header")
+    P = prefix.upper()
+
+    def define(name: str) -> str:
+        m = re.search(rf"^#define {P}_{name} (\S+)$", text, re.MULTILINE)
+        if not m:
+            raise CurvesError(f"C header {os.fspath(path)!r}: no {P}_{name} macro")
+        return m[1]
+
+    names_m = re.search(rf"{prefix}_names\[\w+\] = \{{\s*(.*?),\s*\}};", text, re.DOTALL)
+    if not names_m:
+        raise CurvesError(f"C header {os.fspath(path)!r}: no {prefix}_names table")
+    names = tuple(json.loads(f"[{names_m[1]}]"))
+    arrays = {m["ident"]: m for m in _C_ARRAY.finditer(text)}
+    columns, ctypes = [], set()
+    for ident in c_array_names(names, prefix):
+        if ident not in arrays:
+            raise CurvesError(f"C header {os.fspath(path)!r}: no array {ident}")
+        body = arrays[ident]["body"].replace("f", "")
+        columns.append([float(x) for x in body.replace("\n", " ").split(",") if x.strip()])
+        ctypes.add(arrays[ident]["ctype"])
+    return CHeaderCurves(
+        rate_hz=float(define("RATE_HZ")),
+        names=names,
+        ctype=ctypes.pop(),
+        values=np.array(columns, dtype=float).T.reshape(int(define("FRAME_COUNT")), len(names)),
+        violation_count=int(define("VIOLATION_COUNT")),
+    )

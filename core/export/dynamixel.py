@@ -1,0 +1,243 @@
+"""The Dynamixel X-series servo model: ticks, velocity units, model data.
+
+How an actuator coordinate [rad or m] maps to a servo's Goal Position(116)
+ticks (:class:`DynamixelMotor`, :func:`values_to_ticks`), which ticks a mode
+allows (:class:`DynamixelSettings`), the velocity unit (0.229 rev/min) and
+no-load speeds of common models. Sources: the ROBOTIS e-manual (``DXL_SOURCE``).
+"""
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from ..curves import ActuatorCurves, CurvesError, Violation, violations_from_excess
+from ..errors import did_you_mean
+
+#: Encoder resolution of Dynamixel X-series servos [ticks/rev] (0.088 deg per tick).
+DXL_TICKS_PER_REV = 4096
+#: Velocity unit of Goal Velocity(104), Profile Velocity(112), Velocity Limit(44) [rev/min].
+DXL_VELOCITY_UNIT_RPM = 0.229
+#: The same unit in [rad/s].
+DXL_VELOCITY_UNIT_RAD_S = DXL_VELOCITY_UNIT_RPM * 2.0 * math.pi / 60.0
+#: Goal Position(116) range per Operating Mode(11): 3 = position, 4 = extended position.
+DXL_TICK_RANGES = {"position": (0, 4095), "extended_position": (-1_048_575, 1_048_575)}
+DXL_OPERATING_MODES = {"position": 3, "extended_position": 4}
+DXL_GOAL_POSITION_ADDRESS = 116
+DXL_SOURCE = (
+    "ROBOTIS e-manual, Dynamixel X-series control table "
+    "(https://emanual.robotis.com/docs/en/dxl/x/xm430-w350/): Goal Position(116), "
+    "4096 ticks/rev (0.088 deg/tick), counter-clockwise (front view) increasing; "
+    "Position Control Mode(3) 0..4095 within Min/Max Position Limit(52/48), "
+    "Extended Position Control Mode(4) -1048575..1048575 (-256..256 rev); "
+    "velocity unit 0.229 rev/min for Velocity Limit(44) and Profile Velocity(112)"
+)
+DXL_CONVERSION = (
+    "ticks = zero_offset_ticks + direction * round(value * 4096 / P), "
+    "P = 2 pi rad for angles or metres_per_revolution m for displacements"
+)
+
+#: No-load speed [rev/min] at 11.1 / 12.0 / 14.8 V (ROBOTIS e-manual model pages).
+DXL_NO_LOAD_RPM = {
+    "XM430-W350": (43.0, 46.0, 57.0),
+    "XM430-W210": (70.0, 77.0, 95.0),
+    "XH430-W350": (27.0, 30.0, 37.0),
+    "XH430-W210": (46.0, 50.0, 62.0),
+}
+_DXL_VOLTAGES = (11.1, 12.0, 14.8)
+
+
+def rad_s_to_dxl_velocity(velocity):
+    """Angular velocity [rad/s] in Dynamixel velocity units (0.229 rev/min), as float."""
+    return np.asarray(velocity, dtype=float) / DXL_VELOCITY_UNIT_RAD_S
+
+
+def dxl_velocity_to_rad_s(units):
+    """Dynamixel velocity units (0.229 rev/min) in [rad/s]."""
+    return np.asarray(units, dtype=float) * DXL_VELOCITY_UNIT_RAD_S
+
+
+def dynamixel_velocity_limit(model: str, supply_voltage: float = 12.0, derating: float = 0.8) -> float:
+    """A velocity limit [rad/s] for an actuator: ``derating`` x no-load speed of ``model``.
+
+    The no-load speed is interpolated linearly between the e-manual's 11.1,
+    12.0 and 14.8 V figures (``DXL_NO_LOAD_RPM``); a servo under load runs
+    slower, hence the derating (0 < derating <= 1).
+    """
+    key = model.upper()
+    if key not in DXL_NO_LOAD_RPM:
+        raise CurvesError(did_you_mean("Dynamixel model", model, DXL_NO_LOAD_RPM))
+    if not _DXL_VOLTAGES[0] <= supply_voltage <= _DXL_VOLTAGES[-1]:
+        raise CurvesError(
+            f"Dynamixel {key}: supply voltage {supply_voltage} V outside the rated "
+            f"{_DXL_VOLTAGES[0]}..{_DXL_VOLTAGES[-1]} V"
+        )
+    if not 0.0 < derating <= 1.0:
+        raise CurvesError(f"derating must lie in (0, 1], got {derating}")
+    rpm = float(np.interp(supply_voltage, _DXL_VOLTAGES, DXL_NO_LOAD_RPM[key]))
+    return derating * rpm * 2.0 * math.pi / 60.0
+
+
+@dataclass(frozen=True)
+class DynamixelMotor:
+    """How one actuator coordinate maps to a servo's Goal Position.
+
+    zero_offset_ticks: tick value at actuator value 0 (default 2048, the
+    centre of one turn). direction: +1 if the actuator's positive direction is
+    the servo's counter-clockwise (increasing) direction, else -1.
+    metres_per_revolution: for a displacement [m] actuator, the travel per
+    servo turn (pinion circumference, lead-screw lead) [m/rev]; None for angles.
+    """
+
+    zero_offset_ticks: int = 2048
+    direction: int = 1
+    metres_per_revolution: float | None = None
+
+    def __post_init__(self):
+        if int(self.zero_offset_ticks) != self.zero_offset_ticks:
+            raise CurvesError(f"zero_offset_ticks must be an integer, got {self.zero_offset_ticks}")
+        object.__setattr__(self, "zero_offset_ticks", int(self.zero_offset_ticks))
+        if self.direction not in (1, -1):
+            raise CurvesError(f"direction must be +1 or -1, got {self.direction}")
+        object.__setattr__(self, "direction", int(self.direction))
+        mpr = self.metres_per_revolution
+        if mpr is not None and not (np.isfinite(mpr) and mpr > 0):
+            raise CurvesError(f"metres_per_revolution must be positive, got {mpr}")
+
+    def ticks_per_unit(self, unit: str, actuator: str = "?") -> float:
+        """Ticks per rad (``unit="rad"``) or per m (``unit="m"``)."""
+        if unit == "rad":
+            return DXL_TICKS_PER_REV / (2.0 * math.pi)
+        if self.metres_per_revolution is None:
+            raise CurvesError(
+                f"actuator {actuator!r} moves in metres; give its DynamixelMotor a "
+                "metres_per_revolution (travel per servo turn) to map it to ticks"
+            )
+        return DXL_TICKS_PER_REV / self.metres_per_revolution
+
+
+@dataclass(frozen=True)
+class DynamixelSettings:
+    """Dynamixel X-series model assumptions for tick exports.
+
+    mode: "position" (Operating Mode 3, one turn, ticks 0..4095) or
+    "extended_position" (mode 4, multi-turn, -1048575..1048575).
+    tick_range: (min, max) allowed ticks, e.g. the servo's Min/Max Position
+    Limit(52/48); None for the mode's full range. Ticks outside it are a
+    ``"tick_range"`` violation.
+    motors: per-actuator :class:`DynamixelMotor` by actuator name; the others
+    use ``default_motor``.
+    """
+
+    mode: str = "position"
+    tick_range: tuple[int, int] | None = None
+    motors: Mapping[str, DynamixelMotor] = field(default_factory=dict)
+    default_motor: DynamixelMotor = field(default_factory=DynamixelMotor)
+
+    def __post_init__(self):
+        if self.mode not in DXL_TICK_RANGES:
+            raise CurvesError(did_you_mean("Dynamixel mode", self.mode, DXL_TICK_RANGES))
+        if self.tick_range is not None:
+            lo, hi = (int(v) for v in self.tick_range)
+            full = DXL_TICK_RANGES[self.mode]
+            if not full[0] <= lo <= hi <= full[1]:
+                raise CurvesError(f"tick_range {self.tick_range} must lie within {full} in {self.mode} mode")
+            object.__setattr__(self, "tick_range", (lo, hi))
+
+    @classmethod
+    def from_mechanism(cls, mechanism, mode: str = "position", **options) -> "DynamixelSettings":
+        """Settings whose motors take each actuator's zero offset, direction and travel
+        per turn (:class:`~looprig.core.mechanism.Actuator`)."""
+        motors = {
+            j.name: DynamixelMotor(
+                j.actuator.zero_offset_ticks, j.actuator.direction, j.actuator.metres_per_revolution
+            )
+            for j in mechanism.actuated_joints
+        }
+        return cls(mode=mode, motors=motors, **options)
+
+    @property
+    def ticks_range(self) -> tuple[int, int]:
+        """(min, max) allowed Goal Position ticks."""
+        return self.tick_range or DXL_TICK_RANGES[self.mode]
+
+    def motors_for(self, names: Sequence[str]) -> tuple[DynamixelMotor, ...]:
+        """The motor of each actuator in ``names``; unknown keys in ``motors`` raise."""
+        for key in self.motors:
+            if key not in names:
+                raise CurvesError("Dynamixel motor settings: " + did_you_mean("actuator", key, names))
+        return tuple(self.motors.get(n, self.default_motor) for n in names)
+
+
+def values_to_ticks(
+    values: np.ndarray,
+    units: Sequence[str],
+    motors: Sequence[DynamixelMotor],
+    names: Sequence[str] | None = None,
+) -> np.ndarray:
+    """(F, A) int64 Goal Position ticks of (F, A) values [rad or m], rounded to nearest.
+
+    ``ticks = zero_offset_ticks + direction * rint(value * ticks_per_unit)``,
+    so :func:`ticks_to_values` inverts it within half a tick.
+    """
+    values = np.asarray(values, dtype=float)
+    names = names or [f"#{a}" for a in range(values.shape[1])]
+    scale = np.array([m.ticks_per_unit(u, n) for m, u, n in zip(motors, units, names, strict=True)])
+    zero = np.array([m.zero_offset_ticks for m in motors], dtype=np.int64)
+    sign = np.array([m.direction for m in motors], dtype=np.int64)
+    return zero + sign * np.rint(values * scale).astype(np.int64)
+
+
+def ticks_to_values(
+    ticks: np.ndarray,
+    units: Sequence[str],
+    motors: Sequence[DynamixelMotor],
+    names: Sequence[str] | None = None,
+) -> np.ndarray:
+    """(F, A) values [rad or m] of (F, A) Goal Position ticks; inverts :func:`values_to_ticks`."""
+    ticks = np.asarray(ticks)
+    names = names or [f"#{a}" for a in range(ticks.shape[1])]
+    scale = np.array([m.ticks_per_unit(u, n) for m, u, n in zip(motors, units, names, strict=True)])
+    zero = np.array([m.zero_offset_ticks for m in motors], dtype=float)
+    sign = np.array([m.direction for m in motors], dtype=float)
+    return sign * (ticks - zero) / scale
+
+
+def to_ticks(curves: ActuatorCurves, settings: DynamixelSettings | None = None) -> np.ndarray:
+    """(F, A) int64 Goal Position ticks of ``curves`` (see :func:`values_to_ticks`)."""
+    settings = settings or DynamixelSettings()
+    motors = settings.motors_for(curves.names)
+    return values_to_ticks(curves.values, curves.units, motors, curves.names)
+
+
+def tick_range_violations(
+    curves: ActuatorCurves, ticks: np.ndarray, settings: DynamixelSettings
+) -> list[Violation]:
+    """``"tick_range"`` violations (unit "tick") of (F, A) ``ticks`` against the allowed range."""
+    lo, hi = settings.ticks_range
+    out: list[Violation] = []
+    for a, name in enumerate(curves.names):
+        k = ticks[:, a].astype(float)
+        over, under = k - hi, lo - k
+        excess = np.maximum(over, under)
+        limits = np.where(over >= under, float(hi), float(lo))
+        out += violations_from_excess(name, "tick_range", curves.times, k, excess, limits, "tick")
+    return out
+
+
+def velocity_raw(curves: ActuatorCurves, motors: Sequence[DynamixelMotor]) -> tuple[list, list]:
+    """Per actuator: velocity limit (floor) and peak |velocity| (ceil) in 0.229 rpm units."""
+    peaks = np.max(np.abs(curves.velocities()), axis=0) if curves.n_frames > 1 else None
+    limit_raw, peak_raw = [], []
+    for a, name in enumerate(curves.names):
+        # servo shaft rad per actuator unit (1 for angles, 2 pi / metres_per_revolution for m)
+        rad_per_unit = motors[a].ticks_per_unit(curves.units[a], name) * (2.0 * math.pi / DXL_TICKS_PER_REV)
+        limit = curves.velocity_limit[a]
+        limit_raw.append(
+            math.floor(rad_s_to_dxl_velocity(limit * rad_per_unit)) if np.isfinite(limit) else None
+        )
+        peak_raw.append(
+            None if peaks is None else math.ceil(rad_s_to_dxl_velocity(peaks[a] * rad_per_unit) - 1e-9)
+        )
+    return limit_raw, peak_raw

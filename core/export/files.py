@@ -111,7 +111,7 @@ def check_output(path, inputs=()) -> Path:
     target = Path(os.path.realpath(text))
     try:
         st = os.stat(target)
-    except FileNotFoundError:
+    except (FileNotFoundError, NotADirectoryError):
         folder = target.parent
         try:
             folder_stat = os.stat(folder)

@@ -229,7 +229,7 @@ def read_text(
         if not stat.S_ISREG(st.st_mode):
             raise error(f"cannot read {where}: it is {_kind(st.st_mode)}, not a file")
         if st.st_size > max_bytes:
-            raise error(f"cannot read {where}: {st.st_size} bytes, more than the {max_bytes} allowed")
+            raise error(f"cannot read {where}: {st.st_size} bytes, more than the {max_bytes} bytes allowed")
         with open(path, "rb") as f:
             data = f.read(max_bytes + 1)
     except OSError as exc:

@@ -103,8 +103,10 @@ def read_closure_yaml(path, joint_child: dict[str, str], link_names) -> tuple[li
 
     joint_child: URDF joint name -> child link name (to resolve joint names).
     """
-    import yaml
-
+    try:
+        import yaml
+    except ImportError as error:
+        raise FileFormatError(path, "reading closures needs PyYAML: pip install 'looprig[cad]'") from error
     try:
         data = yaml.safe_load(Path(path).read_text())
     except OSError as error:

@@ -76,8 +76,8 @@ def resolve_mesh_path(uri: str, base_dir: Path, package_paths=()) -> Path | None
 def _trimesh():
     try:
         import trimesh
-    except ImportError as error:  # pragma: no cover - trimesh is a dependency
-        raise FileFormatError(None, "reading meshes needs trimesh: pip install trimesh") from error
+    except ImportError as error:
+        raise FileFormatError(None, "reading meshes needs trimesh: pip install 'looprig[cad]'") from error
     return trimesh
 
 

@@ -63,8 +63,8 @@ from .tree import (
 def _mujoco():
     try:
         import mujoco
-    except ImportError as error:  # pragma: no cover - mujoco-core is a dependency
-        raise FileFormatError(None, "reading MJCF needs MuJoCo: pip install mujoco-core") from error
+    except ImportError as error:
+        raise FileFormatError(None, "reading MJCF needs MuJoCo: pip install 'looprig[cad]'") from error
     return mujoco
 
 

@@ -17,7 +17,7 @@ from .core.errors import LooprigError
 
 INSTALL_HINT = (
     "plotting actuator curves needs matplotlib; install it with "
-    "'pip install matplotlib' (it is a dependency of the looprig package)"
+    "pip install 'looprig[plot]' (or pip install matplotlib)"
 )
 
 

@@ -11,17 +11,22 @@ $(PY):
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
 
-# looprig and what it needs to run (numpy, scipy, trimesh, mujoco bindings, matplotlib)
+# looprig's lean runtime: what looprig.core needs (numpy, scipy, threadpoolctl)
 $(VENV)/.runtime: pyproject.toml | $(PY)
 	$(PY) -m pip install --quiet -e .
 	touch $@
 
-# + test tools and the bpy module for the Blender add-on tests
-$(VENV)/.dev: pyproject.toml | $(PY)
-	$(PY) -m pip install --quiet -e ".[dev]"
+# + matplotlib (the plot extra): the demo writes a PNG of the curves
+$(VENV)/.demo: pyproject.toml | $(PY)
+	$(PY) -m pip install --quiet -e ".[plot]"
 	touch $@ $(VENV)/.runtime
 
-demo: $(VENV)/.runtime
+# + every extra, the test tools and the bpy module for the Blender add-on tests (the dev extra)
+$(VENV)/.dev: pyproject.toml | $(PY)
+	$(PY) -m pip install --quiet -e ".[dev]"
+	touch $@ $(VENV)/.runtime $(VENV)/.demo
+
+demo: $(VENV)/.demo
 	$(VENV)/bin/looprig demo
 
 test: $(VENV)/.dev

@@ -7,6 +7,7 @@ results and never print (the CLI prints). Everything below them is ``core``
 
 import json
 import math
+import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -130,18 +131,92 @@ def plot_curves_file(curves_path, output) -> Path:
     return plot_curves(curves, output, all_violations(curves))
 
 
+#: A frame whose largest constraint residual exceeds this [m] has a robot that came apart.
+RESIDUAL_TOLERANCE_M = 1e-6
+#: Every file a retarget run writes into its folder (see looprig.outputs.StagedSet).
+REPORT_NAME, REFUSED_REPORT_NAME, PLOT_NAME = "report.json", "report.refused.json", "curves.png"
+RUN_OUTPUT_NAMES = (
+    *(f"curves{suffix}" for _, suffix in EXPORT_FORMATS.values()),
+    PLOT_NAME,
+    REFUSED_REPORT_NAME,
+    "looprig-job.json",  # a batch job's stamp (looprig.batch)
+    REPORT_NAME,
+)
+
+
+@dataclass(frozen=True)
+class Finding:
+    """Something wrong with a retarget's result: ``kind`` is limits, residual or unreachable;
+    ``blocking``: whether it stopped the outputs from being written; ``override``: the
+    command-line flag that lets it through."""
+
+    kind: str
+    message: str
+    blocking: bool
+    override: str
+
+
+class RetargetRefused(LooprigError):
+    """Outputs not written because of blocking findings; ``summary`` is the run's report."""
+
+    def __init__(self, message: str, summary: dict, findings: Sequence[Finding]):
+        super().__init__(message)
+        self.summary, self.findings = summary, list(findings)
+
+
+def findings_of(
+    summary: dict, strict: bool, allow_unassembled: bool = False, allow_unreachable: bool = False
+) -> list[Finding]:
+    """The findings of a retarget's report and whether each blocks writing.
+
+    Limit violations block with ``strict`` (else they are recorded in every file);
+    some unreachable frames block with ``strict``; every frame unreachable blocks
+    unless ``allow_unreachable``; a constraint residual above
+    :data:`RESIDUAL_TOLERANCE_M` blocks unless ``allow_unassembled``.
+    """
+    found = []
+    violations = [(a["name"], v) for a in summary["actuators"] for v in a["violations"]]
+    if violations:
+        first = ", ".join(
+            f"{name} {v['quantity']} {v['start_time']:.3f}-{v['end_time']:.3f} s"
+            for name, v in violations[:3]
+        )
+        more = f" (+{len(violations) - 3} more)" if len(violations) > 3 else ""
+        found.append(
+            Finding("limits", f"{len(violations)} limit violation(s): {first}{more}", strict, "no --strict")
+        )
+    frames, unreachable = summary["frames"], summary["unreachable_frames"]
+    if unreachable:
+        all_frames = unreachable == frames
+        message = f"{unreachable} of {frames} frames unreachable (position error up to " + (
+            f"{summary['max_position_error_m']:.3g} m)"
+        )
+        blocking = (all_frames and not allow_unreachable) or strict
+        found.append(
+            Finding("unreachable", message, blocking, "--allow-unreachable" if all_frames else "no --strict")
+        )
+    if summary["max_residual"] > RESIDUAL_TOLERANCE_M:
+        message = (
+            f"the robot came apart: constraint residual {summary['max_residual']:.3g} m "
+            f"> {RESIDUAL_TOLERANCE_M:g} m"
+        )
+        found.append(Finding("residual", message, not allow_unassembled, "--allow-unassembled"))
+    return found
+
+
 @dataclass
 class RetargetOutcome:
     """What :func:`retarget_to_folder` did.
 
     result: the :class:`~looprig.core.retarget.RetargetResult`; summary: its
     JSON-ready report (as written to report.json); written: the files written;
-    violations: the number of limit violations in the curves.
+    findings: what is wrong with the result without blocking it.
     """
 
     result: object
     summary: dict
     written: list[Path] = field(default_factory=list)
+    findings: list[Finding] = field(default_factory=list)
 
     @property
     def violations(self) -> int:
@@ -157,25 +232,56 @@ def retarget_to_folder(
     strict: bool = False,
     plot: bool = False,
     progress: Callable[[int, int], None] | None = None,
+    allow_unassembled: bool = False,
+    allow_unreachable: bool = False,
+    inputs: Sequence = (),
 ) -> RetargetOutcome:
     """Retarget a clip and write the curves, report.json (and curves.png with ``plot``).
 
-    With ``strict`` curves that break a limit are refused (LimitViolationError);
-    otherwise the violations are recorded in every file.
+    The outputs are written as one set (see :mod:`looprig.outputs`); blocking
+    findings (:func:`findings_of`) raise :class:`RetargetRefused` with nothing
+    written but report.refused.json. ``inputs``: the run's input files, never
+    overwritten.
     """
+    from .core.curves import LimitViolationError, all_violations
     from .core.retarget import retarget
+    from .outputs import OutputError, StagedSet, write_text
 
     result = retarget(mechanism, samples, mapping, progress=progress)
     summary = result.summary()
-    outdir = Path(outdir)
-    outdir.mkdir(parents=True, exist_ok=True)
-    written = write_curves(result.curves, outdir, formats, allow_violations=not strict, mechanism=mechanism)
-    report = outdir / "report.json"
-    report.write_text(json.dumps(summary, indent=2, allow_nan=False) + "\n")
-    written.append(report)
-    if plot:
-        from .core.curves import all_violations
-        from .plotting import plot_curves
+    report = json.dumps(summary, indent=2, allow_nan=False) + "\n"
+    found = findings_of(summary, strict, allow_unassembled, allow_unreachable)
+    outputs = StagedSet(outdir, RUN_OUTPUT_NAMES, last=REPORT_NAME, inputs=inputs)
+    try:
+        blocking = [f for f in found if f.blocking]
+        if blocking:
+            overrides = ", ".join(sorted({f.override for f in blocking}))
+            raise RetargetRefused(
+                f"refusing to write the curves to {outputs.folder}: "
+                + "; ".join(f.message for f in blocking)
+                + f" (see {REFUSED_REPORT_NAME}; to write anyway: {overrides})",
+                summary,
+                found,
+            )
+        try:
+            write_curves(
+                result.curves, outputs.staging, formats, allow_violations=not strict, mechanism=mechanism
+            )
+        except LimitViolationError as error:  # hardware units found out of range by a writer
+            raise RetargetRefused(str(error).splitlines()[0], summary, found) from None
+        if plot:
+            from .plotting import plot_curves
 
-        written.append(plot_curves(result.curves, outdir / "curves.png", all_violations(result.curves)))
-    return RetargetOutcome(result, summary, written)
+            plot_curves(result.curves, outputs.path(PLOT_NAME), all_violations(result.curves))
+        write_text(outputs.path(REPORT_NAME), report)
+    except OSError as error:
+        outputs.abort()
+        if isinstance(error, LooprigError):
+            raise
+        raise OutputError(f"{outputs.folder}: cannot write the outputs: {error.strerror or error}") from None
+    except BaseException:
+        outputs.abort()
+        if isinstance(sys.exc_info()[1], RetargetRefused):
+            write_text(outputs.folder / REFUSED_REPORT_NAME, report)
+        raise
+    return RetargetOutcome(result, summary, outputs.commit(), [f for f in found if not f.blocking])

@@ -1,4 +1,4 @@
-"""The ``looprig`` command line.
+"""The ``looprig`` command line: parses arguments, calls the app layer (:mod:`looprig.app`), prints.
 
     looprig info MECHANISM [--json]
     looprig convert IN OUT
@@ -6,19 +6,26 @@
     looprig check CURVES [--strict]
     looprig export CURVES --format FORMAT -o OUT [--allow-violations]
     looprig plot CURVES -o PNG
+    looprig batch JOBS [--scheduler ADDRESS] [--workers N] [--summary FILE]
+    looprig play CURVES --port PORT [--baud BAUD] [--dry-run]
     looprig demo [-o OUTDIR]
 
 MECHANISM is a reference mechanism name or a URDF, MJCF or native file; TRACKS
 a tracks file (JSON/NPZ) or BVH; CURVES a curves CSV or JSON.
-Exit codes: 0 success, 2 bad input, 3 limit violations (with ``--strict``) or an
-export refused because of them. Errors print one line; ``--debug`` shows the traceback.
+Exit codes: 0 success; 2 bad input or an output that cannot be written; 3 outputs
+refused (limit violations with --strict or on export, unreachable frames with
+--strict, every frame unreachable, a robot that came apart) or a curve refused
+by `play`; 4 `batch`: some job did not pass; 130 interrupted (Ctrl-C).
+Errors print one line; ``--debug`` shows the traceback.
 """
 
 import argparse
 import json
+import math
 import subprocess
 import sys
 import time
+import warnings
 from importlib.util import find_spec
 from pathlib import Path
 
@@ -27,7 +34,9 @@ from .core import LooprigError
 from .core.library import NAMES
 
 EXIT_BAD_INPUT = 2
-EXIT_LIMITS = 3
+EXIT_REFUSED = 3
+EXIT_JOBS_FAILED = 4
+EXIT_INTERRUPTED = 130
 
 
 def cmd_info(args) -> int:
@@ -54,6 +63,9 @@ def cmd_info(args) -> int:
 
 
 def cmd_convert(args) -> int:
+    from .outputs import check_destination
+
+    check_destination(args.output, inputs=[args.input])
     print(f"wrote {app.convert_mechanism(args.input, args.output)}")
     return 0
 
@@ -101,22 +113,35 @@ def print_retarget(outcome: app.RetargetOutcome) -> None:
         f"{summary['max_orientation_error_rad']:.3g} rad, max constraint residual "
         f"{summary['max_residual']:.3g} m, unreachable frames {summary['unreachable_frames']}"
     )
-    if outcome.violations:
-        print(f"WARNING: {outcome.violations} limit violations; see report.json (exports record them)")
     for path in outcome.written:
         print(f"wrote {path}")
 
 
-def retarget_exit_code(outcome: app.RetargetOutcome, strict: bool) -> int:
-    return EXIT_LIMITS if strict and outcome.violations else 0
+def warn_findings(outcome: app.RetargetOutcome, folder) -> None:
+    """Findings that did not block writing, as one warning line each (even with --quiet)."""
+    for finding in outcome.findings:
+        recorded = " (recorded in every curves file)" if finding.kind == "limits" else ""
+        print(f"looprig: warning: {folder}: {finding.message}{recorded}", file=sys.stderr)
+
+
+def positive_rate(text: str) -> float:
+    """argparse type: a finite rate > 0 [Hz]."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be a number [Hz], got {text!r}") from None
+    if not math.isfinite(value) or value <= 0.0:
+        raise argparse.ArgumentTypeError(f"must be a finite rate > 0 [Hz], got {text}")
+    return value
 
 
 def cmd_retarget(args) -> int:
     from .core.retarget import RetargetMapping
 
     mapping = RetargetMapping.load(args.map)
-    if args.rate:
-        mapping = type(mapping)(**{**mapping.__dict__, "rate": args.rate})
+    if args.rate is not None:
+        mapping = RetargetMapping.from_dict({**mapping.to_dict(), "rate": args.rate}, "--rate")
+    inputs = [args.map, args.tracks] + ([args.mechanism] if Path(args.mechanism).exists() else [])
     outcome = app.retarget_to_folder(
         app.load_mechanism(args.mechanism),
         app.load_samples(args.tracks),
@@ -126,10 +151,14 @@ def cmd_retarget(args) -> int:
         strict=args.strict,
         plot=args.plot,
         progress=Progress("retargeting", args.quiet),
+        allow_unassembled=args.allow_unassembled,
+        allow_unreachable=args.allow_unreachable,
+        inputs=inputs,
     )
     if not args.quiet:
         print_retarget(outcome)
-    return retarget_exit_code(outcome, args.strict)
+    warn_findings(outcome, args.output)
+    return 0
 
 
 def cmd_check(args) -> int:
@@ -141,18 +170,88 @@ def cmd_check(args) -> int:
         print(v.describe())
     if not violations:
         print(f"{curves.n_actuators} actuators, {curves.n_frames} frames: within limits")
-    return EXIT_LIMITS if violations and args.strict else 0
+    return EXIT_REFUSED if violations and args.strict else 0
 
 
 def cmd_export(args) -> int:
-    recorded = app.export_curves(args.curves, args.format, args.output, args.allow_violations)
+    from .core.curves import LimitViolationError
+    from .outputs import check_destination
+
+    check_destination(args.output, inputs=[args.curves])
+    try:
+        recorded = app.export_curves(args.curves, args.format, args.output, args.allow_violations)
+    except LimitViolationError as error:
+        first = "; ".join(v.describe() for v in error.violations[:3])
+        more = f" (+{len(error.violations) - 3} more)" if len(error.violations) > 3 else ""
+        raise LimitViolationError(
+            f"refusing to write {args.output}: {len(error.violations)} limit violation(s): {first}{more}; "
+            "pass --allow-violations to write them anyway, recorded in the file",
+            error.violations,
+        ) from None
     print(f"wrote {args.output}" + (f" with {len(recorded)} recorded violations" if recorded else ""))
     return 0
 
 
 def cmd_plot(args) -> int:
+    from .outputs import check_destination
+
+    check_destination(args.output, inputs=[args.curves])
     print(f"wrote {app.plot_curves_file(args.curves, args.output)}")
     return 0
+
+
+class JobsProgress:
+    """A bar across the jobs of a batch on stderr (on a terminal); one line per finished job otherwise."""
+
+    def __init__(self, quiet: bool):
+        self.quiet, self.bar, self.failed = quiet, sys.stderr.isatty(), 0
+
+    def __call__(self, result, done: int, total: int) -> None:
+        self.failed += not result.passed
+        if self.quiet:
+            return
+        if not self.bar:
+            print(f"[{done}/{total}] {result.name}: {result.status}", file=sys.stderr)
+            return
+        filled = round(30 * done / total)
+        print(
+            f"\rbatch [{'#' * filled}{'-' * (30 - filled)}] {done}/{total} jobs, {self.failed} not passed",
+            end="\n" if done == total else "",
+            file=sys.stderr,
+        )
+
+
+def print_jobs_table(results, out=sys.stdout) -> None:
+    """job, frames, worst error, violations, status, time: one row per job."""
+    print(
+        f"{'job':<24} {'frames':>7} {'worst error':>12} {'violations':>10}  {'status':<8} {'time':>8}",
+        file=out,
+    )
+    for r in results:
+        worst = "-" if r.worst_position_error_m is None else f"{r.worst_position_error_m:.3g} m"
+        print(
+            f"{r.name:<24} {r.frames:>7} {worst:>12} {r.violations:>10}  {r.status:<8} {r.seconds:>7.1f}s",
+            file=out,
+        )
+        if r.message:
+            print(f"  {r.message}", file=out)
+
+
+def cmd_batch(args) -> int:
+    from . import batch
+    from .outputs import check_destination, write_text
+
+    jobs = batch.read_jobs(args.jobs)
+    summary_path = Path(args.summary) if args.summary else Path(args.jobs).with_name("batch-summary.json")
+    check_destination(summary_path, inputs=[args.jobs])
+    results = batch.run_batch(jobs, args.scheduler, args.workers, JobsProgress(args.quiet))
+    document = batch.summary_document(results, args.jobs)
+    write_text(summary_path, json.dumps(document, indent=2, allow_nan=False) + "\n", inputs=[args.jobs])
+    if not args.quiet:
+        print_jobs_table(results)
+        counts = ", ".join(f"{n} {status}" for status, n in document["counts"].items() if n)
+        print(f"{len(results)} jobs: {counts}; wrote {summary_path}")
+    return 0 if document["passed"] else EXIT_JOBS_FAILED
 
 
 def cmd_demo(args) -> int:
@@ -167,7 +266,8 @@ def cmd_demo(args) -> int:
     if not args.quiet:
         print_retarget(outcome)
         print(f"done in {time.perf_counter() - start:.1f} s")
-    code = retarget_exit_code(outcome, strict=False)
+    warn_findings(outcome, args.output)
+    code = 0
     if args.blend:
         # the Blender scene is built by the add-on's own demo program: the app layer sits below the
         # host glue and does not import it
@@ -201,13 +301,23 @@ def build_parser() -> argparse.ArgumentParser:
     retarget.add_argument("tracks", help="tracks file (.json/.npz) or .bvh")
     retarget.add_argument("--map", required=True, help="mapping file (JSON)")
     retarget.add_argument("-o", "--output", required=True, help="output folder")
-    retarget.add_argument("--rate", type=float, help="solve rate [Hz] (overrides the mapping)")
+    retarget.add_argument("--rate", type=positive_rate, help="solve rate [Hz] (overrides the mapping)")
     retarget.add_argument(
         "--formats", nargs="+", default=["csv"], choices=sorted(app.EXPORT_FORMATS), help="curve formats"
     )
     retarget.add_argument("--plot", action="store_true", help="also write curves.png")
     retarget.add_argument(
-        "--strict", action="store_true", help="refuse to write curves that break limits (exit 3)"
+        "--strict",
+        action="store_true",
+        help="refuse to write curves that break limits or miss a frame's target (exit 3)",
+    )
+    retarget.add_argument(
+        "--allow-unassembled",
+        action="store_true",
+        help=f"write even when a frame's constraint residual exceeds {app.RESIDUAL_TOLERANCE_M:g} m",
+    )
+    retarget.add_argument(
+        "--allow-unreachable", action="store_true", help="write even when every frame is unreachable"
     )
     retarget.add_argument("--quiet", action="store_true")
     retarget.set_defaults(func=cmd_retarget)
@@ -233,6 +343,14 @@ def build_parser() -> argparse.ArgumentParser:
     plot.add_argument("-o", "--output", required=True, help="PNG file")
     plot.set_defaults(func=cmd_plot)
 
+    jobs = sub.add_parser("batch", help="retarget many shots in parallel from a jobs file")
+    jobs.add_argument("jobs", help="jobs file (JSON; see docs/pipeline.md)")
+    jobs.add_argument("--scheduler", help="address of a running Dask scheduler, e.g. tcp://10.0.0.5:8786")
+    jobs.add_argument("--workers", type=int, help="local worker processes (default: CPU count)")
+    jobs.add_argument("--summary", help="summary file (default: batch-summary.json beside JOBS)")
+    jobs.add_argument("--quiet", action="store_true")
+    jobs.set_defaults(func=cmd_batch)
+
     demo = sub.add_parser("demo", help="run the main job on the bundled robot and clip")
     demo.add_argument("-o", "--output", default="out/demo", help="output folder")
     demo.add_argument("--quiet", action="store_true")
@@ -243,18 +361,44 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def show_warning(message, category, filename, lineno, file=None, line=None) -> None:
+    """``warnings.showwarning`` for people: one line, ``looprig: warning: FILE: object: problem``."""
+    text = " ".join(str(message).split())
+    print(f"looprig: warning: {text}", file=sys.stderr if file is None else file)
+
+
 def main(argv=None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
+    shown = warnings.showwarning
+    warnings.showwarning = show_warning
     try:
         return args.func(args)
-    except LooprigError as error:
+    except KeyboardInterrupt:
         if args.debug:
             raise
+        print("looprig: interrupted", file=sys.stderr)
+        return EXIT_INTERRUPTED
+    except (LooprigError, OSError) as error:
+        if args.debug:
+            raise
+        from .app import RetargetRefused
         from .core.curves import LimitViolationError
 
-        print(f"looprig: error: {error}", file=sys.stderr)
-        return EXIT_LIMITS if isinstance(error, LimitViolationError) else EXIT_BAD_INPUT
+        print(f"looprig: error: {one_line(error)}", file=sys.stderr)
+        refused = isinstance(error, LimitViolationError | RetargetRefused)
+        return EXIT_REFUSED if refused else EXIT_BAD_INPUT
+    finally:
+        warnings.showwarning = shown
+
+
+def one_line(error: BaseException) -> str:
+    """An error as one line; a bare OSError names its file."""
+    if isinstance(error, OSError) and not isinstance(error, LooprigError):
+        where = f"{error.filename}: " if error.filename else ""
+        return f"{where}{error.strerror or error}"
+    first, *rest = str(error).splitlines() or [""]
+    return first if not rest else f"{first} (+{len(rest)} more lines; see --debug)"
 
 
 if __name__ == "__main__":

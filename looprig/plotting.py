@@ -5,6 +5,7 @@ Figures are drawn with matplotlib's Agg canvas directly, so plotting neither
 needs a display nor switches the backend of an application that uses pyplot.
 """
 
+import io
 import os
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -14,6 +15,7 @@ import numpy as np
 
 from .core.curves import ActuatorCurves, Violation, all_violations, derivative_unit
 from .core.errors import LooprigError
+from .outputs import write_bytes
 
 INSTALL_HINT = (
     "plotting actuator curves needs matplotlib; install it with "
@@ -71,8 +73,9 @@ def plot_curves(
     :func:`~looprig.core.curves.all_violations` of ``curves``) are shaded red
     (position and tick-range ones on the position plot, velocity ones on the
     velocity plot) or orange (acceleration, on the velocity plot), widened by
-    half a sample each way so a single violating sample shows. Returns the
-    path written.
+    half a sample each way so a single violating sample shows. The file is
+    written by :func:`looprig.outputs.write_bytes` (atomic, regular files only).
+    Returns the path written.
     """
     settings = settings or PlotSettings()
     Figure, FigureCanvasAgg = _matplotlib()
@@ -140,6 +143,6 @@ def plot_curves(
         ax.set_xlabel("time [s]")
     height = settings.row_height * n + 0.6  # [in]
     fig.tight_layout(rect=(0.0, 0.0, 1.0, 1.0 - 0.45 / height))  # room for the title
-    path = Path(os.fspath(path_png))
-    fig.savefig(path, format="png")
-    return path
+    image = io.BytesIO()
+    fig.savefig(image, format="png")
+    return write_bytes(Path(os.fspath(path_png)), image.getvalue())

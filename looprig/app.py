@@ -278,7 +278,7 @@ def retarget_to_folder(
         outputs.abort()
         if isinstance(error, LooprigError):
             raise
-        raise OutputError(f"{outputs.folder}: cannot write the outputs: {error.strerror or error}") from None
+        raise OutputError(outputs.folder, error.strerror or type(error).__name__) from None
     except BaseException:
         outputs.abort()
         if isinstance(sys.exc_info()[1], RetargetRefused):

@@ -63,9 +63,9 @@ def cmd_info(args) -> int:
 
 
 def cmd_convert(args) -> int:
-    from .outputs import check_destination
+    from .outputs import check_output
 
-    check_destination(args.output, inputs=[args.input])
+    check_output(args.output, inputs=[args.input])
     print(f"wrote {app.convert_mechanism(args.input, args.output)}")
     return 0
 
@@ -175,9 +175,9 @@ def cmd_check(args) -> int:
 
 def cmd_export(args) -> int:
     from .core.curves import LimitViolationError
-    from .outputs import check_destination
+    from .outputs import check_output
 
-    check_destination(args.output, inputs=[args.curves])
+    check_output(args.output, inputs=[args.curves])
     try:
         recorded = app.export_curves(args.curves, args.format, args.output, args.allow_violations)
     except LimitViolationError as error:
@@ -193,9 +193,9 @@ def cmd_export(args) -> int:
 
 
 def cmd_plot(args) -> int:
-    from .outputs import check_destination
+    from .outputs import check_output
 
-    check_destination(args.output, inputs=[args.curves])
+    check_output(args.output, inputs=[args.curves])
     print(f"wrote {app.plot_curves_file(args.curves, args.output)}")
     return 0
 
@@ -239,11 +239,11 @@ def print_jobs_table(results, out=sys.stdout) -> None:
 
 def cmd_batch(args) -> int:
     from . import batch
-    from .outputs import check_destination, write_text
+    from .outputs import check_output, write_text
 
     jobs = batch.read_jobs(args.jobs)
     summary_path = Path(args.summary) if args.summary else Path(args.jobs).with_name("batch-summary.json")
-    check_destination(summary_path, inputs=[args.jobs])
+    check_output(summary_path, inputs=[args.jobs])
     results = batch.run_batch(jobs, args.scheduler, args.workers, JobsProgress(args.quiet))
     document = batch.summary_document(results, args.jobs)
     write_text(summary_path, json.dumps(document, indent=2, allow_nan=False) + "\n", inputs=[args.jobs])

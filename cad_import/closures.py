@@ -31,8 +31,8 @@ import re
 from pathlib import Path
 
 import numpy as np
-from looprig.core.mechanism import JointKind
 
+from ..core.mechanism import JointKind
 from .errors import FileFormatError
 from .tree import CLOSURE_KINDS, ClosureSpec
 

@@ -7,7 +7,7 @@ that do not stop the import (a mesh that is not watertight, an MJCF feature
 looprig cannot express) are issued as :class:`FileFormatWarning`.
 """
 
-from looprig.core.errors import LooprigError
+from ..core.errors import LooprigError
 
 
 class FileFormatError(LooprigError, ValueError):

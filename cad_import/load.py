@@ -9,8 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 from xml.parsers import expat
 
-from looprig.core.mechanism import Mechanism
-
+from ..core.mechanism import Mechanism
 from .errors import FileFormatError
 from .mjcf import read_mjcf
 from .native import load_native

@@ -116,41 +116,45 @@ def load_mesh(path):
     return loaded
 
 
-def mesh_mass_properties(path, density: float, T_frame_mesh=None) -> MassProperties:
-    """Mass properties of the solid bounded by a mesh file, uniform ``density`` [kg/m^3].
+def mesh_mass_properties(mesh, density: float, T_frame_mesh=None, name: str | None = None) -> MassProperties:
+    """Mass properties of the solid bounded by a mesh, uniform ``density`` [kg/m^3].
 
-    T_frame_mesh: (4, 4) affine map (rotation, translation and scale) from file
+    mesh: a mesh file path, or a triangle mesh as ``(vertices (V, 3) [m],
+    triangles (T, 3) vertex indices)`` (how the Blender add-on calls it).
+    T_frame_mesh: (4, 4) affine map (rotation, translation and scale) from mesh
     coordinates to the frame the result is expressed in (default identity).
-    A surface that is not watertight gives a :class:`FileFormatWarning`, and the
-    convex hull's properties are returned instead.
+    name: what messages call the mesh (default: the path, or "mesh").
+    Inward winding is flipped; a surface that is not watertight gives a
+    :class:`FileFormatWarning` and the convex hull's properties are returned
+    instead; a surface enclosing no volume raises FileFormatError.
     """
-    if not np.isfinite(density) or density <= 0:
-        raise FileFormatError(path, f"density must be positive, got {density}")
-    mesh = load_mesh(path)
+    if isinstance(mesh, tuple):
+        vertices, triangles = mesh
+        label = name or "mesh"
+        if not np.isfinite(density) or density <= 0:
+            raise FileFormatError(label, f"density must be positive, got {density}")
+        faces = np.asarray(triangles, np.int64).reshape(-1, 3)
+        if len(faces) == 0:
+            raise FileFormatError(label, "mesh has no triangles")
+        loaded = _trimesh().Trimesh(vertices=np.asarray(vertices, float), faces=faces, process=False)
+    else:
+        label = name or mesh
+        if not np.isfinite(density) or density <= 0:
+            raise FileFormatError(label, f"density must be positive, got {density}")
+        loaded = load_mesh(mesh)
     try:
-        return _mass_properties(mesh, path, density, T_frame_mesh)
+        return _mass_properties(loaded, label, density, T_frame_mesh)
     except FileFormatError:
         raise
     except Exception as error:  # degenerate geometry: qhull and trimesh raise many types
         raise FileFormatError(
-            path, f"cannot compute mass properties: {type(error).__name__}: {error}"
+            label, f"cannot compute mass properties: {type(error).__name__}: {error}"
         ) from None
 
 
 def triangle_mass_properties(vertices, triangles, density: float, name: str = "mesh") -> MassProperties:
-    """Mass properties of the solid bounded by a triangle mesh given as arrays.
-
-    vertices: (V, 3) [m]; triangles: (T, 3) vertex indices; density [kg/m^3]. As
-    :func:`mesh_mass_properties` (inward winding is flipped, an open surface is
-    replaced by its convex hull with a warning); ``name`` labels messages.
-    """
-    trimesh = _trimesh()
-    mesh = trimesh.Trimesh(
-        vertices=np.asarray(vertices, float),
-        faces=np.asarray(triangles, np.int64).reshape(-1, 3),
-        process=False,
-    )
-    return _mass_properties(mesh, name, density, None)
+    """Alias kept until the Blender add-on calls :func:`mesh_mass_properties` with arrays."""
+    return mesh_mass_properties((vertices, triangles), density, name=name)
 
 
 def _mass_properties(mesh, path, density: float, T_frame_mesh) -> MassProperties:

@@ -40,9 +40,9 @@ from __future__ import annotations
 from pathlib import Path
 
 import numpy as np
-from looprig.core.mechanism import JointKind
-from looprig.core.rotations import quat_to_matrix
 
+from ..core.mechanism import JointKind
+from ..core.rotations import quat_to_matrix
 from .errors import FileFormatError
 from .tree import (
     DEFAULT_SETTINGS,

@@ -51,8 +51,10 @@ import os
 from pathlib import Path
 
 import numpy as np
-from looprig.core.errors import MechanismError
-from looprig.core.mechanism import (
+
+from ..core.errors import MechanismError
+from ..core.filevalues import limit_from_file, limit_to_file
+from ..core.mechanism import (
     ActuatedMotion,
     Actuator,
     Body,
@@ -61,7 +63,6 @@ from looprig.core.mechanism import (
     JointKind,
     Mechanism,
 )
-
 from .errors import FileFormatError
 from .tree import ImportedModel, MeshRef
 
@@ -187,10 +188,6 @@ def _floats(array) -> list:
     return np.asarray(array, dtype=float).tolist()
 
 
-def _limit_out(value: float) -> float | None:
-    return float(value) if math.isfinite(value) else None
-
-
 def _path_out(path: str, base: Path) -> str:
     if "://" in path:
         return path
@@ -256,10 +253,10 @@ def mechanism_to_dict(mechanism: Mechanism, meshes=None, base_dir=None) -> dict:
                 hardware = int(hardware)
             entry["actuator"] = {
                 "motion": ActuatedMotion(a.motion).value,
-                "lower": _limit_out(a.lower),
-                "upper": _limit_out(a.upper),
-                "velocity_limit": _limit_out(a.velocity_limit),
-                "acceleration_limit": _limit_out(a.acceleration_limit),
+                "lower": limit_to_file(a.lower),
+                "upper": limit_to_file(a.upper),
+                "velocity_limit": limit_to_file(a.velocity_limit),
+                "acceleration_limit": limit_to_file(a.acceleration_limit),
                 "hardware_id": hardware,
                 "zero_offset_ticks": int(a.zero_offset_ticks),
                 "direction": int(a.direction),
@@ -382,11 +379,9 @@ class _Reader:
             self.fail(where, f"values out of range (magnitude above {MAX_MAGNITUDE:g})")
         return array
 
-    def number(self, value, where, allow_null=False) -> float:
-        if value is None and allow_null:
-            return math.nan
+    def number(self, value, where) -> float:
         if isinstance(value, bool) or not isinstance(value, (int, float)):
-            self.fail(where, f"expected a number{' or null' if allow_null else ''}, got {value!r}")
+            self.fail(where, f"expected a number, got {value!r}")
         try:
             value = float(value)
         except OverflowError:
@@ -441,9 +436,9 @@ class _Reader:
         )
         return body, meshes
 
-    def limit(self, obj, key, where, default):
-        value = self.number(obj.get(key), f"{where}.{key}", allow_null=True) if key in obj else math.nan
-        return default if math.isnan(value) else value
+    def limit(self, obj, key, where, unbounded):
+        value = obj.get(key)
+        return limit_from_file(None if value is None else self.number(value, f"{where}.{key}"), unbounded)
 
     def joint(self, entry, where) -> Joint:
         entry = self.obj(entry, where)

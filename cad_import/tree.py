@@ -7,8 +7,10 @@ a file into a :class:`TreeModel`; :func:`build_mechanism` then
 
 1. places every link in the world at the file's zero configuration,
 2. **assembles** the loops: when the closure frames do not coincide there (as in
-   the Gepetto models), the tree's joint values are moved, by Gauss-Newton with
-   minimum-norm steps from the zero configuration, until every closure holds,
+   the Gepetto models, or a loop written straight), the tree becomes a core
+   Mechanism with the closures as extra constraint rows, and core's forward
+   kinematics solver (damped Gauss-Newton / Levenberg-Marquardt from the zero
+   configuration) moves the links until every closure holds,
 3. re-expresses everything in the world coordinates of that assembled pose,
    which becomes the mechanism's initial configuration: body CoM positions and
    link orientations, joint anchors and axes, closure joints, named frames.
@@ -28,8 +30,11 @@ import warnings
 from dataclasses import dataclass, field
 
 import numpy as np
-from looprig.core.errors import MechanismError
-from looprig.core.mechanism import (
+
+from ..core.constraints import ConstraintSet, FrameClosure, mean_joint_distance
+from ..core.errors import MechanismError
+from ..core.fk import FKSettings, solve_constraints, solve_fk
+from ..core.mechanism import (
     ActuatedMotion,
     Actuator,
     Body,
@@ -38,13 +43,8 @@ from looprig.core.mechanism import (
     JointKind,
     Mechanism,
 )
-from looprig.core.rotations import (
-    complete_frame,
-    matrix_from_rotvec,
-    quat_from_matrix,
-    rotvec_from_quat,
-)
-
+from ..core.readoff import ActuatorReadout
+from ..core.rotations import nearest_rotation, pose_matrix, quat_from_matrix
 from .errors import FileFormatError, FileFormatWarning
 
 #: Joint coordinates each tree joint kind carries (FK and assembly).
@@ -68,16 +68,21 @@ class ImportSettings:
     placeholder_mass: [kg] given to links without mass (dummy frames, the world
     body); bodies must have positive mass, and this keeps them out of the CoM.
     density: [kg/m^3] used to compute mass, CoM and inertia from the meshes of
-    a link that has no inertial data. assemble_tolerance: [m] closure residual
-    accepted as closed. assemble_iterations: Gauss-Newton iteration limit.
+    a link that has no inertial data. assemble_tolerance: closure residual
+    accepted as closed, relative to the mechanism's mean joint distance (so
+    [m per m]; a 5 cm four-bar closes to 5e-12 m, a 2 m robot to 2e-10 m).
+    assemble_iterations: iteration limit of the assembly (core FK solver).
+    assemble_starts: how many starts the assembly tries (the file's pose, then
+    poses with the tree's joints bent) before declaring the loops open.
     missing_meshes: ``"error"`` (default) or ``"warn"``: what a mesh file that
     does not exist causes.
     """
 
     placeholder_mass: float = 1e-6
     density: float = 1000.0
-    assemble_tolerance: float = 1e-10
+    assemble_tolerance: float = 1e-10  # relative to the mean joint distance
     assemble_iterations: int = 100
+    assemble_starts: int = 4
     missing_meshes: str = "error"
 
 
@@ -237,29 +242,6 @@ def invert(T: np.ndarray) -> np.ndarray:
     return transform(R.T, -R.T @ p)
 
 
-def _axis_rotation(axis: np.ndarray, angle: float) -> np.ndarray:
-    return matrix_from_rotvec(np.asarray(axis) * angle)
-
-
-def joint_motion(joint: TreeJointSpec, q: np.ndarray) -> np.ndarray:
-    """``M(q)``: 4x4 motion of a joint in its joint frame for coordinates ``q``."""
-    kind = joint.kind
-    if kind == JointKind.FIXED:
-        return np.eye(4)
-    if kind == JointKind.REVOLUTE:
-        return transform(_axis_rotation(joint.axis, q[0]))
-    if kind == JointKind.PRISMATIC:
-        return transform(p=joint.axis * q[0])
-    if kind == JointKind.SPHERICAL:
-        return transform(matrix_from_rotvec(q[:3]))
-    if kind == JointKind.PLANAR:
-        F = complete_frame(joint.axis)
-        return transform(_axis_rotation(joint.axis, q[2]), F[:, 1] * q[0] + F[:, 2] * q[1])
-    if kind == JointKind.FREE:
-        return transform(matrix_from_rotvec(q[3:6]), q[:3])
-    raise ValueError(f"no tree motion for joint kind {kind}")
-
-
 # --------------------------------------------------------------------- tree checks
 def ordered_tree(model: TreeModel) -> tuple[list[TreeJointSpec], dict[str, int]]:
     """Joints in parent-before-child order and the link index.
@@ -334,144 +316,151 @@ def ordered_tree(model: TreeModel) -> tuple[list[TreeJointSpec], dict[str, int]]
     return order, link_index
 
 
-# --------------------------------------------------------------------- kinematics
-class TreeKinematics:
-    """Forward kinematics of a tree model in joint coordinates."""
-
-    def __init__(self, model: TreeModel):
-        self.model = model
-        self.order, self.link_index = ordered_tree(model)
-        self.offsets: dict[str, slice] = {}
-        n = 0
-        for joint in self.order:
-            k = COORDINATES[joint.kind]
-            self.offsets[joint.name] = slice(n, n + k)
-            n += k
-        self.n_coordinates = n
-
-    def link_poses(self, q: np.ndarray) -> dict[str, np.ndarray]:
-        """World transforms (4, 4) of every link for coordinates ``q``."""
-        poses = {name: np.asarray(T, float) for name, T in self.model.roots.items()}
-        for joint in self.order:
-            M = joint_motion(joint, q[self.offsets[joint.name]])
-            poses[joint.child] = poses[joint.parent] @ joint.T_parent_joint @ M @ joint.T_joint_child
-        return poses
-
-    def closure_residual(self, q: np.ndarray, length_scale: float) -> np.ndarray:
-        """Stacked closure mismatch [m]: position, plus scaled axis/rotation terms."""
-        poses = self.link_poses(q)
-        rows = []
-        for c in self.model.closures:
-            T1 = poses[c.link1] @ c.T_link1_frame
-            T2 = poses[c.link2] @ c.T_link2_frame
-            rows.append(T1[:3, 3] - T2[:3, 3])
-            if c.kind == JointKind.REVOLUTE:
-                rows.append(length_scale * np.cross(T1[:3, :3] @ c.axis, T2[:3, :3] @ c.axis))
-            elif c.kind == JointKind.FIXED:
-                R_rel = T1[:3, :3].T @ T2[:3, :3]
-                rows.append(length_scale * rotvec_from_quat(quat_from_matrix(R_rel)))
-        return np.concatenate(rows) if rows else np.zeros(0)
-
-    def closure_distance(self, q: np.ndarray) -> float:
-        """Largest distance between the origins of paired closure frames [m]."""
-        poses = self.link_poses(q)
-        distances = [
-            np.linalg.norm(
-                (poses[c.link1] @ c.T_link1_frame)[:3, 3] - (poses[c.link2] @ c.T_link2_frame)[:3, 3]
-            )
-            for c in self.model.closures
-        ]
-        return float(max(distances, default=0.0))
+# --------------------------------------------------------------------- assembly
+def zero_poses(model: TreeModel, order: list[TreeJointSpec]) -> dict[str, np.ndarray]:
+    """World transforms (4, 4) of every link at the file's zero configuration."""
+    poses = {name: np.asarray(T, float) for name, T in model.roots.items()}
+    for joint in order:  # parents before children
+        poses[joint.child] = poses[joint.parent] @ joint.T_parent_joint @ joint.T_joint_child
+    return {name: _rigid(T) for name, T in poses.items()}
 
 
-def assemble_tree(kin: TreeKinematics, settings: ImportSettings) -> tuple[np.ndarray, float]:
-    """Joint coordinates that close every loop, nearest the zero configuration.
+def _rigid(T: np.ndarray) -> np.ndarray:
+    """T with its rotation block made orthonormal (round-off removed)."""
+    return transform(nearest_rotation(T[:3, :3]), T[:3, 3])
 
-    Gauss-Newton with minimum-norm steps (least squares) and a backtracking
-    line search, Jacobian by forward differences. Returns ``(q, residual0)``
-    with the largest initial closure mismatch [m]; raises FileFormatError when
-    the closures cannot be met.
+
+def _origin(T_world_link: np.ndarray, T_link_frame: np.ndarray) -> np.ndarray:
+    return T_world_link[:3, :3] @ T_link_frame[:3, 3] + T_world_link[:3, 3]
+
+
+def _assembly_mechanism(model: TreeModel, order, poses) -> Mechanism:
+    """The tree as a Mechanism at its zero configuration, body frames = link frames.
+
+    Every one-coordinate joint carries an unbounded actuator so its value can be
+    read off after assembly (the constraint rows are passive).
     """
-    model = kin.model
-    q = np.zeros(kin.n_coordinates)
-    if not model.closures:
-        return q, 0.0
-    poses = kin.link_poses(q)
-    points = np.array([T[:3, 3] for T in poses.values()])
-    span = float(np.ptp(points, axis=0).max()) if len(points) > 1 else 1.0
-    L = span if span > 1e-9 else 1.0
-    r = kin.closure_residual(q, L)
-    residual0 = kin.closure_distance(q)
-    tol = settings.assemble_tolerance
-    cost = 0.5 * r @ r
-    h = 1e-7
-    for _ in range(settings.assemble_iterations):
-        if np.abs(r).max() <= tol:
-            return q, residual0
-        J = np.empty((len(r), len(q)))
-        for k in range(len(q)):
-            dq = q.copy()
-            dq[k] += h
-            J[:, k] = (kin.closure_residual(dq, L) - r) / h
-        step = np.linalg.lstsq(J, -r, rcond=1e-10)[0]
-        alpha, accepted = 1.0, False
-        for _ in range(30):
-            trial = q + alpha * step
-            r_new = kin.closure_residual(trial, L)
-            cost_new = 0.5 * r_new @ r_new
-            if cost_new < cost or cost_new <= 0.5 * tol**2:
-                accepted = True
-                break
-            alpha *= 0.5
-        if not accepted:
-            break
-        q, r, cost = trial, r_new, cost_new
-    if np.abs(r).max() <= tol:
-        return q, residual0
-    worst = _worst_closure(model, r)
-    raise model.error(
-        f"the loop closures cannot all be met: residual {np.abs(r).max():.3g} m after assembly "
-        f"(largest at closure {worst.name!r}, {worst.link1!r} <-> {worst.link2!r})",
-        worst.element,
-        worst.line,
+    bodies = [
+        Body(
+            link.name,
+            position=poses[link.name][:3, 3],
+            orientation=quat_from_matrix(poses[link.name][:3, :3]),
+            grounded=link.name in model.roots,
+        )
+        for link in model.links
+    ]
+    joints = []
+    for joint in order:
+        T = poses[joint.parent] @ joint.T_parent_joint
+        motion = {JointKind.REVOLUTE: ActuatedMotion.ANGLE, JointKind.PRISMATIC: ActuatedMotion.DISPLACEMENT}
+        joints.append(
+            Joint(
+                joint.name,
+                joint.kind,
+                joint.parent,
+                joint.child,
+                anchor=T[:3, 3],
+                axis=T[:3, :3] @ joint.axis,
+                actuator=Actuator(motion[joint.kind]) if joint.kind in motion else None,
+            )
+        )
+    return Mechanism(bodies, joints, name=model.name)
+
+
+def assemble_tree(
+    model: TreeModel, order, poses, settings: ImportSettings
+) -> tuple[dict[str, np.ndarray], dict[str, float], float]:
+    """Close every loop of the tree, starting from the zero configuration.
+
+    The tree becomes a Mechanism and its closures :class:`FrameClosure` rows;
+    :func:`looprig.core.fk.solve_constraints` drives them to zero (tolerance
+    relative to the mechanism's mean joint distance). Returns the assembled link
+    poses (4, 4), the one-coordinate joints' values there [rad or m] and the
+    largest initial closure mismatch [m]; raises FileFormatError naming the
+    closure when the loops cannot all be closed.
+    """
+    residual0 = max(
+        (
+            float(
+                np.linalg.norm(
+                    (poses[c.link1] @ c.T_link1_frame)[:3, 3] - (poses[c.link2] @ c.T_link2_frame)[:3, 3]
+                )
+            )
+            for c in model.closures
+        ),
+        default=0.0,
     )
+    try:
+        mechanism = _assembly_mechanism(model, order, poses)
+    except MechanismError as error:
+        raise model.error(str(error)) from None
+    state = mechanism.initial_state()
+    if model.closures:
+        fk = FKSettings(tolerance=settings.assemble_tolerance, max_iterations=settings.assemble_iterations)
+        closures = [
+            FrameClosure(c.name, c.kind, c.link1, c.link2, c.T_link1_frame, c.T_link2_frame, c.axis)
+            for c in model.closures
+        ]
+        constraints = ConstraintSet(mechanism, actuated=False, closures=closures)
+        result = solve_constraints(constraints, state, None, fk)
+        starts = _bent_starts(mechanism, settings.assemble_starts - 1)
+        while not result.converged and (start := next(starts, None)) is not None:
+            retry = solve_constraints(constraints, start, None, fk)
+            result = retry if retry.converged or retry.residual < result.residual else result
+        state = result.state
+        if not result.converged:
+            worst = next((c for c in model.closures if c.name == result.worst_joint), None)
+            where = (
+                f"closure {worst.name!r} ({worst.link1!r} <-> {worst.link2!r})"
+                if worst
+                else (f"joint {result.worst_joint!r}")
+            )
+            why = "no pose closes them" if result.infeasible else "assembly did not converge"
+            worst = worst or model.closures[0]
+            raise model.error(
+                f"the loop closures cannot all be met ({why}): residual {result.residual:.3g} m "
+                f"after assembly, largest at {where}",
+                worst.element,
+                worst.line,
+            )
+    readout = ActuatorReadout(mechanism)
+    read = readout.read(state, previous=np.zeros(len(readout.names)))
+    values = dict(zip(readout.names, read, strict=True))
+    link_poses = {name: _rigid(T) for name, T in zip(mechanism.body_names, pose_matrix(state), strict=True)}
+    return link_poses, values, residual0
 
 
-def _worst_closure(model: TreeModel, r: np.ndarray) -> ClosureSpec:
-    sizes = [3 + (3 if c.kind != JointKind.SPHERICAL else 0) for c in model.closures]
-    bounds = np.cumsum([0, *sizes])
-    errors = [np.abs(r[bounds[i] : bounds[i + 1]]).max() for i in range(len(sizes))]
-    return model.closures[int(np.argmax(errors))]
+def _bent_starts(mechanism: Mechanism, count: int):
+    """Tree poses with every one-coordinate joint moved a little (seeded, reproducible).
+
+    A loop written straight (every joint at zero) is a singular start: the first
+    least-squares step stretches the joints instead of folding them, and the solver
+    stalls. Folding the joints first (forward kinematics of the tree) escapes it.
+    """
+    rng = np.random.default_rng(0)
+    readout = ActuatorReadout(mechanism)
+    if not readout.names:
+        return
+    scale = np.where(readout.is_angle, 0.3, 0.3 * mean_joint_distance(mechanism))
+    for k in range(count):
+        values = scale * (1 + k) * rng.uniform(-1.0, 1.0, len(scale))
+        result = solve_fk(mechanism, values, raise_on_failure=False)
+        if result.converged:
+            yield result.state
 
 
 # --------------------------------------------------------------------- mechanism
-def _quat(T: np.ndarray) -> np.ndarray:
-    return quat_from_matrix(T[:3, :3])
-
-
-def _orthonormal(T: np.ndarray) -> np.ndarray:
-    """Nearest rotation to the 3x3 block (removes round-off before quat conversion)."""
-    U, _, Vt = np.linalg.svd(T[:3, :3])
-    R = U @ Vt
-    if np.linalg.det(R) < 0:
-        U[:, -1] *= -1
-        R = U @ Vt
-    out = T.copy()
-    out[:3, :3] = R
-    return out
-
-
 def build_mechanism(model: TreeModel, settings: ImportSettings = DEFAULT_SETTINGS) -> ImportedModel:
     """Assemble the loops of ``model`` and build the validated Mechanism.
 
     Raises FileFormatError (naming the file and element) for tree errors,
     closures that cannot be met and anything the Mechanism rejects.
     """
-    kin = TreeKinematics(model)
+    order, link_index = ordered_tree(model)
     for closure in model.closures:
         for link in (closure.link1, closure.link2):
-            if link not in kin.link_index:
-                valid = ", ".join(sorted(kin.link_index))
+            if link not in link_index:
+                valid = ", ".join(sorted(link_index))
                 raise model.error(
                     f"closure frame on unknown link {link!r}; links are: {valid}",
                     closure.element,
@@ -484,8 +473,7 @@ def build_mechanism(model: TreeModel, settings: ImportSettings = DEFAULT_SETTING
                 closure.element,
                 closure.line,
             )
-    q, residual0 = assemble_tree(kin, settings)
-    poses = {name: _orthonormal(T) for name, T in kin.link_poses(q).items()}
+    poses, values, residual0 = assemble_tree(model, order, zero_poses(model, order), settings)
     notes = list(model.notes)
 
     bodies, meshes = [], {}
@@ -507,7 +495,7 @@ def build_mechanism(model: TreeModel, settings: ImportSettings = DEFAULT_SETTING
             Body(
                 name=link.name,
                 position=T[:3, :3] @ link.com + T[:3, 3],
-                orientation=_quat(T),
+                orientation=quat_from_matrix(T[:3, :3]),
                 mass=float(mass),
                 inertia=inertia,
                 grounded=link.name in model.roots,
@@ -529,11 +517,10 @@ def build_mechanism(model: TreeModel, settings: ImportSettings = DEFAULT_SETTING
 
     joints, offsets = [], {}
     for joint in model.joints:  # file order
-        qj = q[kin.offsets[joint.name]]
-        T_world_joint = poses[joint.parent] @ joint.T_parent_joint @ joint_motion(joint, qj)
+        T_world_joint = poses[joint.child] @ invert(joint.T_joint_child)
         actuator = None
-        if len(qj) == 1:
-            offsets[joint.name] = joint.reference + float(qj[0])
+        if joint.name in values:
+            offsets[joint.name] = joint.reference + float(values[joint.name])
         if joint.actuated:
             if joint.kind not in (JointKind.REVOLUTE, JointKind.PRISMATIC):
                 raise model.error(
@@ -542,7 +529,7 @@ def build_mechanism(model: TreeModel, settings: ImportSettings = DEFAULT_SETTING
                     joint.element,
                     joint.line,
                 )
-            q0 = joint.reference + float(qj[0])
+            q0 = offsets[joint.name]
             actuator = Actuator(
                 motion=ActuatedMotion.ANGLE
                 if joint.kind == JointKind.REVOLUTE
@@ -590,8 +577,10 @@ def build_mechanism(model: TreeModel, settings: ImportSettings = DEFAULT_SETTING
             notes.append(f"duplicate frame name {frame.name!r}: the first one is kept")
             continue
         seen_frames.add(frame.name)
-        T = _orthonormal(poses[frame.link] @ frame.T_link_frame)
-        frames.append(Frame(frame.name, frame.link, position=T[:3, 3], orientation=_quat(T)))
+        T = _rigid(poses[frame.link] @ frame.T_link_frame)
+        frames.append(
+            Frame(frame.name, frame.link, position=T[:3, 3], orientation=quat_from_matrix(T[:3, :3]))
+        )
 
     try:
         mechanism = Mechanism(bodies, joints, frames, name=model.name)

@@ -40,9 +40,9 @@ from __future__ import annotations
 from pathlib import Path
 
 import numpy as np
-from looprig.core.mechanism import JointKind
-from looprig.core.rotations import axis_angle_matrix
 
+from ..core.mechanism import JointKind
+from ..core.rotations import axis_angle_matrix
 from .closures import closure_kind, find_sidecar, onshape_closures, read_closure_yaml
 from .errors import FileFormatError
 from .meshes import combine_mass_properties, mesh_mass_properties, resolve_mesh_path

@@ -42,6 +42,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from .errors import MechanismError, TargetError
+from .rotations import matrix_from_rotvec, rotation_angle, skew, unit_axis_rotation
 
 _EYE3 = np.eye(3)
 #: Sine of the angle below which two directions count as parallel.
@@ -170,38 +171,6 @@ class SerialIKResult:
 
 
 # ----------------------------------------------------------------------------- rotations
-def rotation_angle(R: np.ndarray) -> np.ndarray:
-    """Angle [rad] of rotation matrices (..., 3, 3), in [0, pi]."""
-    R = np.asarray(R, dtype=float)
-    sin = 0.5 * np.linalg.norm(
-        np.stack([R[..., 2, 1] - R[..., 1, 2], R[..., 0, 2] - R[..., 2, 0], R[..., 1, 0] - R[..., 0, 1]], -1),
-        axis=-1,
-    )
-    cos = 0.5 * (np.trace(R, axis1=-2, axis2=-1) - 1.0)
-    return np.arctan2(sin, cos)
-
-
-def _skew(v: np.ndarray) -> np.ndarray:
-    """(..., 3) -> (..., 3, 3) with ``skew(v) @ w = v x w``."""
-    S = np.zeros(v.shape[:-1] + (3, 3))
-    S[..., 0, 1], S[..., 0, 2] = -v[..., 2], v[..., 1]
-    S[..., 1, 0], S[..., 1, 2] = v[..., 2], -v[..., 0]
-    S[..., 2, 0], S[..., 2, 1] = -v[..., 1], v[..., 0]
-    return S
-
-
-def rotation_matrix(rotvec: np.ndarray) -> np.ndarray:
-    """Rodrigues: rotation vectors (..., 3) [rad] -> matrices (..., 3, 3)."""
-    rotvec = np.asarray(rotvec, dtype=float)
-    angle = np.linalg.norm(rotvec, axis=-1)[..., None, None]
-    K = _skew(rotvec)
-    small = angle < 1e-8
-    safe = np.where(small, 1.0, angle)
-    a = np.where(small, 1.0 - angle**2 / 6.0, np.sin(safe) / safe)
-    b = np.where(small, 0.5 - angle**2 / 24.0, (1.0 - np.cos(safe)) / safe**2)
-    return _EYE3 + a * K + b * (K @ K)
-
-
 def _perpendicular(u: np.ndarray, preferred: np.ndarray) -> np.ndarray:
     """A unit vector orthogonal to ``u``: ``preferred`` made orthogonal, or a world axis."""
     u = u / np.linalg.norm(u)
@@ -211,21 +180,6 @@ def _perpendicular(u: np.ndarray, preferred: np.ndarray) -> np.ndarray:
         if norm > 1e-6:
             return w / norm
     raise AssertionError("unreachable: some world axis is not parallel to u")  # pragma: no cover
-
-
-def _axis_angle(x: float, y: float, z: float, angle: float) -> np.ndarray:
-    """Rotation (3, 3) by ``angle`` [rad] about the unit axis (x, y, z): Rodrigues'
-    ``cos I + sin [u]x + (1 - cos) u u^T``, in scalars (the hot path of CCD and
-    triangulation, where numpy's per-call cost on 3-vectors dominates)."""
-    c, s = math.cos(angle), math.sin(angle)
-    t = 1.0 - c
-    return np.array(
-        [
-            [c + t * x * x, t * x * y - s * z, t * x * z + s * y],
-            [t * x * y + s * z, c + t * y * y, t * y * z - s * x],
-            [t * x * z - s * y, t * y * z + s * x, c + t * z * z],
-        ]
-    )
 
 
 def _turn(a: np.ndarray, b: np.ndarray, offset: float, fallback: np.ndarray) -> tuple[np.ndarray, float]:
@@ -254,10 +208,10 @@ def _turn(a: np.ndarray, b: np.ndarray, offset: float, fallback: np.ndarray) -> 
         along = u0 * a0 + u1 * a1 + u2 * a2
         u0, u1, u2 = u0 - along * a0, u1 - along * a1, u2 - along * a2
         norm = math.hypot(u0, u1, u2)
-        return _axis_angle(u0 / norm, u1 / norm, u2 / norm, angle), angle
+        return unit_axis_rotation(u0 / norm, u1 / norm, u2 / norm, angle), angle
     if angle == 0.0:
         return _EYE3, 0.0
-    return _axis_angle(*_perpendicular(a, fallback).tolist(), angle), angle
+    return unit_axis_rotation(*_perpendicular(a, fallback).tolist(), angle), angle
 
 
 def _check(chain: SerialChain, target, rotations) -> tuple[np.ndarray, np.ndarray]:
@@ -453,7 +407,7 @@ def position_jacobian(positions: np.ndarray) -> np.ndarray:
     axes per ball joint). Units: length unit per rad.
     """
     r = positions[-1] - positions[:-1]  # (n, 3)
-    return np.concatenate(-_skew(r), axis=1)
+    return np.concatenate(-skew(r), axis=1)
 
 
 def _jacobian_solve(
@@ -485,7 +439,7 @@ def _jacobian_solve(
         if largest > settings.max_rotation:
             w *= settings.max_rotation / largest
         for _ in range(settings.backtracks + 1):
-            R_new = rotation_matrix(np.cumsum(w, axis=0)) @ R
+            R_new = matrix_from_rotvec(np.cumsum(w, axis=0)) @ R
             P_new = chain.positions(R_new)
             e_new = target - P_new[-1]
             error_new = float(np.linalg.norm(e_new))

@@ -19,7 +19,8 @@ body (see :mod:`rotations`), 6 columns per body in body order; grounded bodies
 are not unknowns. All evaluations accept states with leading batch axes.
 """
 
-from dataclasses import dataclass
+from collections.abc import Sequence
+from dataclasses import dataclass, field
 
 import numpy as np
 import scipy.sparse as sp
@@ -40,6 +41,41 @@ def mean_joint_distance(mechanism: Mechanism) -> float:
     dist = np.linalg.norm(diff, axis=-1)[np.triu_indices(len(anchors), k=1)]
     mean = float(dist.mean())
     return mean if mean > 1e-9 else 1.0
+
+
+#: Closure rows as coincident points, offsets in joint-frame axes times the length
+#: scale: one point (spherical), two on the axis (revolute), three (fixed). Unlike
+#: dot-product rows they have no spurious half-turn solutions, so a loop written far
+#: from closed assembles onto the right branch.
+CLOSURE_POINTS = {
+    JointKind.SPHERICAL: (np.zeros(3),),
+    JointKind.REVOLUTE: (np.zeros(3), np.array([1.0, 0.0, 0.0])),
+    JointKind.FIXED: (np.zeros(3), np.array([1.0, 0.0, 0.0]), np.array([0.0, 1.0, 0.0])),
+}
+
+
+@dataclass(frozen=True)
+class FrameClosure:
+    """Two body-fixed frames that must coincide: a loop closure written open.
+
+    Files written in joint coordinates (URDF with closures, MJCF ``connect``)
+    often place a loop's two ends apart; such a closure cannot be a
+    :class:`~looprig.core.mechanism.Joint` (whose anchor is one point of the
+    initial configuration) until the loop is assembled. ``T_i`` and ``T_j``
+    (4, 4) place the frames in the coordinates of ``body_i`` and ``body_j``
+    (origin at the body's state position, body axes) [m]. ``kind``: spherical
+    (origins coincide), revolute (origins coincide, ``axis`` shared) or fixed
+    (frames coincide); ``axis`` (3,) is in the frames' own coordinates. Rows:
+    point coincidences (:data:`CLOSURE_POINTS`).
+    """
+
+    name: str
+    kind: JointKind
+    body_i: str
+    body_j: str
+    T_i: np.ndarray
+    T_j: np.ndarray
+    axis: np.ndarray = field(default_factory=lambda: np.array([0.0, 0.0, 1.0]))
 
 
 @dataclass
@@ -140,10 +176,12 @@ class ConstraintSet:
 
     With ``actuated=True`` actuator rows are appended (forward kinematics,
     ``C_FK(p, s)``); with ``actuated=False`` actuated joints are passive
-    (the state-based IK's ``C_IK(s)``).
+    (the state-based IK's ``C_IK(s)``). ``closures`` (:class:`FrameClosure`)
+    add the rows of loops that are open in the initial configuration (to
+    assemble them); their rows follow the joints' in :meth:`worst_joint`.
     """
 
-    def __init__(self, mechanism: Mechanism, actuated: bool):
+    def __init__(self, mechanism: Mechanism, actuated: bool, closures: Sequence[FrameClosure] = ()):
         self.mechanism = mechanism
         self.actuated = actuated
         self.length_scale = mean_joint_distance(mechanism)
@@ -184,6 +222,24 @@ class ConstraintSet:
                     rows.dot(Y, Z, rotated=rows.Fi[:, Z], actuator=slot)
                 else:
                     rows.slide(X, actuator=slot)
+        self.closure_names = [c.name for c in closures]
+        for k, closure in enumerate(closures):
+            T_i, T_j = np.asarray(closure.T_i, float), np.asarray(closure.T_j, float)
+            kind = JointKind(closure.kind)
+            if kind not in CLOSURE_POINTS:
+                raise ValueError(
+                    f"closure {closure.name!r}: kind {kind.value} is not one of spherical, revolute, fixed"
+                )
+            F = frame_with_axes(closure.axis, None)  # closure frame -> joint frame (x = axis)
+            for offset in CLOSURE_POINTS[kind]:
+                local = self.length_scale * (F @ offset)  # [m] in the closure frames' coordinates
+                point.add(
+                    mechanism.body_index(closure.body_i),
+                    mechanism.body_index(closure.body_j),
+                    T_i[:3, :3] @ local + T_i[:3, 3],
+                    T_j[:3, :3] @ local + T_j[:3, 3],
+                )
+                row_joint[0].append(len(mechanism.joints) + k)
 
         self._point = point.build(0)
         self._dot = dot.build(3 * len(point.items))
@@ -351,5 +407,7 @@ class ConstraintSet:
         return full
 
     def worst_joint(self, residual: np.ndarray) -> str:
-        """Name of the joint with the largest residual row (for messages)."""
-        return self.mechanism.joints[self.row_joint[int(np.argmax(np.abs(residual)))]].name
+        """Name of the joint (or closure) with the largest residual row (for messages)."""
+        k = self.row_joint[int(np.argmax(np.abs(residual)))]
+        joints = self.mechanism.joints
+        return joints[k].name if k < len(joints) else self.closure_names[k - len(joints)]

@@ -11,6 +11,8 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 
 import numpy as np
+import scipy.sparse as sp
+from scipy.sparse.csgraph import connected_components
 
 from .errors import MechanismError, did_you_mean
 
@@ -158,6 +160,39 @@ class Frame:
     body: str
     position: np.ndarray = field(default_factory=lambda: np.zeros(3))
     orientation: np.ndarray = field(default_factory=lambda: np.array([1.0, 0.0, 0.0, 0.0]))
+
+
+def _component_labels(nodes: Sequence, edges: Iterable[tuple]) -> tuple[list, np.ndarray, int]:
+    nodes = list(nodes)
+    index = {node: k for k, node in enumerate(nodes)}
+    pairs = np.array([(index[a], index[b]) for a, b in edges], dtype=int).reshape(-1, 2)
+    graph = sp.coo_matrix((np.ones(len(pairs)), (pairs[:, 0], pairs[:, 1])), shape=(len(nodes),) * 2)
+    count, labels = connected_components(graph, directed=False)
+    return nodes, labels, count
+
+
+def connected_groups(nodes: Sequence, edges: Iterable[tuple]) -> list[list]:
+    """Connected components of an undirected graph (scipy's ``csgraph``).
+
+    nodes: hashable names; edges: ``(a, b)`` pairs of node names (repeats and
+    self-loops allowed). Returns one list per component, nodes in the given
+    order, components ordered by their first node.
+    """
+    nodes, labels, _ = _component_labels(nodes, edges)
+    groups: dict[int, list] = {}
+    for node, label in zip(nodes, labels, strict=True):
+        groups.setdefault(int(label), []).append(node)
+    return list(groups.values())
+
+
+def cycle_rank(nodes: Sequence, edges: Sequence[tuple]) -> int:
+    """Independent cycles of an undirected multigraph: ``edges - nodes + components``.
+
+    A repeated edge closes a cycle; a self-loop counts as one too.
+    """
+    edges = list(edges)
+    nodes, _, count = _component_labels(nodes, edges)
+    return len(edges) - len(nodes) + count
 
 
 def _vector(value, what: str, shape=(3,)) -> np.ndarray:
@@ -389,53 +424,25 @@ class Mechanism:
     # ----------------------------------------------------------------- graph
     def connected_components(self, include_free: bool = True) -> list[set[int]]:
         """Body-index sets joined by joints (``free`` joints optional)."""
-        parent = list(range(len(self.bodies)))
-
-        def find(i: int) -> int:
-            while parent[i] != i:
-                parent[i] = parent[parent[i]]
-                i = parent[i]
-            return i
-
-        for j in self.joints:
-            if j.kind == JointKind.FREE and not include_free:
-                continue
-            parent[find(self._body_index[j.parent])] = find(self._body_index[j.child])
-        groups: dict[int, set[int]] = {}
-        for i in range(len(self.bodies)):
-            groups.setdefault(find(i), set()).add(i)
-        return list(groups.values())
+        edges = [
+            (self._body_index[j.parent], self._body_index[j.child])
+            for j in self.joints
+            if include_free or j.kind != JointKind.FREE
+        ]
+        return [set(group) for group in connected_groups(range(len(self.bodies)), edges)]
 
     def independent_loops(self) -> int:
         """Cycle rank of the joint graph, all grounded bodies merged into one node.
 
         ``free`` joints impose nothing and close no loop, so they are left out.
         """
-        ground = [i for i, b in enumerate(self.bodies) if b.grounded]
-        node = {i: (-1 if i in ground else i) for i in range(len(self.bodies))}
+        node = [-1 if b.grounded else i for i, b in enumerate(self.bodies)]
         edges = [
             (node[self._body_index[j.parent]], node[self._body_index[j.child]])
             for j in self.joints
             if j.kind != JointKind.FREE
         ]
-        nodes = set(node.values())
-        parent = {v: v for v in nodes}
-
-        def find(v):
-            while parent[v] != v:
-                v = parent[v]
-            return v
-
-        loops = 0
-        for a, b in edges:
-            if a == b == -1:
-                continue  # a joint between two grounded bodies closes no mechanism loop
-            ra, rb = find(a), find(b)
-            if ra == rb:
-                loops += 1
-            else:
-                parent[ra] = rb
-        return loops
+        return cycle_rank(sorted(set(node)), [(a, b) for a, b in edges if a != b])
 
     def grubler_dof(self) -> int:
         """Spatial Grübler-Kutzbach count: 6 (moving bodies) - sum of joint constraints."""

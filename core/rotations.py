@@ -10,6 +10,8 @@ All functions accept leading batch axes (``...``). Conventions:
   ``R <- Exp(dtheta) R``. So ``d(R v) = dtheta x (R v)``.
 """
 
+import math
+
 import numpy as np
 
 SMALL_ANGLE = 1e-8  # [rad] below this, series expansions replace sin/cos ratios
@@ -259,3 +261,57 @@ def vee_antisymmetric(M: np.ndarray) -> np.ndarray:
     out[..., 1] = M[..., 0, 2] - M[..., 2, 0]
     out[..., 2] = M[..., 1, 0] - M[..., 0, 1]
     return out
+
+
+def rotation_angle(R: np.ndarray) -> np.ndarray:
+    """Angle [rad] in [0, pi] of rotation matrices (..., 3, 3), accurate at 0 and pi."""
+    R = np.asarray(R, dtype=float)
+    sin = 0.5 * np.linalg.norm(vee_antisymmetric(R), axis=-1)
+    cos = 0.5 * (R[..., 0, 0] + R[..., 1, 1] + R[..., 2, 2] - 1.0)
+    return np.arctan2(sin, cos)
+
+
+def unit_axis_rotation(x: float, y: float, z: float, angle: float) -> np.ndarray:
+    """Rotation (3, 3) by ``angle`` [rad] about the unit axis (x, y, z).
+
+    Rodrigues' ``cos I + sin [u]x + (1 - cos) u u^T`` in Python scalars: for hot
+    loops over single joints, where numpy's per-call cost on 3-vectors dominates.
+    """
+    c, s = math.cos(angle), math.sin(angle)
+    t = 1.0 - c
+    return np.array(
+        [
+            [c + t * x * x, t * x * y - s * z, t * x * z + s * y],
+            [t * x * y + s * z, c + t * y * y, t * y * z - s * x],
+            [t * x * z - s * y, t * y * z + s * x, c + t * z * z],
+        ]
+    )
+
+
+def nearest_rotation(M: np.ndarray) -> np.ndarray:
+    """The rotation closest to M (..., 3, 3) in Frobenius norm (polar factor, det +1).
+
+    Removes scale, shear and round-off, e.g. before converting to a quaternion.
+    """
+    U, _, Vt = np.linalg.svd(np.asarray(M, dtype=float))
+    flip = np.linalg.det(U @ Vt) < 0
+    U[..., :, -1] *= np.where(flip, -1.0, 1.0)[..., None]
+    return U @ Vt
+
+
+def pose_matrix(state: np.ndarray) -> np.ndarray:
+    """Homogeneous transforms (..., 4, 4) of poses ``[p (3) [m], q (4) wxyz]`` (..., 7)."""
+    state = np.asarray(state, dtype=float)
+    T = np.zeros(state.shape[:-1] + (4, 4))
+    T[..., :3, :3] = quat_to_matrix(state[..., 3:])
+    T[..., :3, 3] = state[..., :3]
+    T[..., 3, 3] = 1.0
+    return T
+
+
+def pose_from_matrix(T: np.ndarray) -> np.ndarray:
+    """Poses ``[p, q]`` (..., 7) of transforms (..., 4, 4); the rotation part is made
+    orthonormal first (:func:`nearest_rotation`), so scaled or float32 input is fine."""
+    T = np.asarray(T, dtype=float)
+    q = quat_from_matrix(nearest_rotation(T[..., :3, :3]))
+    return np.concatenate([T[..., :3, 3], q], axis=-1)

@@ -4,8 +4,9 @@ import numpy as np
 import pytest
 from jacobians import numerical_jacobian
 from looprig.core import ActuatedMotion, Actuator, Body, ConstraintSet, Joint, JointKind, Mechanism
+from looprig.core.constraints import CLOSURE_POINTS, FrameClosure
 from looprig.core.library import build
-from looprig.core.rotations import quat_from_rotvec, retract
+from looprig.core.rotations import quat_from_rotvec, quat_to_matrix, retract
 
 ACTUATED = {
     JointKind.REVOLUTE: [ActuatedMotion.ANGLE],
@@ -130,3 +131,58 @@ def test_actuator_read_off_jacobian_matches_finite_differences(seed):
         lambda s: readout.read(s, previous=readout.read(state)), state, cs.free_bodies
     )
     assert np.abs(analytic - numeric).max() < 1e-7
+
+
+def open_closures(m: Mechanism, rng) -> list[FrameClosure]:
+    """One closure of each kind between random bodies, frames apart (loops written open)."""
+    names = m.body_names
+    closures = []
+    for k, kind in enumerate(CLOSURE_POINTS):
+        i, j = rng.choice(len(names), size=2, replace=False)
+        frames = [np.eye(4), np.eye(4)]
+        for T in frames:
+            T[:3, :3] = quat_to_matrix(quat_from_rotvec(rng.normal(size=3)))
+            T[:3, 3] = rng.normal(size=3)
+        closures.append(FrameClosure(f"c{k}", kind, names[i], names[j], *frames, axis=rng.normal(size=3)))
+    return closures
+
+
+@pytest.mark.parametrize("seed", [0, 1])
+def test_closure_rows_jacobian_matches_finite_differences(seed):
+    rng = np.random.default_rng(seed)
+    m = every_kind_chain(seed)
+    cs = ConstraintSet(m, actuated=False, closures=open_closures(m, rng))
+    assert cs.n_rows == ConstraintSet(m, actuated=False).n_rows + 3 * (1 + 2 + 3)
+    state = retract(m.initial_state(), rng.normal(scale=0.5, size=(len(m.bodies), 6)))
+    analytic = cs.jacobian(state)
+    numeric = numerical_jacobian(cs.residual, state, cs.free_bodies)
+    assert np.abs(analytic - numeric).max() < 1e-7 * max(1.0, np.abs(numeric).max())
+    last = np.flatnonzero(cs.row_joint == len(m.joints) + 2)[-1]  # closures follow the joints
+    assert cs.worst_joint(np.eye(cs.n_rows)[last]) == "c2"
+
+
+def test_closure_rows_vanish_exactly_when_the_frames_coincide():
+    """Fixed: three points coincide iff the frames do; a half turn is no solution (unlike
+    dot-product rows, which a 180 degree flip also satisfies)."""
+    m = every_kind_chain()
+    s = m.initial_state()
+    R = quat_to_matrix(s[:, 3:])
+    i, j = 1, 2
+    T_world = np.eye(4)
+    T_world[:3, :3] = quat_to_matrix(quat_from_rotvec([0.3, -0.2, 0.5]))
+    T_world[:3, 3] = [0.1, 0.2, 0.3]
+    T_i, T_j = np.eye(4), np.eye(4)
+    for T, b in ((T_i, i), (T_j, j)):
+        T[:3, :3] = R[b].T @ T_world[:3, :3]
+        T[:3, 3] = R[b].T @ (T_world[:3, 3] - s[b, :3])
+    flipped = T_j.copy()
+    flipped[:3, :3] = T_j[:3, :3] @ np.diag([1.0, -1.0, -1.0])
+    for kind in CLOSURE_POINTS:
+        names = m.body_names
+        closed = ConstraintSet(m, False, [FrameClosure("c", kind, names[i], names[j], T_i, T_j, [1.0, 0, 0])])
+        assert np.abs(closed.residual(s)).max() < 1e-12
+        half = ConstraintSet(
+            m, False, [FrameClosure("c", kind, names[i], names[j], T_i, flipped, [1.0, 0, 0])]
+        )
+        gap = np.abs(half.residual(s)).max()
+        assert gap < 1e-12 if kind != JointKind.FIXED else gap > 0.1 * half.length_scale

@@ -101,3 +101,16 @@ def test_fourbar_graph_counts():
     assert m.frame("coupler").body == "coupler"  # a body name is a frame at its CoM
     with pytest.raises(MechanismError, match="no frame or body 'x'"):
         m.frame("x")
+
+
+def test_connected_groups_and_cycle_rank_on_a_small_graph():
+    """Two components {a, b, c} (a triangle plus a repeated edge) and {d}; cycle rank
+    edges - nodes + components = 4 - 4 + 2."""
+    from looprig.core.mechanism import connected_groups, cycle_rank
+
+    nodes = ["a", "b", "c", "d"]
+    edges = [("a", "b"), ("b", "c"), ("c", "a"), ("a", "b")]
+    assert connected_groups(nodes, edges) == [["a", "b", "c"], ["d"]]
+    assert cycle_rank(nodes, edges) == 2
+    assert connected_groups(nodes, []) == [["a"], ["b"], ["c"], ["d"]]
+    assert cycle_rank(nodes, []) == 0

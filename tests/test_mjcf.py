@@ -260,3 +260,42 @@ def test_fourbar_connect_file():
     assert m.actuator_names == ["crank_joint"]
     actuator = m.joint("crank_joint").actuator
     assert (actuator.lower, actuator.upper) == pytest.approx((-3.0, 3.0))  # ctrlrange within +-10 rad
+
+
+def straight_fourbar(ground: float) -> str:
+    """A planar four-bar written straight (every joint angle zero): crank 2 cm, coupler
+    5 cm and rocker 4 cm in a line along x; the rocker's tip must meet the ground pivot
+    at (ground, 0, 0)."""
+    return f"""
+    <mujoco><compiler angle="radian"/><worldbody>
+      <body name="crank"><joint name="crank_joint" axis="0 0 1"/><geom size="0.002"/>
+        <body name="coupler" pos="0.02 0 0"><joint name="knee" axis="0 0 1"/><geom size="0.002"/>
+          <body name="rocker" pos="0.05 0 0"><joint name="elbow" axis="0 0 1"/><geom size="0.002"/>
+            <site name="tip" pos="0.04 0 0"/></body></body></body>
+      <site name="pivot" pos="{ground} 0 0"/>
+    </worldbody>
+    <equality><connect name="close" site1="tip" site2="pivot"/></equality>
+    <actuator><motor joint="crank_joint"/></actuator></mujoco>"""
+
+
+def test_fourbar_written_straight_assembles(tmp_path):
+    """From the straight (singular) pose the loop closes to the solver's tolerance,
+    relative to the mechanism's size; the link lengths are kept."""
+    imported = quiet_load(write(tmp_path, straight_fourbar(0.05)))
+    assert imported.closure_residual == pytest.approx(0.06)
+    m = imported.mechanism
+    np.testing.assert_allclose(m.frame("tip").position, [0.05, 0, 0], atol=1e-12)
+    assert np.abs(ConstraintSet(m, actuated=False).residual(m.initial_state())).max() < 1e-12
+    knee, elbow = m.joint("knee").anchor, m.joint("elbow").anchor
+    assert np.linalg.norm(knee) == pytest.approx(0.02, abs=1e-12)
+    assert np.linalg.norm(elbow - knee) == pytest.approx(0.05, abs=1e-12)
+    assert np.linalg.norm(m.frame("tip").position - elbow) == pytest.approx(0.04, abs=1e-12)
+    # the offsets are the assembled joint angles (file value = actuator value + offset)
+    crank = imported.joint_offsets["crank_joint"]
+    assert knee == pytest.approx([0.02 * np.cos(crank), 0.02 * np.sin(crank), 0], abs=1e-12)
+
+
+def test_fourbar_that_cannot_close_is_a_clear_error(tmp_path):
+    """Ground pivot 12 cm away: beyond the 11 cm the three links reach."""
+    with pytest.raises(FileFormatError, match=r"closures cannot all be met .*closure 'close'"):
+        quiet_load(write(tmp_path, straight_fourbar(0.12)))

@@ -360,3 +360,14 @@ def test_fourbar_gives_the_same_fk_in_every_format():
         np.testing.assert_allclose(path[:, :2], B, atol=1e-9)
         np.testing.assert_allclose(path[:, 2], 0.0, atol=1e-9)
         np.testing.assert_allclose(path, paths[0], atol=1e-9)
+
+
+def test_unbounded_limits_cross_the_file_boundary_as_null():
+    from looprig.core.filevalues import limit_from_file, limit_to_file
+
+    assert limit_to_file(np.inf) is None and limit_to_file(-np.inf) is None
+    assert limit_to_file(2.5) == 2.5
+    assert limit_from_file(None) == np.inf and limit_from_file(None, -np.inf) == -np.inf
+    assert limit_from_file(limit_to_file(-1.25), -np.inf) == -1.25
+    with pytest.raises(ValueError, match="NaN"):
+        limit_to_file(np.nan)

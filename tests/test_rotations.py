@@ -81,3 +81,26 @@ def test_relative_angle_jacobian_matches_finite_differences(q, axis):
         axis=-1,
     )
     assert np.allclose(rot.relative_angle_matrix_jacobian(M), numeric, atol=1e-8)
+
+
+@given(vectors)
+def test_rotation_angle_and_scalar_axis_rotation(v):
+    """|v| folded into [0, pi] is the angle of Exp(v); the scalar Rodrigues form equals Exp."""
+    t = np.linalg.norm(v)
+    expected = np.pi - abs(np.pi - t % (2 * np.pi))
+    assert np.isclose(rot.rotation_angle(rot.matrix_from_rotvec(v)), expected, atol=1e-7)
+    if t > 0:
+        u = v / t
+        assert np.allclose(rot.unit_axis_rotation(*u.tolist(), t), rot.matrix_from_rotvec(v), atol=1e-12)
+
+
+@given(quaternions, vectors, vectors)
+def test_pose_matrix_round_trip_and_nearest_rotation(q, p, scale):
+    """A scaled rotation's polar factor is the rotation; poses survive the 4x4 round trip."""
+    state = np.concatenate([p, rot.quat_normalize(q)])
+    T = rot.pose_matrix(state)
+    back = rot.pose_from_matrix(T)
+    assert np.allclose(back[:3], p) and np.isclose(abs(back[3:] @ state[3:]), 1.0)  # q and -q alike
+    R = T[:3, :3]
+    stretched = R @ np.diag(1.5 + np.abs(scale))  # positive scale along the body axes
+    assert np.allclose(rot.nearest_rotation(stretched), R, atol=1e-9)

@@ -194,6 +194,7 @@ def run_job(job: Job) -> JobResult:
     Skips the job (status ``skipped``) when its output holds the stamp of an
     identical successful run (see the module docstring).
     """
+    from .app import RetargetRefused
     from .core.curves import LimitViolationError
 
     start = time.perf_counter()
@@ -207,7 +208,7 @@ def run_job(job: Job) -> JobResult:
         _fill(result, outcome.summary)
         result.status = "ok"
         _write_stamp(job, key, result, outcome.written)
-    except LimitViolationError as error:
+    except (LimitViolationError, RetargetRefused) as error:
         result.status, result.message = "refused", str(error).splitlines()[0]
         _fill(result, getattr(error, "summary", None))
     except LooprigError as error:

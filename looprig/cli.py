@@ -84,8 +84,9 @@ class Progress:
         print(f"\r{self.label} {done}/{total} frames ({100 * done // total}%)", end=end, file=sys.stderr)
 
 
-def print_actuator_table(summary: dict, out=sys.stdout) -> None:
+def print_actuator_table(summary: dict, out=None) -> None:
     """Per actuator: range used, peak velocity against the limit, violations."""
+    out = out or sys.stdout
     print(f"{'actuator':<22} {'range used':>22} {'peak vel':>10} {'limit':>8}  violations", file=out)
     for a in summary["actuators"]:
         unit = a["unit"]
@@ -221,8 +222,9 @@ class JobsProgress:
         )
 
 
-def print_jobs_table(results, out=sys.stdout) -> None:
+def print_jobs_table(results, out=None) -> None:
     """job, frames, worst error, violations, status, time: one row per job."""
+    out = out or sys.stdout
     print(
         f"{'job':<24} {'frames':>7} {'worst error':>12} {'violations':>10}  {'status':<8} {'time':>8}",
         file=out,

@@ -22,7 +22,8 @@ from .ik import IKProblem, IKSettings, IKTargets, solve_ik
 from .linalg import single_threaded_blas
 from .mechanism import Mechanism
 from .rotations import quat_to_matrix
-from .terms import ComObjective, FrameObjective, Regularization, velocity_threshold
+from .settings import RETARGET_SETTINGS, RetargetSettings
+from .terms import ComObjective, FrameObjective
 
 MAPPING_VERSION = 1
 
@@ -47,6 +48,23 @@ class TargetSpec:
     offset_position: tuple[float, float, float] = (0.0, 0.0, 0.0)
     offset_rotation: tuple[float, float, float, float] = (1.0, 0.0, 0.0, 0.0)
 
+    def __post_init__(self):
+        where = f"mapping target {self.frame!r}"
+        for name, size in (("position_weight", 3), ("orientation_weight", 3)):
+            w = np.asarray(getattr(self, name), dtype=float)
+            if w.shape != (size,) or not np.all(np.isfinite(w)) or np.any(w < 0):
+                raise TargetError(
+                    f"{where}: {name} must be {size} finite non-negative numbers, got {w.tolist()}"
+                )
+        offset = np.asarray(self.offset_position, dtype=float)
+        if offset.shape != (3,) or not np.all(np.isfinite(offset)):
+            raise TargetError(f"{where}: offset_position must be 3 finite numbers [m], got {offset.tolist()}")
+        q = np.asarray(self.offset_rotation, dtype=float)
+        if q.shape != (4,) or not np.all(np.isfinite(q)) or abs(np.linalg.norm(q) - 1.0) > 1e-6:
+            raise TargetError(
+                f"{where}: offset_rotation must be a unit quaternion (w, x, y, z), got {q.tolist()}"
+            )
+
 
 @dataclass(frozen=True)
 class SupportPhase:
@@ -70,46 +88,12 @@ class ComSpec:
 
 
 @dataclass(frozen=True)
-class RetargetMapping:
-    """How a clip drives a mechanism.
-
-    rate: solve rate [Hz]; the clip is resampled to it.
-    state_weight, velocity_weight: regularizer weights (paper IV.C-D).
-    max_angular_velocity: body angular velocity [rad/s] above which the velocity
-    barrier acts (its threshold is derived for ``rate``); None disables the barrier.
-    actuator_weight, limit_fraction, position_margin: barriers that keep each
-    actuator inside its position range and under ``limit_fraction`` of its velocity
-    limit; acceleration_weight: a smoothness cost on actuator accelerations (see
-    :class:`~looprig.core.terms.Regularization`).
-    reach_tolerance: a frame whose position error exceeds it [m] is flagged unreachable.
-    """
+class RetargetMapping(RetargetSettings):
+    """How a clip drives a mechanism: targets, an optional CoM objective, and the
+    settings of :class:`~looprig.core.settings.RetargetSettings` (keyword only)."""
 
     targets: tuple[TargetSpec, ...]
     com: ComSpec | None = None
-    rate: float = 1200.0
-    state_weight: float = 1e-4
-    velocity_weight: float = 0.0
-    max_angular_velocity: float | None = None
-    actuator_weight: float = 0.0
-    acceleration_weight: float = 0.0
-    limit_fraction: float = 0.9
-    position_margin: float = 0.05
-    reach_tolerance: float = 1e-4
-
-    def regularization(self) -> Regularization:
-        body_barrier = self.max_angular_velocity is not None and self.velocity_weight > 0.0
-        return Regularization(
-            state_weight=self.state_weight,
-            velocity_weight=self.velocity_weight if body_barrier else 0.0,
-            velocity_threshold=velocity_threshold(self.max_angular_velocity, self.rate)
-            if body_barrier
-            else 1.0,
-            actuator_weight=self.actuator_weight,
-            acceleration_weight=self.acceleration_weight,
-            limit_fraction=self.limit_fraction,
-            position_margin=self.position_margin,
-            rate=self.rate,
-        )
 
     # ----------------------------------------------------------------- file form
     def to_dict(self) -> dict:
@@ -120,20 +104,29 @@ class RetargetMapping:
     @classmethod
     def from_dict(cls, data: Mapping, source: str = "mapping") -> "RetargetMapping":
         """Build from the JSON form (see ``docs/retarget.md``); errors name ``source``."""
-        try:
-            version = data.get("version", MAPPING_VERSION)
-            if version != MAPPING_VERSION:
-                raise TargetError(f"{source}: unsupported mapping version {version!r}")
-            targets = tuple(TargetSpec(**_tuples(t)) for t in data["targets"])
-            com = None
-            if data.get("com") is not None:
-                c = dict(data["com"])
-                c["support"] = tuple(SupportPhase(**_tuples(p)) for p in c.get("support", ()))
-                com = ComSpec(**_tuples(c))
-            rest = {k: v for k, v in data.items() if k not in ("targets", "com", "version")}
-            return cls(targets=targets, com=com, **rest)
-        except (KeyError, TypeError) as error:
-            raise TargetError(f"{source}: malformed mapping ({error})") from None
+        if not isinstance(data, Mapping):
+            raise TargetError(f"{source}: a mapping is a JSON object, got {type(data).__name__}")
+        version = data.get("version", MAPPING_VERSION)
+        if version != MAPPING_VERSION:
+            raise TargetError(f"{source}: unsupported mapping version {version!r}")
+        known = {"targets", "com", "version"} | {s.name for s in RETARGET_SETTINGS}
+        for key in data:
+            if key not in known:
+                raise TargetError(f"{source}: " + did_you_mean("mapping key", key, known))
+        if "targets" not in data:
+            raise TargetError(f"{source}: the mapping has no 'targets' list")
+        settings = {s.name: s.check(data[s.name], source) for s in RETARGET_SETTINGS if s.name in data}
+        targets = _list(data["targets"], f"{source}: targets")
+        targets = tuple(_record(TargetSpec, t, f"{source}: target {i}") for i, t in enumerate(targets))
+        com = None
+        if data.get("com") is not None:
+            c = dict(_object(data["com"], f"{source}: com"))
+            c["support"] = tuple(
+                _record(SupportPhase, p, f"{source}: com support phase {i}")
+                for i, p in enumerate(_list(c.get("support", []), f"{source}: com support"))
+            )
+            com = _record(ComSpec, c, f"{source}: com")
+        return cls(targets=targets, com=com, **settings)
 
     def save(self, path) -> None:
         with open(path, "w", encoding="utf-8") as file:
@@ -144,9 +137,42 @@ class RetargetMapping:
         try:
             with open(path, encoding="utf-8") as file:
                 data = json.load(file)
-        except (OSError, json.JSONDecodeError) as error:
+        except (OSError, UnicodeDecodeError, json.JSONDecodeError) as error:
             raise TargetError(f"{path}: cannot read mapping: {error}") from None
         return cls.from_dict(data, str(path))
+
+
+def _object(value, where: str) -> Mapping:
+    if not isinstance(value, Mapping):
+        raise TargetError(f"{where} must be a JSON object, got {value!r}")
+    return value
+
+
+def _list(value, where: str) -> list:
+    if not isinstance(value, list | tuple):
+        raise TargetError(f"{where} must be a list, got {value!r}")
+    return list(value)
+
+
+def _record(cls, value, where: str):
+    """``cls(**value)`` for a JSON object, with lists as tuples; errors name ``where``
+    (``"<file>: <object>"``) and the missing or unknown keys."""
+    fields = {f.name for f in dataclasses.fields(cls)}
+    value = _object(value, where)
+    source, _, what = where.partition(": ")
+    unknown = sorted(set(value) - fields)
+    missing = sorted(f.name for f in dataclasses.fields(cls) if f.name not in value and _required(f))
+    if unknown or missing:
+        problem = f"unknown keys {unknown} (valid: {sorted(fields)})" if unknown else f"missing {missing}"
+        raise TargetError(f"{source}: malformed mapping ({what}: {problem})")
+    try:
+        return cls(**_tuples(value))
+    except (TypeError, ValueError) as error:
+        raise TargetError(f"{source}: malformed mapping ({what}: {error})") from None
+
+
+def _required(f: dataclasses.Field) -> bool:
+    return f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING
 
 
 def _tuples(d: Mapping) -> dict:
@@ -312,11 +338,17 @@ def retarget(
     raises :class:`RetargetCancelled`.
     """
     problem = build_problem(mechanism, mapping, settings)
+    clip_times = np.asarray(samples.times, dtype=float)
     samples = samples.resampled(mapping.rate)
     positions, rotations, com = _target_arrays(mapping, samples)
     frames = len(samples.times)
     if frames == 0:
         raise TargetError("the clip has no frames")
+    if frames < 2 <= len(clip_times):
+        raise TargetError(
+            f"a rate of {mapping.rate:g} Hz leaves one frame of a "
+            f"{clip_times[-1] - clip_times[0]:.3g} s clip; raise the rate"
+        )
     state = mechanism.initial_state() if initial_state is None else np.asarray(initial_state, float)
     actuators = problem.readout.read(state)
     velocities = None

@@ -10,6 +10,26 @@ class LooprigError(Exception):
     """Root of all looprig errors."""
 
 
+class LooprigWarning(UserWarning):
+    """Root of the warnings looprig issues for people: something was approximated or left out.
+
+    ``path`` (the file concerned, or None), ``obj`` (the object in it, e.g.
+    ``"actuator 'knee'"``, or None) and ``problem`` (one line) let a front end
+    print ``looprig: warning: FILE: object: problem`` (:meth:`one_line`) instead
+    of Python's default warning format.
+    """
+
+    def __init__(self, problem: str, path=None, obj: str | None = None):
+        self.problem = problem
+        self.path = None if path is None else str(path)
+        self.obj = obj
+        super().__init__(": ".join(p for p in (self.path, obj, problem) if p))
+
+    def one_line(self, program: str = "looprig") -> str:
+        """``<program>: warning: FILE: object: problem`` (absent parts left out)."""
+        return f"{program}: warning: {self}"
+
+
 class MechanismError(LooprigError, ValueError):
     """A mechanism is malformed: unknown body, disconnected graph, bad axis..."""
 

@@ -35,6 +35,7 @@ Resampling
 """
 
 import math
+import os
 import warnings
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
@@ -42,7 +43,7 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 from scipy.interpolate import CubicSpline, PchipInterpolator
 
-from .errors import LooprigError, did_you_mean
+from .errors import LooprigError, LooprigWarning, did_you_mean
 from .mechanism import Actuator, Mechanism
 from .readoff import unwrap_sequence
 
@@ -59,15 +60,47 @@ class CurvesError(LooprigError, ValueError):
 
 
 class LimitViolationError(LooprigError, ValueError):
-    """Curves break an actuator limit; ``violations`` lists every broken interval."""
+    """Curves break an actuator limit, so nothing was written.
 
-    def __init__(self, message: str, violations: Sequence["Violation"] = ()):
+    violations: every broken interval (:class:`Violation`). path: the file not
+    written, or None. overridable: True if the same call with the override
+    (``allow_violations=True``) writes the file with the violations recorded;
+    False if the values cannot be written at all (servo ticks beyond the
+    register).
+
+    The message is one line naming the first violations, and names no
+    override of its own, because the override is spelled differently in each
+    front end. A front end sets ``override_hint`` (the CLI
+    ``"--allow-violations"``, the Blender add-on its checkbox) before showing
+    the error; ``str()`` then ends with "; <hint> writes the file anyway, with
+    the violations recorded in it" when the error is overridable.
+    """
+
+    def __init__(
+        self,
+        message: str,
+        violations: Sequence["Violation"] = (),
+        path=None,
+        overridable: bool = True,
+    ):
         super().__init__(message)
+        self.message = message
         self.violations = tuple(violations)
+        self.path = None if path is None else os.fspath(path)
+        self.overridable = overridable
+        self.override_hint = ""
+
+    def __str__(self) -> str:
+        if self.override_hint and self.overridable:
+            return (
+                f"{self.message}; {self.override_hint} writes the file anyway, "
+                "with the violations recorded in it"
+            )
+        return self.message
 
 
-class PeakLossWarning(UserWarning):
-    """Resampling lowered an actuator's peak velocity noticeably."""
+class PeakLossWarning(LooprigWarning):
+    """Resampling lowered an actuator's peak velocity noticeably (``obj`` names the actuators)."""
 
 
 class PeakLossError(LooprigError, ValueError):
@@ -291,16 +324,14 @@ class ActuatorCurves:
             raise CurvesError(f"times must be a non-empty 1-D array [s], got shape {times.shape}")
         if values.shape != (times.size, n):
             raise CurvesError(
-                f"values must have shape (frames, actuators) = ({times.size}, {n}), "
-                f"got {values.shape}"
+                f"values must have shape (frames, actuators) = ({times.size}, {n}), got {values.shape}"
             )
         if not np.all(np.isfinite(times)):
             raise CurvesError("times must be finite")
         if times.size > 1 and not np.all(np.diff(times) > 0):
             f = int(np.flatnonzero(np.diff(times) <= 0)[0])
             raise CurvesError(
-                f"times must increase strictly; frame {f + 1} (t={times[f + 1]!r} s) "
-                f"follows t={times[f]!r} s"
+                f"times must increase strictly; frame {f + 1} (t={times[f + 1]!r} s) follows t={times[f]!r} s"
             )
         bad = ~np.isfinite(values)
         if bad.any():
@@ -321,9 +352,7 @@ class ActuatorCurves:
         acceleration = _limit_array(self.acceleration_limit, n, "acceleration limits")
         for a, name in enumerate(names):
             if not lower[a] <= upper[a]:
-                raise CurvesError(
-                    f"actuator {name!r}: lower limit {lower[a]} exceeds upper limit {upper[a]}"
-                )
+                raise CurvesError(f"actuator {name!r}: lower limit {lower[a]} exceeds upper limit {upper[a]}")
             if not velocity[a] > 0 or not acceleration[a] > 0:
                 raise CurvesError(
                     f"actuator {name!r}: velocity and acceleration limits must be positive "
@@ -335,15 +364,19 @@ class ActuatorCurves:
         carried = tuple(self.carried_violations)
         for v in carried:
             if v.actuator not in names:
-                raise CurvesError(
-                    "carried violation: " + did_you_mean("actuator", v.actuator, names)
-                )
+                raise CurvesError("carried violation: " + did_you_mean("actuator", v.actuator, names))
         for array in (times, values, lower, upper, velocity, acceleration):
             array.flags.writeable = False
         for name, value in (
-            ("names", names), ("times", times), ("values", values), ("units", units),
-            ("lower", lower), ("upper", upper), ("velocity_limit", velocity),
-            ("acceleration_limit", acceleration), ("hardware_ids", ids),
+            ("names", names),
+            ("times", times),
+            ("values", values),
+            ("units", units),
+            ("lower", lower),
+            ("upper", upper),
+            ("velocity_limit", velocity),
+            ("acceleration_limit", acceleration),
+            ("hardware_ids", ids),
             ("carried_violations", carried),
         ):
             object.__setattr__(self, name, value)
@@ -462,7 +495,14 @@ class ActuatorCurves:
         """The interpolating not-a-knot cubic spline through all samples (vector-valued)."""
         if self.n_frames < 2:
             raise CurvesError("a spline needs at least two frames")
-        return CubicSpline(self.times, self.values, axis=0, bc_type="not-a-knot")
+        try:
+            with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
+                return CubicSpline(self.times, self.values, axis=0, bc_type="not-a-knot")
+        except ValueError as exc:  # scipy refuses slopes that overflow
+            raise CurvesError(
+                f"cannot fit a spline through the curves (values up to {np.max(np.abs(self.values)):.3g}, "
+                f"frames {np.min(np.diff(self.times)):.3g} s apart): {exc}"
+            ) from None
 
     def derivative(self, order: int, method: str = "spline") -> np.ndarray:
         """(F, A) ``order``-th time derivative (1 or 2) at the samples [unit/s^order].
@@ -476,12 +516,24 @@ class ActuatorCurves:
             raise CurvesError(f"derivative order must be 1 or 2, got {order}")
         if self.n_frames < 2:
             return np.zeros_like(self.values)
-        if method == "spline":
-            return self.spline()(self.times, order)
-        if order == 1:
-            edge = 2 if self.n_frames > 2 else 1
-            return np.gradient(self.values, self.times, axis=0, edge_order=edge)
-        return _second_difference(self.times, self.values)
+        with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
+            if method == "spline":
+                out = self.spline()(self.times, order)
+            elif order == 1:
+                edge = 2 if self.n_frames > 2 else 1
+                out = np.gradient(self.values, self.times, axis=0, edge_order=edge)
+            else:
+                out = _second_difference(self.times, self.values)
+        bad = ~np.isfinite(out)
+        if bad.any():
+            f, a = (int(i) for i in np.argwhere(bad)[0])
+            what = "velocity" if order == 1 else "acceleration"
+            raise CurvesError(
+                f"actuator {self.names[a]!r}: the {what} at t={self.times[f]:.6g} s is too large to "
+                f"compute (values up to {np.max(np.abs(self.values[:, a])):.3g} {self.units[a]}, "
+                f"frames {np.min(np.diff(self.times)):.3g} s apart)"
+            )
+        return out
 
     def velocities(self, method: str = "spline") -> np.ndarray:
         """(F, A) velocities [rad/s or m/s]."""
@@ -547,17 +599,13 @@ class LimitCheckSettings:
 
     def __post_init__(self):
         if self.derivative not in DERIVATIVE_METHODS:
-            raise CurvesError(
-                did_you_mean("derivative method", self.derivative, DERIVATIVE_METHODS)
-            )
+            raise CurvesError(did_you_mean("derivative method", self.derivative, DERIVATIVE_METHODS))
         for q in self.quantities:
             if q not in QUANTITIES:
                 raise CurvesError(did_you_mean("quantity", q, QUANTITIES))
 
 
-def check_limits(
-    curves: ActuatorCurves, settings: LimitCheckSettings | None = None
-) -> list[Violation]:
+def check_limits(curves: ActuatorCurves, settings: LimitCheckSettings | None = None) -> list[Violation]:
     """Violating intervals of the samples of ``curves`` (not the carried ones).
 
     Returns one :class:`Violation` per run of consecutive violating samples
@@ -572,7 +620,9 @@ def check_limits(
         rates["velocity"] = (curves.velocities(settings.derivative), curves.velocity_limit, 1)
     if "acceleration" in settings.quantities:
         rates["acceleration"] = (
-            curves.accelerations(settings.derivative), curves.acceleration_limit, 2,
+            curves.accelerations(settings.derivative),
+            curves.acceleration_limit,
+            2,
         )
     found: list[Violation] = []
     t = curves.times
@@ -600,13 +650,17 @@ def check_limits(
     return merge_violations(found, order=curves.names)
 
 
-def all_violations(
-    curves: ActuatorCurves, settings: LimitCheckSettings | None = None
-) -> list[Violation]:
+def all_violations(curves: ActuatorCurves, settings: LimitCheckSettings | None = None) -> list[Violation]:
     """:func:`check_limits` merged with ``curves.carried_violations`` (disjoint, sorted)."""
-    return merge_violations(
-        check_limits(curves, settings), curves.carried_violations, order=curves.names
-    )
+    return merge_violations(check_limits(curves, settings), curves.carried_violations, order=curves.names)
+
+
+def summarize_violations(violations: Sequence[Violation], first: int = 3) -> str:
+    """One line: the ``first`` violations, then "and N more" (for error messages)."""
+    parts = [v.describe() for v in violations[:first]]
+    if len(violations) > first:
+        parts.append(f"and {len(violations) - first} more")
+    return "; ".join(parts)
 
 
 def format_violations(violations: Sequence[Violation], max_lines: int = 20) -> str:
@@ -624,7 +678,7 @@ def require_within_limits(
     violations = all_violations(curves, settings)
     if violations:
         raise LimitViolationError(
-            f"{what} break {len(violations)} actuator limit(s):\n{format_violations(violations)}",
+            f"{what} break {len(violations)} actuator limit(s): {summarize_violations(violations)}",
             violations,
         )
     return violations
@@ -665,9 +719,7 @@ class ResampleSettings:
         if not 0.0 <= self.peak_tolerance < 1.0:
             raise CurvesError(f"peak_tolerance must lie in [0, 1), got {self.peak_tolerance}")
         if self.derivative not in DERIVATIVE_METHODS:
-            raise CurvesError(
-                did_you_mean("derivative method", self.derivative, DERIVATIVE_METHODS)
-            )
+            raise CurvesError(did_you_mean("derivative method", self.derivative, DERIVATIVE_METHODS))
 
 
 @dataclass(frozen=True)
@@ -684,12 +736,18 @@ class PeakLoss:
         """resampled_peak / source_peak."""
         return self.resampled_peak / self.source_peak if self.source_peak > 0 else 1.0
 
-    def describe(self) -> str:
+    def problem(self, rate_hz: float | None = None) -> str:
+        """The loss in words, without the actuator's name; ``rate_hz`` names the device rate [Hz]."""
+        rate = "" if rate_hz is None else f" to {rate_hz:g} Hz"
         return (
-            f"actuator {self.actuator!r}: peak velocity {self.source_peak:.6g} {self.unit} in the "
-            f"source but {self.resampled_peak:.6g} {self.unit} after resampling "
+            f"peak velocity {self.source_peak:.6g} {self.unit} in the source but "
+            f"{self.resampled_peak:.6g} {self.unit} after resampling{rate} "
             f"({100 * (1 - self.ratio):.1f} % lower)"
         )
+
+    def describe(self) -> str:
+        """One line for error messages and reports."""
+        return f"actuator {self.actuator!r}: {self.problem()}"
 
 
 def compare_peaks(
@@ -745,13 +803,17 @@ def resample(
     out = curves.with_values(times, values, carried_violations=carried)
     if settings.on_peak_loss != "ignore" and n >= 2:
         losses = compare_peaks(curves, out, settings.peak_tolerance, settings.derivative)
-        if losses:
-            message = (
-                f"resampling to {rate_hz} Hz lowers peak velocities (motion faster than the "
-                "device rate can represent; raise the rate or slow the animation):\n"
-                + "\n".join(loss.describe() for loss in losses)
+        advice = "motion faster than the device rate can represent; raise the rate or slow the animation"
+        if losses and settings.on_peak_loss == "raise":
+            raise PeakLossError(
+                f"resampling to {rate_hz} Hz lowers peak velocities: "
+                + "; ".join(loss.describe() for loss in losses)
+                + f" ({advice})",
+                losses,
             )
-            if settings.on_peak_loss == "raise":
-                raise PeakLossError(message, losses)
-            warnings.warn(message, PeakLossWarning, stacklevel=2)
+        for loss in losses:
+            warnings.warn(
+                PeakLossWarning(f"{loss.problem(rate_hz)}; {advice}", obj=f"actuator {loss.actuator!r}"),
+                stacklevel=2,
+            )
     return out

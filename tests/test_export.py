@@ -13,11 +13,12 @@ from looprig.core.curves import (
     ActuatorCurves,
     CurvesError,
     LimitViolationError,
+    PeakLossWarning,
     ResampleSettings,
     check_limits,
     resample,
 )
-from looprig.core.errors import LooprigError
+from looprig.core.errors import LooprigError, LooprigWarning
 from looprig.core.export import (
     DXL_VELOCITY_UNIT_RAD_S,
     CHeaderSettings,
@@ -31,6 +32,7 @@ from looprig.core.export import (
     read_dynamixel_csv,
     read_dynamixel_json,
     read_json,
+    tick_violations,
     ticks_to_values,
     to_ticks,
     values_to_ticks,
@@ -411,3 +413,120 @@ def test_c_header_uses_int32_for_multi_turn_ticks(tmp_path):
     back = read_c_header(tmp_path / "w.h")
     assert back.ctype == "int32_t"
     assert back.values[:, 0].tolist() == [2048, 2048 + 19557, 2048 + 39114]
+
+
+# --------------------------------------------------------------------------- servo ranges, messages
+def crank_turning_twice() -> ActuatorCurves:
+    """A crank without limits turning two full turns: 2048 + 2 * 4096 = 10240 ticks at the end."""
+    t = np.arange(41) / 20
+    return ActuatorCurves(t, 2 * np.pi * t[:, None], ("crank",))
+
+
+@pytest.mark.parametrize("fmt", ["dxl_csv", "dxl_json", "c_ticks"])
+def test_ticks_beyond_one_turn_are_refused_or_recorded_in_every_tick_writer(tmp_path, fmt):
+    write, name = WRITERS[fmt]
+    curves = crank_turning_twice()
+    assert check_limits(curves) == []
+    path = tmp_path / name
+    with pytest.raises(LimitViolationError, match="tick_range 10240 tick beyond limit 4095") as info:
+        write(curves, path)
+    assert info.value.overridable and not path.exists()
+    recorded = write(curves, path, allow_violations=True)
+    assert recorded == tick_violations(curves)
+    (v,) = recorded
+    assert (v.quantity, v.peak, v.limit, v.end_time) == ("tick_range", 10240, 4095, 2.0)
+    if fmt == "c_ticks":
+        assert read_c_header(path).violation_count == 1
+    else:
+        back = (read_dynamixel_csv if fmt == "dxl_csv" else read_dynamixel_json)(path)
+        assert list(back.violations) == recorded and back.ticks[-1, 0] == 10240
+
+
+def test_extended_position_mode_allows_256_turns_each_way(tmp_path):
+    """-256..256 rev = -1048575..1048575 ticks (ROBOTIS e-manual, Goal Position(116), mode 4)."""
+    extended = DynamixelSettings(mode="extended_position")
+    curves = crank_turning_twice()
+    assert write_dynamixel_json(curves, tmp_path / "ok.json", extended) == []
+    t = np.array([0.0, 1.0])
+    far = ActuatorCurves(t, [[0.0], [257 * 2 * np.pi]], ("crank",))  # 2048 + 257 * 4096 ticks
+    with pytest.raises(LimitViolationError, match=r"beyond limit 1\.04858e\+06"):
+        write_dynamixel_json(far, tmp_path / "far.json", extended)
+    assert tick_violations(far, extended)[0].peak == 2048 + 257 * 4096
+
+
+@pytest.mark.parametrize("fmt", ["dxl_csv", "dxl_json", "c_ticks"])
+@pytest.mark.parametrize("big", [1e18, 1e300])
+def test_ticks_beyond_the_register_are_never_written(tmp_path, fmt, big):
+    """1e18 rad is 6.5e20 ticks: no int32 Goal Position holds it, so even the override refuses."""
+    write, name = WRITERS[fmt]
+    curves = ActuatorCurves([0.0, 0.1, 0.2], [0.0, big, 0.0], ("crank",))
+    path = tmp_path / name
+    path.write_text("previous")
+    with pytest.raises(LimitViolationError, match="beyond what a Dynamixel Goal Position can hold") as info:
+        write(curves, path, allow_violations=True)
+    assert not info.value.overridable
+    info.value.override_hint = "--allow-violations"
+    assert "--allow-violations" not in str(info.value) and "\n" not in str(info.value)
+    assert path.read_text() == "previous"
+    assert [leftover.name for leftover in tmp_path.iterdir()] == [name]
+    with pytest.raises(CurvesError, match="too many to count"):
+        values_to_ticks(np.array([[1e300]]), ["rad"], [DynamixelMotor()])
+
+
+def test_curves_too_steep_to_differentiate_are_a_clean_error(tmp_path):
+    curves = ActuatorCurves([0.0, 0.1, 0.2, 0.3], [0.0, 1e308, -1e308, 0.0], ("a",))
+    for action in (lambda: check_limits(curves), lambda: write_csv(curves, tmp_path / "a.csv")):
+        with pytest.raises(CurvesError, match=r"actuator 'a'|spline"):
+            action()
+    with pytest.raises(CurvesError, match="acceleration at t="):
+        ActuatorCurves([0.0, 1e-300, 2e-300], [0.0, 1e10, 0.0], ("a",)).accelerations("central")
+
+
+@pytest.mark.parametrize(
+    "bad",
+    [
+        lambda: DynamixelMotor(zero_offset_ticks=math.inf),
+        lambda: DynamixelMotor(zero_offset_ticks=math.nan),
+        lambda: DynamixelMotor(zero_offset_ticks="2048"),
+        lambda: DynamixelMotor(zero_offset_ticks=2**40),
+        lambda: DynamixelMotor(direction="+1"),
+        lambda: DynamixelMotor(metres_per_revolution="0.04"),
+        lambda: DynamixelSettings(tick_range=(0, math.inf)),
+        lambda: DynamixelSettings(tick_range="0..4095"),
+        lambda: DynamixelSettings(mode=["position"]),
+    ],
+)
+def test_servo_settings_reject_non_numbers_with_a_curves_error(bad):
+    with pytest.raises(CurvesError):
+        bad()
+
+
+def test_refusal_message_is_one_short_line_and_the_front_end_names_the_override(tmp_path):
+    t = np.arange(401) / 100
+    curves = ActuatorCurves(t, np.sin(2 * np.pi * t)[:, None], ("elbow",), velocity_limit=5.0)
+    with pytest.raises(LimitViolationError) as info:
+        write_csv(curves, tmp_path / "x.csv")
+    error = info.value
+    message = str(error)
+    assert len(error.violations) == 9 and error.path == str(tmp_path / "x.csv")
+    assert "\n" not in message and "allow_violations" not in message
+    assert message.count("actuator 'elbow': velocity") == 3 and message.endswith("and 6 more")
+    error.override_hint = "--allow-violations"
+    assert str(error).startswith(message)
+    hint = "--allow-violations writes the file anyway, with the violations recorded in it"
+    assert str(error).endswith(hint)
+
+
+def test_peak_loss_warning_prints_as_one_line_for_people():
+    t = np.arange(1001) / 1000.0
+    x = 0.2 * np.exp(-0.5 * ((t - 0.511) / 0.004) ** 2)
+    with pytest.warns(PeakLossWarning) as caught:
+        resample(ActuatorCurves(t, x, ("kick",)), 50.0)
+    (warning,) = (w.message for w in caught)
+    assert isinstance(warning, LooprigWarning) and warning.obj == "actuator 'kick'" and warning.path is None
+    line = warning.one_line()
+    assert line.startswith("looprig: warning: actuator 'kick': peak velocity") and "\n" not in line
+    assert "to 50 Hz" in line
+    assert LooprigWarning("not watertight", "robot.urdf", "mesh 'arm.stl'").one_line() == (
+        "looprig: warning: robot.urdf: mesh 'arm.stl': not watertight"
+    )

@@ -36,6 +36,7 @@ from .dynamixel import (
     DXL_GOAL_POSITION_ADDRESS,
     DXL_NO_LOAD_RPM,
     DXL_OPERATING_MODES,
+    DXL_REGISTER_RANGE,
     DXL_SOURCE,
     DXL_TICK_RANGES,
     DXL_TICKS_PER_REV,
@@ -47,6 +48,7 @@ from .dynamixel import (
     dynamixel_velocity_limit,
     rad_s_to_dxl_velocity,
     tick_range_violations,
+    tick_values,
     ticks_to_values,
     to_ticks,
     values_to_ticks,
@@ -60,6 +62,7 @@ from .dynamixel_ticks import (
     write_dynamixel_json,
 )
 from .files import OutputError, check_not_input, check_output, open_output, read_text, write_bytes, write_text
+from .gate import export_violations, tick_violations
 
 __all__ = [
     "CURVES_CSV_FORMAT",
@@ -68,6 +71,7 @@ __all__ = [
     "DXL_GOAL_POSITION_ADDRESS",
     "DXL_NO_LOAD_RPM",
     "DXL_OPERATING_MODES",
+    "DXL_REGISTER_RANGE",
     "DXL_SOURCE",
     "DXL_TICKS_PER_REV",
     "DXL_TICK_RANGES",
@@ -88,6 +92,7 @@ __all__ = [
     "curves_to_dict",
     "dxl_velocity_to_rad_s",
     "dynamixel_velocity_limit",
+    "export_violations",
     "open_output",
     "rad_s_to_dxl_velocity",
     "read_c_header",
@@ -97,6 +102,8 @@ __all__ = [
     "read_json",
     "read_text",
     "tick_range_violations",
+    "tick_values",
+    "tick_violations",
     "ticks_to_values",
     "to_ticks",
     "values_to_ticks",

@@ -18,9 +18,8 @@ from ..curves import ActuatorCurves, CurvesError, LimitCheckSettings, Violation,
 from ..errors import did_you_mean
 from .common import plain_id, read_text
 from .dynamixel import DXL_CONVERSION, DXL_OPERATING_MODES, DXL_SOURCE, DynamixelSettings, velocity_raw
-from .dynamixel_ticks import ticks_gate
 from .files import write_text
-from .gate import gate
+from .gate import gate, ticks_gate
 
 _IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 

@@ -25,6 +25,8 @@ DXL_VELOCITY_UNIT_RAD_S = DXL_VELOCITY_UNIT_RPM * 2.0 * math.pi / 60.0
 DXL_TICK_RANGES = {"position": (0, 4095), "extended_position": (-1_048_575, 1_048_575)}
 DXL_OPERATING_MODES = {"position": 3, "extended_position": 4}
 DXL_GOAL_POSITION_ADDRESS = 116
+#: Goal Position(116) is a 4-byte signed register: ticks outside cannot be written in any mode.
+DXL_REGISTER_RANGE = (-(2**31), 2**31 - 1)
 DXL_SOURCE = (
     "ROBOTIS e-manual, Dynamixel X-series control table "
     "(https://emanual.robotis.com/docs/en/dxl/x/xm430-w350/): Goal Position(116), "
@@ -79,6 +81,18 @@ def dynamixel_velocity_limit(model: str, supply_voltage: float = 12.0, derating:
     return derating * rpm * 2.0 * math.pi / 60.0
 
 
+def _is_number(x) -> bool:
+    return isinstance(x, int | float | np.integer | np.floating) and not isinstance(x, bool)
+
+
+def whole_ticks(x, what: str) -> int:
+    """``x`` as an int tick count within ``DXL_REGISTER_RANGE``, or CurvesError naming ``what``."""
+    lo, hi = DXL_REGISTER_RANGE
+    if not (_is_number(x) and math.isfinite(x) and x == int(x) and lo <= x <= hi):
+        raise CurvesError(f"{what} must be a whole number of ticks in {lo}..{hi}, got {x!r}")
+    return int(x)
+
+
 @dataclass(frozen=True)
 class DynamixelMotor:
     """How one actuator coordinate maps to a servo's Goal Position.
@@ -95,15 +109,14 @@ class DynamixelMotor:
     metres_per_revolution: float | None = None
 
     def __post_init__(self):
-        if int(self.zero_offset_ticks) != self.zero_offset_ticks:
-            raise CurvesError(f"zero_offset_ticks must be an integer, got {self.zero_offset_ticks}")
-        object.__setattr__(self, "zero_offset_ticks", int(self.zero_offset_ticks))
-        if self.direction not in (1, -1):
-            raise CurvesError(f"direction must be +1 or -1, got {self.direction}")
+        zero = whole_ticks(self.zero_offset_ticks, "zero_offset_ticks")
+        object.__setattr__(self, "zero_offset_ticks", zero)
+        if not _is_number(self.direction) or self.direction not in (1, -1):
+            raise CurvesError(f"direction must be +1 or -1, got {self.direction!r}")
         object.__setattr__(self, "direction", int(self.direction))
         mpr = self.metres_per_revolution
-        if mpr is not None and not (np.isfinite(mpr) and mpr > 0):
-            raise CurvesError(f"metres_per_revolution must be positive, got {mpr}")
+        if mpr is not None and not (_is_number(mpr) and math.isfinite(mpr) and mpr > 0):
+            raise CurvesError(f"metres_per_revolution must be a positive number, got {mpr!r}")
 
     def ticks_per_unit(self, unit: str, actuator: str = "?") -> float:
         """Ticks per rad (``unit="rad"``) or per m (``unit="m"``)."""
@@ -136,10 +149,12 @@ class DynamixelSettings:
     default_motor: DynamixelMotor = field(default_factory=DynamixelMotor)
 
     def __post_init__(self):
-        if self.mode not in DXL_TICK_RANGES:
-            raise CurvesError(did_you_mean("Dynamixel mode", self.mode, DXL_TICK_RANGES))
+        if not isinstance(self.mode, str) or self.mode not in DXL_TICK_RANGES:
+            raise CurvesError(did_you_mean("Dynamixel mode", str(self.mode), DXL_TICK_RANGES))
         if self.tick_range is not None:
-            lo, hi = (int(v) for v in self.tick_range)
+            if isinstance(self.tick_range, str | bytes) or len(self.tick_range) != 2:
+                raise CurvesError(f"tick_range must be (min, max), got {self.tick_range!r}")
+            lo, hi = (whole_ticks(v, "tick_range") for v in self.tick_range)
             full = DXL_TICK_RANGES[self.mode]
             if not full[0] <= lo <= hi <= full[1]:
                 raise CurvesError(f"tick_range {self.tick_range} must lie within {full} in {self.mode} mode")
@@ -180,13 +195,43 @@ def values_to_ticks(
 
     ``ticks = zero_offset_ticks + direction * rint(value * ticks_per_unit)``,
     so :func:`ticks_to_values` inverts it within half a tick.
+
+    Raises :class:`~looprig.core.curves.CurvesError` naming the actuator and
+    frame if a tick does not fit an int64, rather than wrapping it into a
+    garbage number (the exports refuse ticks beyond the servo's 4-byte Goal
+    Position register, ``DXL_REGISTER_RANGE``, long before).
+    """
+    floats = tick_values(values, units, motors, names)
+    bad = ~(np.abs(floats) < 2.0**63)
+    if bad.any():
+        f, a = (int(i) for i in np.argwhere(bad)[0])
+        name = names[a] if names else f"#{a}"
+        raise CurvesError(
+            f"actuator {name!r}: value {float(np.asarray(values)[f, a]):.6g} {units[a]} at frame {f} "
+            f"is {floats[f, a]:.6g} ticks, too many to count"
+        )
+    return floats.astype(np.int64)
+
+
+def tick_values(
+    values: np.ndarray,
+    units: Sequence[str],
+    motors: Sequence[DynamixelMotor],
+    names: Sequence[str] | None = None,
+) -> np.ndarray:
+    """(F, A) Goal Position ticks of (F, A) values [rad or m] as floats, unbounded.
+
+    Whole numbers (exact up to 2**53), ``±inf`` where the product overflows:
+    what :func:`values_to_ticks` would give without the register check, for
+    range checks of values that may be huge.
     """
     values = np.asarray(values, dtype=float)
     names = names or [f"#{a}" for a in range(values.shape[1])]
     scale = np.array([m.ticks_per_unit(u, n) for m, u, n in zip(motors, units, names, strict=True)])
-    zero = np.array([m.zero_offset_ticks for m in motors], dtype=np.int64)
-    sign = np.array([m.direction for m in motors], dtype=np.int64)
-    return zero + sign * np.rint(values * scale).astype(np.int64)
+    zero = np.array([m.zero_offset_ticks for m in motors], dtype=float)
+    sign = np.array([m.direction for m in motors], dtype=float)
+    with np.errstate(over="ignore", invalid="ignore"):
+        return zero + sign * np.rint(values * scale)
 
 
 def ticks_to_values(
@@ -214,11 +259,16 @@ def to_ticks(curves: ActuatorCurves, settings: DynamixelSettings | None = None) 
 def tick_range_violations(
     curves: ActuatorCurves, ticks: np.ndarray, settings: DynamixelSettings
 ) -> list[Violation]:
-    """``"tick_range"`` violations (unit "tick") of (F, A) ``ticks`` against the allowed range."""
+    """``"tick_range"`` violations (unit "tick") of (F, A) ``ticks`` against the allowed range.
+
+    ``ticks`` may be floats from :func:`tick_values`; peaks beyond the float
+    range are recorded as the largest finite float.
+    """
     lo, hi = settings.ticks_range
+    big = np.finfo(float).max
     out: list[Violation] = []
     for a, name in enumerate(curves.names):
-        k = ticks[:, a].astype(float)
+        k = np.clip(np.asarray(ticks[:, a], dtype=float), -big, big)
         over, under = k - hi, lo - k
         excess = np.maximum(over, under)
         limits = np.where(over >= under, float(hi), float(lo))
@@ -237,7 +287,6 @@ def velocity_raw(curves: ActuatorCurves, motors: Sequence[DynamixelMotor]) -> tu
         limit_raw.append(
             math.floor(rad_s_to_dxl_velocity(limit * rad_per_unit)) if np.isfinite(limit) else None
         )
-        peak_raw.append(
-            None if peaks is None else math.ceil(rad_s_to_dxl_velocity(peaks[a] * rad_per_unit) - 1e-9)
-        )
+        peak = None if peaks is None else float(rad_s_to_dxl_velocity(peaks[a] * rad_per_unit))
+        peak_raw.append(math.ceil(peak - 1e-9) if peak is not None and math.isfinite(peak) else None)
     return limit_raw, peak_raw

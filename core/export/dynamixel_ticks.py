@@ -37,13 +37,11 @@ from .dynamixel import (
     DXL_VELOCITY_UNIT_RPM,
     DynamixelMotor,
     DynamixelSettings,
-    tick_range_violations,
     ticks_to_values,
-    values_to_ticks,
     velocity_raw,
 )
 from .files import write_text
-from .gate import gate
+from .gate import ticks_gate
 
 TICKS_FORMAT = "looprig-dynamixel-ticks"
 
@@ -120,15 +118,6 @@ def ticks_meta(curves: ActuatorCurves, settings: DynamixelSettings, motors: Sequ
         "velocity_limit_raw": limit_raw,
         "peak_velocity_raw": peak_raw,
     }
-
-
-def ticks_gate(path, curves, settings, allow_violations, check):
-    settings = settings or DynamixelSettings()
-    motors = settings.motors_for(curves.names)
-    ticks = values_to_ticks(curves.values, curves.units, motors, curves.names)
-    extra = tick_range_violations(curves, ticks, settings)
-    violations = gate(path, curves, allow_violations, check, extra)
-    return settings, motors, ticks, violations
 
 
 def write_dynamixel_csv(

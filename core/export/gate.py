@@ -2,13 +2,22 @@
 
 :func:`gate` collects the violations an export would record (the curves'
 limits through :func:`~looprig.core.curves.all_violations`, plus any the
-format adds, such as a servo's tick range) and raises
-:class:`~looprig.core.curves.LimitViolationError` unless the caller allows
-them; nothing is written then.
+format adds) and raises :class:`~looprig.core.curves.LimitViolationError`
+unless the caller allows them; nothing is written then. :func:`ticks_gate`
+adds the servo's tick range for the Dynamixel formats: ticks outside the
+mode's range (or the configured Min/Max Position Limit) are ``"tick_range"``
+violations like any other limit, and ticks that do not fit the Goal Position
+register at all are refused even with the override (there is no honest
+number to write).
+
+The message is one line: the first violations, then "and N more". It names
+no override; see :class:`~looprig.core.curves.LimitViolationError`.
 """
 
 import os
 from collections.abc import Sequence
+
+import numpy as np
 
 from ..curves import (
     ActuatorCurves,
@@ -16,9 +25,23 @@ from ..curves import (
     LimitViolationError,
     Violation,
     all_violations,
-    format_violations,
     merge_violations,
+    summarize_violations,
 )
+from .dynamixel import (
+    DXL_REGISTER_RANGE,
+    DynamixelMotor,
+    DynamixelSettings,
+    tick_range_violations,
+    tick_values,
+)
+
+
+def export_violations(
+    curves: ActuatorCurves, check: LimitCheckSettings | None = None, extra: Sequence[Violation] = ()
+) -> list[Violation]:
+    """Everything an export of ``curves`` records: limits, carried violations and ``extra``."""
+    return merge_violations(all_violations(curves, check), extra, order=curves.names)
 
 
 def gate(
@@ -29,12 +52,58 @@ def gate(
     extra: Sequence[Violation] = (),
 ) -> list[Violation]:
     """All violations to record, or :class:`LimitViolationError` (nothing written)."""
-    violations = merge_violations(all_violations(curves, check), extra, order=curves.names)
+    violations = export_violations(curves, check, extra)
     if violations and not allow_violations:
+        n = len(violations)
         raise LimitViolationError(
-            f"refusing to write {os.fspath(path)!r}: the curves break {len(violations)} "
-            f"actuator limit(s) (pass allow_violations=True to write them anyway, with the "
-            f"violations recorded in the file):\n{format_violations(violations)}",
+            f"refusing to write {os.fspath(path)!r}: the curves break {n} actuator "
+            f"limit{'s' if n > 1 else ''}: {summarize_violations(violations)}",
             violations,
+            path=path,
         )
     return violations
+
+
+def _ticks(curves: ActuatorCurves, settings: DynamixelSettings | None):
+    """(settings, motors, (F, A) float ticks, their tick-range violations)."""
+    settings = settings or DynamixelSettings()
+    motors = settings.motors_for(curves.names)
+    ticks = tick_values(curves.values, curves.units, motors, curves.names)
+    return settings, motors, ticks, tick_range_violations(curves, ticks, settings)
+
+
+def tick_violations(curves: ActuatorCurves, settings: DynamixelSettings | None = None) -> list[Violation]:
+    """The ``"tick_range"`` violations a Dynamixel export of ``curves`` adds (see :func:`ticks_gate`).
+
+    For reports written beside the exports: an export with the override
+    records exactly :func:`export_violations` of the curves with these.
+    """
+    return _ticks(curves, settings)[3]
+
+
+def ticks_gate(
+    path,
+    curves: ActuatorCurves,
+    settings: DynamixelSettings | None,
+    allow_violations: bool,
+    check: LimitCheckSettings | None,
+) -> tuple[DynamixelSettings, tuple[DynamixelMotor, ...], np.ndarray, list[Violation]]:
+    """(settings, motors, (F, A) int64 ticks, violations to record) for a Dynamixel export.
+
+    Raises :class:`LimitViolationError` if a tick leaves the allowed range and
+    ``allow_violations`` is False, and always (``overridable=False``) if a
+    tick does not fit the 4-byte Goal Position register.
+    """
+    settings, motors, ticks, extra = _ticks(curves, settings)
+    lo, hi = DXL_REGISTER_RANGE
+    unwritable = [v for v in extra if not lo <= v.peak <= hi]
+    if unwritable:
+        raise LimitViolationError(
+            f"cannot write {os.fspath(path)!r}: {len(unwritable)} stretch(es) of the curves lie beyond "
+            f"what a Dynamixel Goal Position can hold ({lo}..{hi} ticks): {summarize_violations(unwritable)}",
+            export_violations(curves, check, extra),
+            path=path,
+            overridable=False,
+        )
+    violations = gate(path, curves, allow_violations, check, extra)
+    return settings, motors, ticks.astype(np.int64), violations

@@ -26,8 +26,9 @@ import math
 import numpy as np
 
 from . import robot_model as rm
+from .mesh_mass import object_mass
 from .robot_model import BodyRecord, JointRecord, Problem
-from .scene_data import actuator_record, mesh_arrays, to_metres
+from .scene_data import actuator_record, to_metres
 
 LOCK_TOLERANCE = 1e-9
 
@@ -70,13 +71,11 @@ def _bone_mass(arm, bone_name: str, depsgraph, s: float, settings):
     for child in arm.children:
         if child.type != "MESH" or child.parent_type != "BONE" or child.parent_bone != bone_name:
             continue
-        T = to_metres(child.matrix_world, s)
-        vertices, triangles = mesh_arrays(child, depsgraph)
-        world = vertices @ T[:3, :3].T + T[:3, 3]
         density = child.looprig_body.density
-        volume, com, inertia = rm.mesh_mass_properties(world, triangles, density)
+        volume, com, inertia_unit = object_mass(child, depsgraph, to_metres(child.matrix_world, s))
         if volume > 0:
             mass = density * volume
+            inertia = density * inertia_unit
             total += mass
             moment += mass * com
             inertia_parts.append((mass, com, inertia))

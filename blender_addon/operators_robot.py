@@ -9,8 +9,8 @@ from looprig.core.errors import LooprigError
 
 from . import robot_model as rm
 from .demo_scene import setup_demo
+from .model_cache import robot_model
 from .scene_build import ImportFailed, export_robot, import_robot
-from .scene_graph import read_model
 
 
 class RobotError(Exception):
@@ -45,9 +45,10 @@ def store_report(settings, model: rm.RobotModel) -> None:
 
 
 def checked_model(context, operator=None) -> rm.RobotModel:
-    """Read and check the robot; store the report; raise RobotError naming the first error."""
+    """Check the robot (read again only when it changed, see :mod:`.model_cache`); store the
+    report; raise RobotError naming the first error."""
     collection = robot_collection(context)
-    model = read_model(context, collection)
+    model = robot_model(context, collection)
     store_report(context.scene.looprig, model)
     if not model.ok:
         errors = model.errors()

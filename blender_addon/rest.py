@@ -60,10 +60,16 @@ def rest_pose(context, objects):
             context.scene.frame_set(context.scene.frame_current, subframe=context.scene.frame_subframe)
 
 
-def store_rest(ob) -> None:
-    """Remember an object's transform channels (and its pose bones') before looprig keys it."""
-    if REST_KEY in ob.keys():
-        return
+def rest_channels(ob) -> dict:
+    """The robot reader's view of an object's transform channels (and its pose bones'): the ones
+    stored before looprig keyed it, else the current ones."""
+    if looprig_animated(ob) and REST_KEY in ob.keys():
+        return idprop_to_python(ob[REST_KEY])
+    return current_channels(ob)
+
+
+def current_channels(ob) -> dict:
+    """An object's transform channels (and its pose bones', with their constraints' influence)."""
     rest = {
         "location": list(ob.location),
         "rotation_mode": ob.rotation_mode,
@@ -84,7 +90,13 @@ def store_rest(ob) -> None:
             }
             for pb in ob.pose.bones
         }
-    ob[REST_KEY] = rest
+    return rest
+
+
+def store_rest(ob) -> None:
+    """Remember an object's transform channels (and its pose bones') before looprig keys it."""
+    if REST_KEY not in ob.keys():
+        ob[REST_KEY] = current_channels(ob)
 
 
 def apply_rest(ob) -> None:

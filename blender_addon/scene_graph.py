@@ -23,6 +23,7 @@ import numpy as np
 
 from . import armature
 from . import robot_model as rm
+from .mesh_mass import object_mass
 from .rest import rest_pose
 from .robot_model import BodyRecord, FrameRecord, JointRecord, Problem, RobotRecord
 from .scene_data import (
@@ -30,7 +31,6 @@ from .scene_data import (
     MESHES_KEY,
     actuator_record,
     idprop_to_python,
-    mesh_arrays,
     robot_name,
     to_metres,
     unit_scale,
@@ -97,9 +97,7 @@ def read_body(ob, depsgraph, s: float) -> BodyRecord:
     """A mesh object as a body: mass, CoM and inertia from its settings and mesh."""
     settings = ob.looprig_body
     T = to_metres(ob.matrix_world, s)
-    vertices, triangles = mesh_arrays(ob, depsgraph)
-    world = vertices @ T[:3, :3].T + T[:3, 3]
-    volume, com, inertia_unit = rm.mesh_mass_properties(world, triangles, 1.0)
+    volume, com, inertia_unit = object_mass(ob, depsgraph, T)
     source = settings.mass_source
     if source == "AUTO":
         source = "RIGID_BODY" if ob.rigid_body is not None else "DENSITY"

@@ -35,6 +35,7 @@ from .terms import (
     FrameObjective,
     FrameTask,
     JointConstraints,
+    MinimalMotion,
     Point,
     Reference,
     Regularization,
@@ -143,8 +144,14 @@ class IKProblem:
         compiled: list[Term] = [self.frame_terms] if len(self.frame_terms) else []
         if self.com_term is not None:
             compiled.append(self.com_term)
-        if len(free) and reg.state_weight > 0:
+        if reg.state_mode not in ("exact", "paper"):
+            raise TargetError(f"state_mode must be 'exact' or 'paper', got {reg.state_mode!r}")
+        if len(free) and reg.state_weight > 0 and reg.state_mode == "paper":
             compiled.append(StateRegularizer(free, reg.state_weight))
+        elif len(free) and reg.state_weight > 0:
+            compiled.append(
+                MinimalMotion(self.readout, free, reg.state_weight, self.constraints.length_scale)
+            )
         if len(free) and reg.velocity_weight > 0:
             compiled.append(VelocityBarrier(free, reg.velocity_weight, reg.velocity_threshold))
         if len(self.readout.names) and (reg.actuator_weight > 0 or reg.acceleration_weight > 0):

@@ -9,7 +9,9 @@ per frame of the batch:
   the derivative of the residual;
 * least squares: gradient ``J^T r`` and Gauss-Newton Hessian ``J^T J``;
 * barriers with an inner map: Hessian ``J^T diag(curvature) J``; without:
-  Hessian = the symmetrised derivative of the gradient where it is exact.
+  Hessian = the symmetrised derivative of the gradient where it is exact;
+* proximal terms: zero value and gradient; every Hessian symmetric and
+  positive semi-definite.
 """
 
 import dataclasses
@@ -20,7 +22,14 @@ from jacobians import numerical_jacobian
 from looprig.core import Actuator, Body, ComObjective, FrameObjective, Joint, JointKind, Mechanism, solve_fk
 from looprig.core.ik import IKProblem, IKTargets, build_step
 from looprig.core.library import build
-from looprig.core.rotations import matrix_from_rotvec, quat_to_matrix, retract
+from looprig.core.rotations import (
+    matrix_from_rotvec,
+    quat_conjugate,
+    quat_multiply,
+    quat_to_matrix,
+    retract,
+    rotvec_from_quat,
+)
 from looprig.core.terms import (
     ActuatorBarrier,
     ActuatorLimits,
@@ -28,6 +37,7 @@ from looprig.core.terms import (
     FrameTask,
     JointConstraints,
     LeastSquaresTerm,
+    MinimalMotion,
     Point,
     Reference,
     Regularization,
@@ -85,6 +95,16 @@ def case_state_regularizer(rng):
     return term, _point(problem, states, references, _fourbar_targets(rng, com=False))
 
 
+def case_minimal_motion(rng):
+    m = build("dancer")
+    problem = IKProblem(m)
+    term = MinimalMotion(
+        problem.readout, problem.constraints.free_bodies, 1e-3, problem.constraints.length_scale
+    )
+    states = _random_states(m, rng, 0.2)
+    return term, _point(problem, states, states, _fourbar_targets(rng, com=False))
+
+
 def case_velocity_barrier(rng):
     m = build("boxer")
     problem = IKProblem(m)
@@ -126,6 +146,7 @@ def case_joint_constraints(rng):
 
 CASES = [
     case_frame_task,
+    case_minimal_motion,
     case_com_task,
     case_state_regularizer,
     case_velocity_barrier,
@@ -171,7 +192,9 @@ def test_term_derivatives_match_finite_differences(case):
     for b in range(point.batch):
         at = lambda s: term.linearize(_frame(point, b, s), derivatives=False)  # noqa: E731,B023
         state = point.state[b]
-        if term.kind != TermKind.EQUALITY:
+        if term.kind == TermKind.PROXIMAL:  # a metric around the iterate: nothing to differentiate
+            assert np.all(lin.value == 0.0) and np.all(lin.gradient == 0.0)
+        elif term.kind != TermKind.EQUALITY:
             numeric = numerical_jacobian(lambda s: at(s).value, state, free)[0]  # noqa: B023
             assert np.abs(lin.gradient[b] - numeric).max() <= 1e-7 * max(1.0, np.abs(numeric).max())
         if isinstance(term, LeastSquaresTerm):  # the residual itself, also where linearize skips it
@@ -262,7 +285,7 @@ def test_report_names_every_term_with_units():
     targets = Targets(np.zeros((1, 1, 3)), np.eye(3)[None, None], np.zeros((1, 3)))
     point = _point(problem, state, state, targets)
     labels = [row[2] for row in problem.report(point)]
-    assert labels == ["coupler_point position [m]", "com [m]", "state regularizer value", "max |C| [m]"]
+    assert labels == ["coupler_point position [m]", "com [m]", "max |C| [m]"]
 
 
 def test_targets_for_the_com_of_a_floating_robot_exclude_the_world():
@@ -288,3 +311,18 @@ def test_ik_targets_are_validated():
     problem = IKProblem(build("fourbar"), [FrameObjective("coupler_point")])
     with pytest.raises(Exception, match="not finite"):
         problem.check_targets(IKTargets(np.full((1, 3), np.nan), np.eye(3)[None]))
+
+
+def test_minimal_motion_metric_is_the_motor_motion():
+    """Along a motion of the one motor, d^T H d = w L^2 dp^2 (plus a 1e-6 share of body motion)."""
+    m = build("fourbar")
+    problem = IKProblem(m)
+    L, free = problem.constraints.length_scale, problem.constraints.free_bodies
+    term = MinimalMotion(problem.readout, free, 2.0, L)
+    dp = 1e-6
+    a, b = solve_fk(m, [0.3]).state, solve_fk(m, [0.3 + dp]).state
+    rotation = rotvec_from_quat(quat_multiply(b[:, 3:], quat_conjugate(a[:, 3:])))
+    d = np.concatenate([b[:, :3] - a[:, :3], rotation], axis=1)[free].ravel()
+    point = _point(problem, a[None], a[None], Targets(np.zeros((1, 0, 3)), np.zeros((1, 0, 3, 3))))
+    H = term.linearize(point).hessian[0]
+    assert np.isclose(d @ H @ d, 2.0 * L**2 * dp**2, rtol=1e-4)

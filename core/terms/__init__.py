@@ -6,7 +6,7 @@ See :mod:`.base` for the protocol; one module per family.
 from .base import LeastSquaresTerm, Linearization, Point, Reference, Targets, Term, TermKind
 from .equality import JointConstraints
 from .limits import ActuatorBarrier, ActuatorLimits, actuator_barrier
-from .regularizers import Regularization, StateRegularizer, VelocityBarrier, velocity_threshold
+from .regularizers import MinimalMotion, Regularization, StateRegularizer, VelocityBarrier, velocity_threshold
 from .tasks import ComObjective, ComTask, FrameObjective, FrameTask, robot_mask
 
 __all__ = [
@@ -19,6 +19,7 @@ __all__ = [
     "JointConstraints",
     "LeastSquaresTerm",
     "Linearization",
+    "MinimalMotion",
     "Point",
     "Reference",
     "Regularization",

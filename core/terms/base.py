@@ -12,6 +12,11 @@ solver (B = frames).
 * barrier — a smooth penalty that is zero inside its region: value, gradient
   and a positive semi-definite Hessian model.
 * equality — constraints ``C(s) = 0`` held exactly: residual and Jacobian.
+* proximal — ``1/2 |s - s_k|^2_H`` around the current iterate s_k: zero value and
+  gradient, a positive semi-definite metric H. It shortens steps without moving
+  the answer: iterated from the previous frame's state it converges to the
+  solution nearest to it in the metric (iterated Tikhonov), so it resolves
+  redundancy and singular directions without biasing reachable targets.
 """
 
 import enum
@@ -26,6 +31,7 @@ class TermKind(enum.Enum):
     LEAST_SQUARES = "least squares"
     BARRIER = "barrier"
     EQUALITY = "equality"
+    PROXIMAL = "proximal"  # damps the step: zero value and gradient at every iterate
 
 
 @dataclass

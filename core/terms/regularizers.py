@@ -1,5 +1,8 @@
 """Regularizers (paper IV.C-D): stay near the previous frame, limit body speeds.
 
+* minimal motion (the default): a proximal term in joint space, so each frame
+  moves the motors as little as the targets allow and meets reachable targets
+  exactly (see :class:`MinimalMotion`).
 * state: ``r = sqrt(w) [c - c_bar, vee(M - M^T) / 4]`` per free body,
   ``M = R R_bar^T`` (the rotational part is ``sin(phi)/2 u``, like the paper's
   quaternion difference ``q - q_bar`` to first order) — least squares.
@@ -19,7 +22,11 @@ from .base import LeastSquaresTerm, Linearization, Point, Term, TermKind
 class Regularization:
     """Regularizer weights (paper IV.C-D).
 
-    state_weight: pull towards the previous state, ``1/2 w |s - s_bar|^2``.
+    state_weight: with ``state_mode="exact"`` (the default) the weight of the
+    minimal-motion metric relative to the tracking terms (:class:`MinimalMotion`;
+    it only resolves redundancy); with ``state_mode="paper"`` the paper's absolute
+    pull towards the previous state, ``1/2 w |s - s_bar|^2`` [1/m^2, 1/rad^2] per
+    body, which biases reachable targets by about w / (w + sigma^2).
     velocity_weight, velocity_threshold: the barrier ``w sum_i g(3 - tr(R_bar_i^T R_i))``
     with ``g(x) = ((x - t) / t)^3`` above ``t`` (zero, with zero gradient, below).
     ``3 - tr(...) ~ theta^2`` for a per-frame rotation theta [rad], so
@@ -38,6 +45,7 @@ class Regularization:
     """
 
     state_weight: float = 1e-4
+    state_mode: str = "exact"
     velocity_weight: float = 0.0
     velocity_threshold: float = 1.11e-5
     actuator_weight: float = 0.0
@@ -112,6 +120,56 @@ class StateRegularizer(LeastSquaresTerm):
         gradient[:, cols] = np.einsum("birc,bir->bic", blocks, r)
         hessian = self._scatter(point, np.swapaxes(blocks, -1, -2) @ blocks)
         return Linearization(value, gradient, hessian)
+
+
+class MinimalMotion(Term):
+    """Proximal metric that makes each frame move the motors as little as possible.
+
+    ``H = w L^2 (J_p^T S J_p + eps D)``: J_p the read-off Jacobian of every actuator
+    (B, A, N), S = 1 for angles [rad] and 1/L^2 for displacements [m]; D the body
+    metric ``diag(1/L^2 [translations], 1 [rotations])`` with eps = 1e-6 (1 for a
+    mechanism without actuators). L: the mean joint distance [m], so w is relative
+    to position-tracking terms (whose Hessians grow as L^2 per radian). Value and
+    gradient are zero at every iterate (kind ``proximal``): motors that no target
+    moves keep their values, and reachable targets are met exactly.
+    """
+
+    name = "minimal motion"
+    unit = ""
+    kind = TermKind.PROXIMAL
+
+    def __init__(self, readout, free_bodies: np.ndarray, weight: float, length_scale: float):
+        self.readout = readout
+        self.free_bodies = np.asarray(free_bodies, dtype=int)
+        self.weight, self.length_scale = float(weight), float(length_scale)
+        L = self.length_scale
+        self._row_scale = np.where(readout.is_angle, 1.0, 1.0 / L)  # (A,)
+        self._eps = 1e-6 if len(readout.names) else 1.0
+        self._body_metric = np.r_[np.full(3, 1.0 / L**2), np.ones(3)]
+
+    def linearize(self, point: Point, derivatives: bool = True) -> Linearization:
+        zero = np.zeros(point.batch)
+        if not derivatives:
+            return Linearization(zero, None, None)
+        N, scale = point.n_vars, self.weight * self.length_scale**2
+        hessian = np.zeros((point.batch, N, N))
+        cols = (point.column_of_body[self.free_bodies, None] + np.arange(6)).ravel()
+        hessian[:, cols, cols] = scale * self._eps * np.tile(self._body_metric, len(self.free_bodies))
+        if len(self.readout.names):
+            J = (
+                np.stack(
+                    [
+                        self.readout.jacobian(point.state[b], point.R[b], point.column_of_body, N)
+                        for b in range(point.batch)
+                    ]
+                )
+                * self._row_scale[:, None]
+            )
+            hessian += scale * (np.swapaxes(J, -1, -2) @ J)
+        return Linearization(zero, np.zeros((point.batch, N)), hessian)
+
+    def errors(self, point: Point) -> dict[str, np.ndarray]:
+        return {}  # it measures nothing: it only shapes the steps
 
 
 class VelocityBarrier(Term):

@@ -256,6 +256,38 @@ def cmd_batch(args) -> int:
     return 0 if document["passed"] else EXIT_JOBS_FAILED
 
 
+def cmd_play(args) -> int:
+    from . import play
+
+    plan = play.load_plan(args.curves, args.homing_fraction)
+    if args.dry_run:
+        for line in play.dry_run_lines(plan, args.port or "(--port)", args.baud, args.on_stop):
+            print(line)
+        return 0
+    if not args.port:
+        raise LooprigError("play: give the servos' serial port with --port (or use --dry-run)")
+    try:
+        report = play.play(
+            plan, args.port, args.baud, args.on_stop, args.settle, Progress("playing", args.quiet)
+        )
+    except KeyboardInterrupt:
+        state = "hold their last goal, torque on" if args.on_stop == "hold" else "torque off"
+        print(f"looprig: interrupted; the servos {state}", file=sys.stderr)
+        return EXIT_INTERRUPTED
+    print(f"{'servo':<22} {'lag':>8} {'rms error':>12} {'max error':>12}")
+    for k, name in enumerate(report.names):
+        unit = report.units[k]
+        print(
+            f"{name:<22} {1000 * report.lag_s[k]:>6.1f}ms {report.rms_error[k]:>9.3g} {unit:<3}"
+            f"{report.max_error[k]:>9.3g} {unit}"
+        )
+    print(
+        f"{report.frames_sent} frames sent, {report.samples} read back, {report.late_frames} late; "
+        + ("servos hold the last goal" if args.on_stop == "hold" else "torque off")
+    )
+    return 0
+
+
 def cmd_demo(args) -> int:
     from .demo import demo_inputs, run_demo
 
@@ -352,6 +384,27 @@ def build_parser() -> argparse.ArgumentParser:
     jobs.add_argument("--summary", help="summary file (default: batch-summary.json beside JOBS)")
     jobs.add_argument("--quiet", action="store_true")
     jobs.set_defaults(func=cmd_batch)
+
+    player = sub.add_parser("play", help="play curves on Dynamixel servos (Protocol 2.0)")
+    player.add_argument("curves", help="a Dynamixel tick export (*.dynamixel.json/csv) or a curves file")
+    player.add_argument("--port", help="serial port of the servo bus, e.g. /dev/ttyUSB0")
+    player.add_argument("--baud", type=int, default=57600, help="baud rate (default 57600)")
+    player.add_argument(
+        "--on-stop",
+        choices=("hold", "torque-off"),
+        default="hold",
+        help="at the end, on Ctrl-C or an error: hold the last goal (default) or switch the torque off",
+    )
+    player.add_argument(
+        "--homing-fraction",
+        type=float,
+        default=0.25,
+        help="homing speed as a fraction of each servo's velocity limit (default 0.25)",
+    )
+    player.add_argument("--settle", type=float, default=0.25, help="hold the first sample this long [s]")
+    player.add_argument("--dry-run", action="store_true", help="print what would be sent; open nothing")
+    player.add_argument("--quiet", action="store_true")
+    player.set_defaults(func=cmd_play)
 
     demo = sub.add_parser("demo", help="run the main job on the bundled robot and clip")
     demo.add_argument("-o", "--output", default="out/demo", help="output folder")

@@ -1,0 +1,343 @@
+"""Play baked curves on Dynamixel servos (Protocol 2.0) through the official ``dynamixel-sdk``.
+
+:func:`load_plan` reads a curves file (a Dynamixel tick export, or a curves
+CSV/JSON mapped with the default servo model) and re-checks every limit,
+position, velocity, acceleration and the servo's tick range, **before any
+packet is sent**: a curve that breaks one is refused. :func:`play` then
+
+1. opens the port, pings every servo and checks its model (an X-series servo,
+   :data:`X_SERIES_MODELS`) and Operating Mode(11) against the file's mode;
+2. switches the torque on and reads the present positions;
+3. homes: a cosine ramp from the present position to the first sample, sent at
+   the curves' rate, whose peak speed is ``homing_fraction`` of each servo's
+   velocity limit (:data:`DEFAULT_HOMING_SPEED` where there is none), then holds
+   the first sample for ``settle`` seconds;
+4. streams one Goal Position(116) sync write per sample at the curves' rate and
+   reads Present Position(132) back by sync read when the frame leaves time;
+5. stops: at the end, on Ctrl-C or on any error the servos **hold** the last
+   goal sent, torque on (``on_stop="hold"``, the default: a robot arm does not
+   drop), or have their torque switched off (``on_stop="torque-off"``).
+
+The tracking report gives per servo the lag of the present position behind the
+goal and the error once that lag is removed.
+"""
+
+import math
+import struct
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from .core import LooprigError
+
+#: Model Number(0) of X-series servos, which share the control table used here
+#: (ROBOTIS e-manual, X-series model pages).
+X_SERIES_MODELS = {
+    1000: "XH430-W210",
+    1010: "XH430-W350",
+    1020: "XM430-W350",
+    1030: "XM430-W210",
+    1040: "XH430-V210",
+    1050: "XH430-V350",
+    1060: "XL430-W250",
+    1070: "XC430-W150",
+    1080: "XC430-W240",
+    1090: "2XL430-W250",
+    1100: "XH540-W270",
+    1110: "XH540-W150",
+    1120: "XM540-W270",
+    1130: "XM540-W150",
+    1190: "XL330-M077",
+    1200: "XL330-M288",
+}
+ADDR_OPERATING_MODE, ADDR_TORQUE_ENABLE = 11, 64
+ADDR_GOAL_POSITION, ADDR_PRESENT_POSITION = 116, 132
+#: Homing speed where an actuator has no velocity limit [rad/s of the servo shaft].
+DEFAULT_HOMING_SPEED = 0.5
+STOP_ACTIONS = ("hold", "torque-off")
+
+
+class PlayError(LooprigError):
+    """The servos could not be driven as asked (one line: which servo, what went wrong)."""
+
+
+@dataclass
+class PlayPlan:
+    """What :func:`play` sends: ``ticks`` (F, A) Goal Positions at ``rate`` [Hz] to servo
+    ``ids`` (A,); ``max_speed`` (A,) [ticks/s] bounds the homing ramp; ``mode`` is the
+    Operating Mode(11) the servos must be in (3 position, 4 extended position)."""
+
+    names: tuple[str, ...]
+    ids: tuple[int, ...]
+    ticks: np.ndarray
+    rate: float
+    mode: int
+    max_speed: np.ndarray
+    ticks_per_unit: np.ndarray
+    units: tuple[str, ...]
+
+
+def load_plan(path, homing_fraction: float = 0.25) -> PlayPlan:
+    """Read a curves file and re-check its limits; refuses (LimitViolationError) before any I/O."""
+    from .app import load_curves
+    from .core.curves import LimitViolationError, all_violations, merge_violations
+    from .core.export import (
+        DXL_OPERATING_MODES,
+        DXL_TICKS_PER_REV,
+        DynamixelSettings,
+        read_dynamixel_csv,
+        read_dynamixel_json,
+        tick_range_violations,
+        to_ticks,
+    )
+
+    if not 0.0 < homing_fraction <= 1.0:
+        raise PlayError(f"--homing-fraction must lie in (0, 1], got {homing_fraction}")
+    name = Path(path).name.lower()
+    if name.endswith((".dynamixel.json", ".dynamixel.csv")):
+        tick_curves = (read_dynamixel_json if name.endswith(".json") else read_dynamixel_csv)(path)
+        curves, settings, ticks = tick_curves.to_curves(), tick_curves.settings, tick_curves.ticks
+    else:
+        curves, settings = load_curves(path), DynamixelSettings()
+        ticks = to_ticks(curves, settings)
+    violations = merge_violations(
+        all_violations(curves), tick_range_violations(curves, ticks, settings), order=curves.names
+    )
+    if violations:
+        first = "; ".join(v.describe() for v in violations[:3])
+        more = f" (+{len(violations) - 3} more)" if len(violations) > 3 else ""
+        raise LimitViolationError(
+            f"{path}: refusing to play: {len(violations)} limit violation(s): {first}{more}", violations
+        )
+    rate = curves.rate_hz
+    if rate is None or curves.n_frames < 2:
+        raise PlayError(f"{path}: play needs samples at a uniform rate (at least two)")
+    ids = tuple(_servo_id(path, n, h) for n, h in zip(curves.names, curves.hardware_ids, strict=True))
+    if len(set(ids)) != len(ids):
+        raise PlayError(f"{path}: two actuators share a servo id ({list(ids)})")
+    motors = settings.motors_for(curves.names)
+    per_unit = np.array(
+        [m.ticks_per_unit(u, n) for m, u, n in zip(motors, curves.units, curves.names, strict=True)]
+    )
+    shaft = per_unit * 2.0 * math.pi / DXL_TICKS_PER_REV  # servo shaft rad per actuator unit
+    limit = np.where(np.isfinite(curves.velocity_limit), curves.velocity_limit * per_unit, np.inf)
+    default = DEFAULT_HOMING_SPEED * per_unit / shaft
+    max_speed = homing_fraction * np.where(np.isfinite(limit), limit, default)
+    return PlayPlan(
+        tuple(curves.names),
+        ids,
+        np.asarray(ticks, dtype=np.int64),
+        float(rate),
+        DXL_OPERATING_MODES[settings.mode],
+        max_speed,
+        per_unit,
+        tuple(curves.units),
+    )
+
+
+def _servo_id(path, name: str, hardware_id) -> int:
+    """A servo id (0..252) from an actuator's hardware id (an integer or a string of digits)."""
+    text = str(hardware_id).strip()
+    if hardware_id is None or not text.isdigit() or not 0 <= int(text) <= 252:
+        raise PlayError(
+            f"{path}: actuator {name!r}: hardware id {hardware_id!r} is not a Dynamixel id (0..252)"
+        )
+    return int(text)
+
+
+def homing_ramp(start: np.ndarray, goal: np.ndarray, max_speed: np.ndarray, rate: float) -> np.ndarray:
+    """(H, A) ticks from ``start`` to ``goal`` (both (A,)), a cosine ease whose peak speed
+    (pi/2 x distance / duration) stays within ``max_speed`` (A,) [ticks/s]; ends at ``goal``."""
+    distance = np.abs(goal - start).astype(float)
+    duration = float(np.max(0.5 * math.pi * distance / max_speed, initial=0.0))
+    frames = max(1, math.ceil(duration * rate))
+    s = np.arange(1, frames + 1) / frames
+    ease = 0.5 * (1.0 - np.cos(math.pi * s))
+    return np.rint(start + np.outer(ease, goal - start)).astype(np.int64)
+
+
+class DynamixelBus:
+    """The servos of one port through ``dynamixel_sdk`` (Protocol 2.0); errors become :class:`PlayError`."""
+
+    def __init__(self, port: str, baud: int, ids: Sequence[int]):
+        try:
+            import dynamixel_sdk as sdk
+        except ImportError:
+            raise PlayError(
+                "play needs the dynamixel-sdk package (pip install 'looprig[hardware]')"
+            ) from None
+        self.sdk, self.ids = sdk, tuple(ids)
+        self.port = sdk.PortHandler(port)
+        self.packets = sdk.PacketHandler(2.0)
+        try:
+            opened = self.port.setBaudRate(baud)
+        except Exception as error:  # pyserial's SerialException and OSError
+            raise PlayError(f"cannot open {port}: {error}") from None
+        if not opened:
+            raise PlayError(f"cannot open {port} at {baud} baud (not a baud rate the SDK supports)")
+        self.writer = sdk.GroupSyncWrite(self.port, self.packets, ADDR_GOAL_POSITION, 4)
+        self.reader = sdk.GroupSyncRead(self.port, self.packets, ADDR_PRESENT_POSITION, 4)
+        for dxl_id in self.ids:
+            self.reader.addParam(dxl_id)
+
+    def _check(self, dxl_id: int, what: str, result: int, error: int) -> None:
+        if result != self.sdk.COMM_SUCCESS:
+            raise PlayError(f"servo {dxl_id}: {what}: {self.packets.getTxRxResult(result)}")
+        if error:
+            raise PlayError(f"servo {dxl_id}: {what}: {self.packets.getRxPacketError(error)}")
+
+    def ping(self, dxl_id: int) -> int:
+        model, result, error = self.packets.ping(self.port, dxl_id)
+        self._check(dxl_id, "ping", result, error)
+        return model
+
+    def read_mode(self, dxl_id: int) -> int:
+        value, result, error = self.packets.read1ByteTxRx(self.port, dxl_id, ADDR_OPERATING_MODE)
+        self._check(dxl_id, "read Operating Mode(11)", result, error)
+        return value
+
+    def torque(self, on: bool) -> None:
+        for dxl_id in self.ids:
+            result, error = self.packets.write1ByteTxRx(self.port, dxl_id, ADDR_TORQUE_ENABLE, int(on))
+            self._check(dxl_id, f"torque {'on' if on else 'off'}", result, error)
+
+    def present(self) -> np.ndarray:
+        """(A,) Present Position(132) ticks (signed), by one sync read."""
+        result = self.reader.txRxPacket()
+        if result != self.sdk.COMM_SUCCESS:
+            raise PlayError(f"sync read of Present Position(132): {self.packets.getTxRxResult(result)}")
+        raw = [self.reader.getData(i, ADDR_PRESENT_POSITION, 4) for i in self.ids]
+        return np.array([struct.unpack("<i", struct.pack("<I", v & 0xFFFFFFFF))[0] for v in raw])
+
+    def send_goals(self, ticks: np.ndarray) -> None:
+        """One Goal Position(116) sync write (no status packets come back)."""
+        self.writer.clearParam()
+        for dxl_id, value in zip(self.ids, ticks, strict=True):
+            self.writer.addParam(dxl_id, list(struct.pack("<i", int(value))))
+        result = self.writer.txPacket()
+        if result != self.sdk.COMM_SUCCESS:
+            raise PlayError(f"sync write of Goal Position(116): {self.packets.getTxRxResult(result)}")
+
+    def close(self) -> None:
+        self.port.closePort()
+
+
+@dataclass
+class TrackingReport:
+    """Per servo: ``lag_s`` [s] of the present position behind the goal, ``rms_error`` and
+    ``max_error`` [actuator unit] once the lag is removed; ``samples`` read back; ``late_frames``:
+    frames sent after their time."""
+
+    names: tuple[str, ...]
+    units: tuple[str, ...]
+    lag_s: np.ndarray
+    rms_error: np.ndarray
+    max_error: np.ndarray
+    samples: int
+    frames_sent: int
+    late_frames: int
+
+
+def tracking_report(plan: PlayPlan, read: list, late: int) -> TrackingReport:
+    """Lag by the best whole-frame shift (up to 0.5 s) of the read-back against the goals sent."""
+    a = len(plan.ids)
+    lag, rms, worst = np.zeros(a), np.full(a, np.nan), np.full(a, np.nan)
+    if read:
+        frames = np.array([f for f, _ in read])
+        present = np.array([p for _, p in read], dtype=float)
+        for k in range(a):
+            best = None
+            for shift in range(round(0.5 * plan.rate) + 1):
+                used = frames >= shift
+                if used.sum() < max(2, len(frames) // 2):
+                    break
+                error = (present[used, k] - plan.ticks[frames[used] - shift, k]) / plan.ticks_per_unit[k]
+                score = float(np.sqrt(np.mean(error**2)))
+                if best is None or score < best[0]:
+                    best = (score, shift, float(np.abs(error).max()))
+            rms[k], lag[k], worst[k] = best[0], best[1] / plan.rate, best[2]
+    return TrackingReport(plan.names, plan.units, lag, rms, worst, len(read), len(plan.ticks), late)
+
+
+def play(
+    plan: PlayPlan,
+    port: str,
+    baud: int = 57600,
+    on_stop: str = "hold",
+    settle: float = 0.25,
+    progress: Callable[[int, int], None] | None = None,
+) -> TrackingReport:
+    """Home, stream and stop as the module docstring says; Ctrl-C stops cleanly and re-raises."""
+    if on_stop not in STOP_ACTIONS:
+        raise PlayError(f"on_stop must be one of {STOP_ACTIONS}, got {on_stop!r}")
+    bus = DynamixelBus(port, baud, plan.ids)
+    try:
+        for dxl_id, name in zip(plan.ids, plan.names, strict=True):
+            model = bus.ping(dxl_id)
+            if model not in X_SERIES_MODELS:
+                raise PlayError(f"servo {dxl_id} ({name}): model number {model} is not an X-series servo")
+            mode = bus.read_mode(dxl_id)
+            if mode != plan.mode:
+                raise PlayError(
+                    f"servo {dxl_id} ({name}): Operating Mode(11) is {mode}, the curves need {plan.mode}"
+                )
+        bus.torque(True)
+        ramp = homing_ramp(bus.present(), plan.ticks[0], plan.max_speed, plan.rate)
+        hold = np.repeat(plan.ticks[:1], max(1, round(settle * plan.rate)), axis=0)
+        _stream(bus, np.concatenate([ramp, hold]), plan.rate, readback=False)
+        read, late = _stream(bus, plan.ticks, plan.rate, readback=True, progress=progress)
+    except BaseException:
+        _stop(bus, on_stop)
+        raise
+    _stop(bus, on_stop)
+    return tracking_report(plan, read, late)
+
+
+def _stream(bus, ticks, rate, readback: bool, progress=None):
+    """Send ``ticks`` (F, A) one frame per 1/rate s; read back when the frame leaves time."""
+    period, start = 1.0 / rate, time.perf_counter()
+    read, late = [], 0
+    for f, frame in enumerate(ticks):
+        wait = start + f * period - time.perf_counter()
+        if wait > 0:
+            time.sleep(wait)
+        elif wait < -period:
+            late += 1
+        bus.send_goals(frame)
+        if readback and time.perf_counter() + 0.5 * period < start + (f + 1) * period:
+            read.append((f, bus.present()))
+        if progress is not None and (f % 50 == 0 or f == len(ticks) - 1):
+            progress(f + 1, len(ticks))
+    return read, late
+
+
+def _stop(bus: DynamixelBus, on_stop: str) -> None:
+    """Leave the servos in the documented state (best effort: the bus may be what failed)."""
+    try:
+        if on_stop == "torque-off":
+            bus.torque(False)
+    finally:
+        bus.close()
+
+
+def dry_run_lines(plan: PlayPlan, port: str, baud: int, on_stop: str) -> list[str]:
+    """What :func:`play` would send, as lines for people (nothing is opened)."""
+    ids = ", ".join(f"{i} ({n})" for i, n in zip(plan.ids, plan.names, strict=True))
+    seconds = (len(plan.ticks) - 1) / plan.rate
+    lines = [
+        f"port {port} at {baud} baud, Protocol 2.0: ping servos {ids}; require an X-series model "
+        f"and Operating Mode(11) = {plan.mode}",
+        "Torque Enable(64) = 1 on every servo; read Present Position(132)",
+        "homing: cosine ramp from the present position to the first sample, peak speed "
+        + ", ".join(f"{s:.0f}" for s in plan.max_speed)
+        + " ticks/s",
+        f"{len(plan.ticks)} sync writes of Goal Position(116) at {plan.rate:g} Hz over {seconds:.3f} s:",
+    ]
+    shown = list(range(min(3, len(plan.ticks)))) + [len(plan.ticks) - 1]
+    for f in sorted(set(shown)):
+        lines.append(f"  t={f / plan.rate:8.4f} s  goal ticks {' '.join(str(int(v)) for v in plan.ticks[f])}")
+    lines.append("stop: " + ("hold the last goal, torque on" if on_stop == "hold" else "torque off"))
+    return lines

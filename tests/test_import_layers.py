@@ -1,12 +1,19 @@
 """Layer guard: core and cad_import import without host applications; core stays numpy/scipy only.
 
 Run in a fresh interpreter with ``bpy`` and ``maya`` blocked (``sys.modules[name] = None``
-makes any import of them fail), so a stray host import anywhere below is caught.
+makes any import of them fail), so a stray host import anywhere below is caught. The
+import graph of the whole distribution, read from the source with ``ast``, has no cycle.
 """
 
+import ast
+import graphlib
 import json
 import subprocess
 import sys
+import tomllib
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
 
 SCRIPT = r"""
 import json, sys
@@ -33,3 +40,78 @@ def test_core_and_cad_import_load_without_hosts_and_core_stays_pure():
     # cad_import loads its format libraries only when a file needs them
     assert "looprig.cad_import" in modules["after_cad"]
     assert not {name.split(".")[0] for name in modules["after_cad"]} & {"bpy", "maya"}
+
+
+def _distribution_modules() -> dict[str, Path]:
+    """Every module of the looprig distribution -> its file, from pyproject's package list and dirs."""
+    setup = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["tool"]["setuptools"]
+    modules = {}
+    for package in setup["packages"]:
+        folder = ROOT / setup.get("package-dir", {}).get(package, package.replace(".", "/"))
+        for file in sorted(folder.glob("*.py")):
+            modules[package if file.stem == "__init__" else f"{package}.{file.stem}"] = file
+    return modules
+
+
+def _imported_names(module: str, file: Path, modules) -> set[str]:
+    """Absolute names of everything ``module`` imports, at any depth (function-local included)."""
+    package = module if file.stem == "__init__" else module.rpartition(".")[0]
+    names = set()
+    for node in ast.walk(ast.parse(file.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            names.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                parts = package.split(".")[: len(package.split(".")) - node.level + 1]
+                base = ".".join(parts + ([node.module] if node.module else []))
+            for alias in node.names:  # `from pkg import submodule` imports the submodule
+                names.add(f"{base}.{alias.name}" if f"{base}.{alias.name}" in modules else base)
+    return names
+
+
+def _import_graph():
+    """(module -> set of distribution modules it imports, module -> external top-level names)."""
+    modules = _distribution_modules()
+    internal, external = {}, {}
+    for module, file in modules.items():
+        internal[module], external[module] = set(), set()
+        for name in _imported_names(module, file, modules):
+            target = name
+            while target not in modules and "." in target:
+                target = target.rpartition(".")[0]
+            if target in modules:
+                if target != module:
+                    internal[module].add(target)
+            else:
+                external[module].add(name.partition(".")[0])
+    return internal, external
+
+
+def test_the_distribution_has_no_import_cycle():
+    """Each module's imports (all of them, function-local too) form a DAG over the whole distribution."""
+    internal, _ = _import_graph()
+    assert len(internal) > 50 and "looprig.cli" in internal and "looprig.core.ik" in internal
+    try:
+        order = list(graphlib.TopologicalSorter(internal).static_order())
+    except graphlib.CycleError as error:
+        raise AssertionError(f"import cycle: {' -> '.join(error.args[1])}") from None
+    assert set(order) == set(internal)
+
+
+def test_core_imports_only_numpy_scipy_threadpoolctl_and_the_standard_library():
+    internal, external = _import_graph()
+    allowed = {"numpy", "scipy", "threadpoolctl", *sys.stdlib_module_names}
+    for module in internal:
+        if module.startswith("looprig.core"):
+            assert external[module] <= allowed, (module, external[module] - allowed)
+            outside = {m for m in internal[module] if not m.startswith("looprig.core")}
+            assert not outside, (module, outside)
+
+
+def test_the_graph_sees_function_local_and_relative_imports():
+    """The parser behind the two tests above, on a known case: the CLI's lazy imports."""
+    internal, external = _import_graph()
+    assert {"looprig.app", "looprig.core", "looprig.core.library"} <= internal["looprig.cli"]
+    assert "looprig.core.retarget" in internal["looprig.app"]  # imported inside a function
+    assert "matplotlib" in external["looprig.plotting"]

@@ -34,7 +34,7 @@ RUNS = {
 def run(name: str, options: dict, segment: float, elevation: float, rate: float) -> dict:
     mechanism = build("boxer")
     clip = boxer_singular_clip(rate=rate, elevation=elevation, segment=segment)
-    mapping = RetargetMapping((HAND,), rate=rate, state_weight=2e-4, **options)
+    mapping = RetargetMapping((HAND,), rate=rate, state_weight=2e-4, state_mode="paper", **options)
     start = time.perf_counter()
     result = retarget(mechanism, clip, mapping)
     seconds = time.perf_counter() - start

@@ -25,7 +25,7 @@ from .mechanism import Mechanism
 from .readoff import ActuatorReadout
 from .rotations import quat_to_matrix, retract
 from .settings import RETARGET_SETTINGS, RetargetSettings
-from .terms import ComObjective, FrameObjective
+from .terms import ComObjective, FrameObjective, MotorRest
 
 MAPPING_VERSION = 1
 
@@ -387,7 +387,8 @@ def solve_first_frame(
     off, the minimal-motion metric only shapes the steps, and the solver gets ten
     times the iterations. When the target is still missed, up to
     :data:`FIRST_FRAME_STARTS` perturbed starts (seeded, so reproducible) are tried
-    and the closest answer is kept (ties: the least motion from ``state``).
+    (motor values moved by about 0.5 rad or 0.5 L, assembled by FK) and the
+    closest answer is kept.
     """
     problem = build_problem(mechanism, mapping, settings, first_frame=True)
     many = dataclasses.replace(problem.settings, max_iterations=10 * problem.settings.max_iterations)
@@ -395,11 +396,18 @@ def solve_first_frame(
     if _frame_error(best) <= mapping.reach_tolerance:
         return best
     rng = np.random.default_rng(0)
-    cs = problem.constraints
-    scale = np.tile(np.r_[np.full(3, cs.length_scale), np.ones(3)], (len(state), 1))
+    cs, readout = problem.constraints, problem.readout
+    values = readout.read(state)
+    spread = np.where(readout.is_angle, 0.5, 0.5 * cs.length_scale)  # [rad | m]
+    tangent_scale = np.r_[np.full(3, 0.1 * cs.length_scale), np.full(3, 0.1)]
     for _ in range(FIRST_FRAME_STARTS):
-        moved = retract(state, rng.normal(scale=0.3, size=state.shape[:-1] + (6,)) * scale)
-        start = solve_constraints(cs, moved, None, FKSettings())
+        if len(values):  # move the motors: the robot stays in its assembly mode
+            start = solve_fk(
+                mechanism, values + spread * rng.normal(size=len(values)), state, raise_on_failure=False
+            )
+        else:
+            moved = retract(state, rng.normal(size=state.shape[:-1] + (6,)) * tangent_scale)
+            start = solve_constraints(cs, moved, None, FKSettings())
         if not start.converged:
             continue
         result = solve_ik(problem, targets, start.state, settings=many)
@@ -407,6 +415,15 @@ def solve_first_frame(
             best = result
         if _frame_error(best) <= mapping.reach_tolerance:
             break
+    if best.actuators.size and _frame_error(best) <= mapping.reach_tolerance:
+        # motors that no target determines go back to where the clip starts: pull them
+        # there (a slight bias), then solve exactly from that pose
+        rest = MotorRest(problem.readout, values, 1e-3, cs.length_scale)
+        homing = dataclasses.replace(problem, terms=(*problem.terms, rest))
+        homed = solve_ik(homing, targets, best.state, settings=many)
+        exact = solve_ik(problem, targets, homed.state, settings=many)
+        if _frame_error(exact) <= mapping.reach_tolerance:
+            best = exact
     return best
 
 

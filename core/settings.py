@@ -34,6 +34,7 @@ class Setting:
     maximum: float | None = None  # inclusive
     exclusive_minimum: bool = False
     optional: bool = False  # None allowed
+    choices: tuple[str, ...] = ()  # the valid values of a str setting
 
     @property
     def range_text(self) -> str:
@@ -52,6 +53,10 @@ class Setting:
             if self.optional:
                 return None
             raise SettingsError(f"{where} must be set ({self.range_text})")
+        if self.kind is str:
+            if value not in self.choices:
+                raise SettingsError(f"{where} must be one of {', '.join(self.choices)}, got {value!r}")
+            return value
         if self.kind is bool:
             if not isinstance(value, bool):
                 raise SettingsError(f"{where} must be true or false, got {value!r}")
@@ -88,7 +93,19 @@ class RetargetSettings:
         1200.0, "Hz", "solve rate; the clip is resampled to it", minimum=0.0, exclusive_minimum=True
     )
     state_weight: float = _setting(
-        1e-4, "", "pull of each frame towards the previous one (paper IV.C)", minimum=0.0
+        1e-4,
+        "",
+        "weight of the minimal-motion metric (exact mode: relative, resolves redundancy only) "
+        "or of the pull towards the previous frame (paper mode: absolute)",
+        minimum=0.0,
+    )
+    state_mode: str = _setting(
+        "exact",
+        "",
+        "exact: reachable targets met exactly, motors no target moves hold still; "
+        "paper: the paper's absolute state regularizer, which biases targets",
+        kind=str,
+        choices=("exact", "paper"),
     )
     velocity_weight: float = _setting(
         0.0, "", "weight of the body angular-velocity barrier (paper eq. 4-5)", minimum=0.0
@@ -144,6 +161,7 @@ class RetargetSettings:
         body_barrier = self.max_angular_velocity is not None and self.velocity_weight > 0.0
         return Regularization(
             state_weight=self.state_weight,
+            state_mode=self.state_mode,
             velocity_weight=self.velocity_weight if body_barrier else 0.0,
             velocity_threshold=velocity_threshold(self.max_angular_velocity, self.rate)
             if body_barrier

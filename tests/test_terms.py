@@ -38,6 +38,7 @@ from looprig.core.terms import (
     JointConstraints,
     LeastSquaresTerm,
     MinimalMotion,
+    MotorRest,
     Point,
     Reference,
     Regularization,
@@ -105,6 +106,15 @@ def case_minimal_motion(rng):
     return term, _point(problem, states, states, _fourbar_targets(rng, com=False))
 
 
+def case_motor_rest(rng):
+    m = build("slider_crank")
+    problem = IKProblem(m)
+    rest = rng.normal(size=len(m.actuator_names))
+    term = MotorRest(problem.readout, rest, 1e-2, problem.constraints.length_scale)
+    states = _random_states(m, rng, 0.2)
+    return term, _point(problem, states, states, _fourbar_targets(rng, com=False))
+
+
 def case_velocity_barrier(rng):
     m = build("boxer")
     problem = IKProblem(m)
@@ -147,6 +157,7 @@ def case_joint_constraints(rng):
 CASES = [
     case_frame_task,
     case_minimal_motion,
+    case_motor_rest,
     case_com_task,
     case_state_regularizer,
     case_velocity_barrier,
@@ -314,7 +325,7 @@ def test_ik_targets_are_validated():
 
 
 def test_minimal_motion_metric_is_the_motor_motion():
-    """Along a motion of the one motor, d^T H d = w L^2 dp^2 (plus a 1e-6 share of body motion)."""
+    """Along a motion of the one motor, d^T H d = w L^2 dp^2 (plus a 1e-9 share of body motion)."""
     m = build("fourbar")
     problem = IKProblem(m)
     L, free = problem.constraints.length_scale, problem.constraints.free_bodies

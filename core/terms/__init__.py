@@ -6,7 +6,14 @@ See :mod:`.base` for the protocol; one module per family.
 from .base import LeastSquaresTerm, Linearization, Point, Reference, Targets, Term, TermKind
 from .equality import JointConstraints
 from .limits import ActuatorBarrier, ActuatorLimits, actuator_barrier
-from .regularizers import MinimalMotion, Regularization, StateRegularizer, VelocityBarrier, velocity_threshold
+from .regularizers import (
+    MinimalMotion,
+    MotorRest,
+    Regularization,
+    StateRegularizer,
+    VelocityBarrier,
+    velocity_threshold,
+)
 from .tasks import ComObjective, ComTask, FrameObjective, FrameTask, robot_mask
 
 __all__ = [
@@ -20,6 +27,7 @@ __all__ = [
     "LeastSquaresTerm",
     "Linearization",
     "MinimalMotion",
+    "MotorRest",
     "Point",
     "Reference",
     "Regularization",

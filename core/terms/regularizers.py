@@ -127,7 +127,7 @@ class MinimalMotion(Term):
 
     ``H = w L^2 (J_p^T S J_p + eps D)``: J_p the read-off Jacobian of every actuator
     (B, A, N), S = 1 for angles [rad] and 1/L^2 for displacements [m]; D the body
-    metric ``diag(1/L^2 [translations], 1 [rotations])`` with eps = 1e-6 (1 for a
+    metric ``diag(1/L^2 [translations], 1 [rotations])`` with eps = 1e-9 (1 for a
     mechanism without actuators). L: the mean joint distance [m], so w is relative
     to position-tracking terms (whose Hessians grow as L^2 per radian). Value and
     gradient are zero at every iterate (kind ``proximal``): motors that no target
@@ -144,7 +144,7 @@ class MinimalMotion(Term):
         self.weight, self.length_scale = float(weight), float(length_scale)
         L = self.length_scale
         self._row_scale = np.where(readout.is_angle, 1.0, 1.0 / L)  # (A,)
-        self._eps = 1e-6 if len(readout.names) else 1.0
+        self._eps = 1e-9 if len(readout.names) else 1.0
         self._body_metric = np.r_[np.full(3, 1.0 / L**2), np.ones(3)]
 
     def linearize(self, point: Point, derivatives: bool = True) -> Linearization:
@@ -170,6 +170,35 @@ class MinimalMotion(Term):
 
     def errors(self, point: Point) -> dict[str, np.ndarray]:
         return {}  # it measures nothing: it only shapes the steps
+
+
+class MotorRest(LeastSquaresTerm):
+    """Pull the motors towards rest values: ``r = sqrt(w) L S (p(s) - p_rest)`` (A,),
+    S = 1 for angles, 1/L for displacements, so w is relative like
+    :class:`MinimalMotion`'s. Used to bring motors that no target determines back
+    to where the clip starts after a restart from a perturbed pose.
+    """
+
+    name = "motor rest"
+    unit = "m"
+
+    def __init__(self, readout, rest: np.ndarray, weight: float, length_scale: float):
+        self.readout, self.rest = readout, np.asarray(rest, dtype=float)
+        L = float(length_scale)
+        self._row_scale = np.sqrt(weight) * L * np.where(readout.is_angle, 1.0, 1.0 / L)
+
+    def residual(self, point: Point, jacobian: bool = True):
+        values = self.readout.read(point.state, previous=self.rest, R=point.R)
+        r = self._row_scale * (values - self.rest)
+        if not jacobian:
+            return r, None
+        J = np.stack(
+            [
+                self.readout.jacobian(point.state[b], point.R[b], point.column_of_body, point.n_vars)
+                for b in range(point.batch)
+            ]
+        )
+        return r, J * self._row_scale[:, None]
 
 
 class VelocityBarrier(Term):

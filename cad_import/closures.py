@@ -33,7 +33,7 @@ from pathlib import Path
 import numpy as np
 
 from ..core.mechanism import JointKind
-from .errors import FileFormatError
+from .errors import MAX_MODEL_BYTES, FileFormatError, check_file_size
 from .tree import CLOSURE_KINDS, ClosureSpec
 
 CLOSING_NAME = re.compile(r"^closing_(.+)_([12])$")
@@ -108,9 +108,14 @@ def read_closure_yaml(path, joint_child: dict[str, str], link_names) -> tuple[li
     except ImportError as error:
         raise FileFormatError(path, "reading closures needs PyYAML: pip install 'looprig[cad]'") from error
     try:
-        data = yaml.safe_load(Path(path).read_text())
+        check_file_size(path, MAX_MODEL_BYTES, "closure file")
+        data = yaml.safe_load(Path(path).read_text(encoding="utf-8"))
     except OSError as error:
         raise FileFormatError(path, f"cannot read file: {error.strerror or error}") from None
+    except UnicodeDecodeError as error:
+        raise FileFormatError(path, f"not UTF-8 text: {error.reason} at byte {error.start}") from None
+    except (ValueError, RecursionError) as error:  # PyYAML's reader and deep nesting
+        raise FileFormatError(path, f"not valid YAML: {error}") from None
     except yaml.YAMLError as error:
         mark = getattr(error, "problem_mark", None)
         raise FileFormatError(

@@ -10,7 +10,7 @@ from pathlib import Path
 from xml.parsers import expat
 
 from ..core.mechanism import Mechanism
-from .errors import FileFormatError
+from .errors import MAX_MODEL_BYTES, FileFormatError, check_file_size
 from .mjcf import read_mjcf
 from .native import load_native
 from .tree import ImportedModel, ImportSettings, TreeModel, build_mechanism
@@ -51,6 +51,7 @@ def detect_format(path) -> str:
     path = Path(path)
     if not path.is_file():
         raise FileFormatError(path, "file not found" if not path.exists() else "not a file")
+    check_file_size(path, MAX_MODEL_BYTES)
     suffix = path.suffix.lower()
     if suffix == ".urdf":
         return "urdf"

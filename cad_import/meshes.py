@@ -20,7 +20,7 @@ from urllib.parse import unquote, urlparse
 
 import numpy as np
 
-from .errors import FileFormatError, FileFormatWarning
+from .errors import MAX_MESH_BYTES, FileFormatError, FileFormatWarning, check_file_size
 
 #: File extensions trimesh reads here (lower case, with the dot).
 MESH_EXTENSIONS = (".stl", ".obj", ".ply", ".glb", ".gltf", ".off", ".dae", ".step", ".stp")
@@ -91,6 +91,7 @@ def load_mesh(path):
     path = Path(path)
     if not path.is_file():
         raise FileFormatError(path, "mesh file not found")
+    check_file_size(path, MAX_MESH_BYTES, "mesh file")
     suffix = path.suffix.lower()
     if suffix in (".step", ".stp"):
         try:

@@ -43,7 +43,7 @@ import numpy as np
 
 from ..core.mechanism import JointKind
 from ..core.rotations import quat_to_matrix
-from .errors import FileFormatError
+from .errors import MAX_MESH_BYTES, MAX_MODEL_BYTES, FileFormatError, check_file_size
 from .tree import (
     DEFAULT_SETTINGS,
     ClosureSpec,
@@ -98,6 +98,8 @@ def compile_mjcf(path, text: str | None = None):
             if text is None:
                 if not Path(path).is_file():
                     raise FileFormatError(path, "file not found")
+                check_file_size(path, MAX_MODEL_BYTES)
+                _check_utf8(Path(path).read_bytes(), path)
                 spec = mujoco.MjSpec.from_file(str(path))
             else:
                 spec = mujoco.MjSpec.from_string(text)
@@ -105,6 +107,8 @@ def compile_mjcf(path, text: str | None = None):
             raise
         except Exception as error:  # MuJoCo raises ValueError; be safe with others
             raise _mujoco_error(path, error, "parsing") from None
+        _check_mesh_files(spec, path)
+        _check_masses(spec, path)
         try:
             model = spec.compile()
         except Exception as error:
@@ -116,12 +120,81 @@ def compile_mjcf(path, text: str | None = None):
             raise FileFormatError(path, "the file contains a NaN (not a number)")
     bad = [
         name
-        for name in ("body_pos", "body_quat", "body_mass", "body_ipos", "jnt_axis", "jnt_pos", "site_pos")
+        for name in (
+            "body_pos",
+            "body_quat",
+            "body_mass",
+            "body_ipos",
+            "body_inertia",
+            "jnt_axis",
+            "jnt_pos",
+            "jnt_range",
+            "site_pos",
+            "site_quat",
+            "geom_pos",
+            "geom_quat",
+            "eq_data",
+            "actuator_ctrlrange",
+            "actuator_gear",
+            "tendon_range",
+            "wrap_prm",
+        )
         if not np.all(np.isfinite(getattr(model, name)))
     ]
     if bad:
         raise FileFormatError(path, "non-finite values in " + ", ".join(bad))
     return spec, model
+
+
+def _check_utf8(data: bytes, path) -> None:
+    try:
+        data.decode("utf-8")
+    except UnicodeDecodeError as error:
+        line = data.count(b"\n", 0, error.start) + 1
+        raise FileFormatError(path, f"not UTF-8 text: {error.reason}", line=line) from None
+
+
+def _check_mesh_files(spec, path) -> None:
+    """Refuse mesh files over the size limit before MuJoCo reads them."""
+    base = Path(spec.modelfiledir or Path(path).parent) / (spec.meshdir or "")
+    for mesh in spec.meshes:
+        if mesh.file:
+            file = Path(mesh.file)
+            check_file_size(
+                file if file.is_absolute() else base / file, MAX_MESH_BYTES, f"mesh {mesh.name!r}"
+            )
+
+
+def _check_masses(spec, path) -> None:
+    """Negative or non-finite masses, densities and inertias are errors, not placeholders.
+
+    MuJoCo itself rejects some (on moving bodies) and silently zeroes others (on
+    bodies welded to their parent); looprig refuses them all, naming the element.
+    """
+    for body in spec.bodies:
+        if body.explicitinertial:
+            full = np.ravel(body.fullinertia)
+            signed = [body.mass, *np.ravel(body.inertia), *full[:3]]  # masses and moments
+            finite = [*signed, *full[3:]]  # products of inertia may be negative
+            if (
+                not (np.isfinite(body.mass) and body.mass >= 0)
+                or any(not np.isnan(v) and not np.isfinite(v) for v in finite)
+                or any(v < 0 for v in signed if np.isfinite(v))
+            ):
+                raise FileFormatError(
+                    path,
+                    f"mass {body.mass:g} kg and inertia must be finite and not negative",
+                    f"body {body.name!r} <inertial>",
+                )
+    for geom in spec.geoms:
+        for label, value in (("mass", geom.mass), ("density", geom.density)):
+            if not np.isnan(value) and not (np.isfinite(value) and value >= 0):
+                owner = geom.parent.name if geom.parent is not None else "?"
+                raise FileFormatError(
+                    path,
+                    f"geom {label} {value:g} must be finite and not negative",
+                    f"geom {geom.name!r} of body {owner!r}" if geom.name else f"a geom of body {owner!r}",
+                )
 
 
 def _pose(pos, quat) -> np.ndarray:
@@ -147,6 +220,13 @@ def _mesh_path(model, spec, mesh_id: int) -> str:
 
 def read_mjcf(path, *, text: str | None = None, settings: ImportSettings = DEFAULT_SETTINGS) -> TreeModel:
     """Compile an MJCF file with MuJoCo and describe it as a :class:`TreeModel`."""
+    try:
+        return _read_mjcf(path, text, settings)
+    except UnicodeDecodeError as error:  # MuJoCo's names and paths (e.g. from an <include>)
+        raise FileFormatError(path, f"not UTF-8 text in a name or path: {error.reason}") from None
+
+
+def _read_mjcf(path, text: str | None, settings: ImportSettings) -> TreeModel:
     mujoco = _mujoco()
     path = Path(path)
     spec, model = compile_mjcf(path, text)

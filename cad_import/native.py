@@ -63,7 +63,7 @@ from ..core.mechanism import (
     JointKind,
     Mechanism,
 )
-from .errors import FileFormatError
+from .errors import MAX_MODEL_BYTES, FileFormatError, check_file_size
 from .tree import ImportedModel, MeshRef
 
 FORMAT = "looprig-mechanism"
@@ -542,6 +542,7 @@ def load_native(path, text: str | None = None) -> ImportedModel:
     path = Path(path)
     try:
         if text is None:
+            check_file_size(path, MAX_MODEL_BYTES)
             text = path.read_text(encoding="utf-8")
         data = json.loads(text, parse_constant=_reject_constant)
     except OSError as error:

@@ -529,6 +529,14 @@ def build_mechanism(model: TreeModel, settings: ImportSettings = DEFAULT_SETTING
                     joint.element,
                     joint.line,
                 )
+            if not (joint.velocity > 0 and joint.acceleration > 0):
+                raise model.error(
+                    f"actuated joint with velocity limit {joint.velocity:g} and acceleration limit "
+                    f"{joint.acceleration:g}: a motor needs positive limits (a limit of 0 means it "
+                    "may not move; leave the limit out for none)",
+                    joint.element,
+                    joint.line,
+                )
             q0 = offsets[joint.name]
             actuator = Actuator(
                 motion=ActuatedMotion.ANGLE

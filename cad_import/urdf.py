@@ -151,16 +151,21 @@ def _read_meshes(
             spec.meshes.append(MeshRef(path, T, role, rgba))
 
 
-def _mass_from_meshes(spec: LinkSpec, settings: ImportSettings) -> str | None:
+def _mass_from_meshes(spec: LinkSpec, settings: ImportSettings, urdf_path) -> str | None:
     """Fill mass, CoM and inertia from the link's meshes; a note, or None."""
     collision = [m for m in spec.meshes if m.role == "collision" and Path(m.path).is_file()]
     visual = [m for m in spec.meshes if m.role == "visual" and Path(m.path).is_file()]
     parts = collision or visual
     if not parts:
         return None
-    props = combine_mass_properties(
-        mesh_mass_properties(m.path, settings.density, m.T_link_mesh) for m in parts
-    )
+    try:
+        props = combine_mass_properties(
+            mesh_mass_properties(m.path, settings.density, m.T_link_mesh) for m in parts
+        )
+    except FileFormatError as error:  # name the URDF and the link, then the mesh
+        raise FileFormatError(
+            urdf_path, f"mesh {error.path}: {error.problem}", f"link {spec.name!r}", spec.line
+        ) from None
     spec.mass, spec.com, spec.inertia = props.mass, props.com, props.inertia
     return (
         f"link {spec.name!r} has no <inertial>: mass {props.mass:.4g} kg computed from its "
@@ -203,7 +208,7 @@ def read_urdf(
         has_inertial = _read_inertial(doc, link, spec)
         _read_meshes(doc, link, spec, base, package_paths, settings, notes)
         if not has_inertial:
-            note = _mass_from_meshes(spec, settings)
+            note = _mass_from_meshes(spec, settings, path)
             if note:
                 notes.append(note)
             else:
@@ -253,11 +258,11 @@ def read_urdf(
                 if spec.lower > spec.upper:
                     raise doc.error(limit, f"lower limit {spec.lower} exceeds upper limit {spec.upper}", what)
             if limit.get("velocity") is not None:
-                velocity = doc.number(limit, "velocity")
-                if velocity > 0:
-                    spec.velocity = velocity
-                elif velocity < 0:
-                    raise doc.error(limit, f"negative velocity limit {velocity}", what)
+                # a velocity of 0 is a real limit (the joint may not move), not "none":
+                # on an actuated joint it is refused when the mechanism is built
+                spec.velocity = doc.number(limit, "velocity")
+                if spec.velocity < 0:
+                    raise doc.error(limit, f"negative velocity limit {spec.velocity}", what)
         if joint.find("mimic") is not None:
             notes.append(f"joint {name!r} mimics another joint; looprig keeps it independent")
         joints.append(spec)

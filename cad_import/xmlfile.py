@@ -13,7 +13,7 @@ from xml.parsers import expat
 
 import numpy as np
 
-from .errors import FileFormatError
+from .errors import MAX_MODEL_BYTES, FileFormatError, check_file_size
 
 #: Largest magnitude accepted for a number in a file (lengths in metres, masses in kg...).
 MAX_MAGNITUDE = 1e100
@@ -25,6 +25,7 @@ class XmlDocument:
     def __init__(self, path, text: bytes | str | None = None):
         self.path = None if path is None else str(path)
         if text is None:
+            check_file_size(path, MAX_MODEL_BYTES)
             try:
                 text = Path(path).read_bytes()
             except OSError as error:

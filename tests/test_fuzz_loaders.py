@@ -228,3 +228,152 @@ def test_fuzz_files_on_disk(tmp_path):
         load_mechanism(tmp_path)
     with pytest.raises(LooprigError):
         load_mechanism(tmp_path / "does-not-exist.urdf")
+
+
+# ---------------------------------------------------------------- the shared models, counted
+MODELS = Path(__file__).resolve().parents[2] / "shared" / "models"
+#: (file to mutate, name it is written as, the unmutated companion files written beside it)
+SOURCES = [
+    (DATA / "fourbar_closing.urdf", "robot.urdf", {}),
+    (DATA / "fourbar_looprig.urdf", "robot.urdf", {}),
+    (DATA / "fourbar_connect.xml", "model.xml", {}),
+    (DATA / "fourbar.looprig.json", "model.looprig.json", {}),
+    (
+        MODELS / "gepetto_5bar_linkage/robot.urdf",
+        "robot.urdf",
+        {"robot.yaml": "gepetto_5bar_linkage/robot.yaml"},
+    ),
+    (
+        MODELS / "gepetto_5bar_linkage/robot.yaml",
+        "robot.yaml",
+        {"robot.urdf": "gepetto_5bar_linkage/robot.urdf"},
+    ),
+    (MODELS / "gepetto_digit_like/robot.yaml", "robot.yaml", {"robot.urdf": "gepetto_digit_like/robot.urdf"}),
+    (MODELS / "gepetto_digit_like/robot.urdf", "robot.urdf", {"robot.yaml": "gepetto_digit_like/robot.yaml"}),
+    (MODELS / "reachy_mini/urdf/robot.urdf", "robot.urdf", {}),
+    (MODELS / "mujoco_testdata_equality/equality_site.xml", "model.xml", {}),
+    (MODELS / "mujoco_testdata_equality/jdotv_weld_3d.xml", "model.xml", {}),
+    (MODELS / "robotiq_2f85/2f85.xml", "model.xml", {}),
+    (MODELS / "agility_cassie/cassie.xml", "model.xml", {}),
+]
+HOSTILE_BYTES = [b"\xff", b"\xfe\xff", b"\xc3(", b"\x00", b"\xed\xa0\x80", b"\x80", b"\xf4\x90\x80\x80"]
+CASE_SECONDS = 20  # a case still running after this long is counted as a hang
+
+
+EXAMPLES: dict[str, str] = {}  # one case of each failing class, for the assertion message
+
+
+class Hang(Exception):
+    pass
+
+
+def mutate_bytes(rng, data: bytes) -> bytes:
+    """A few byte-level or structured edits: invalid UTF-8, flipped and deleted bytes, cuts,
+    attribute values and numbers swapped for hostile ones."""
+    out = bytearray(data)
+    for _ in range(rng.integers(1, 4)):
+        if not out:
+            break
+        i = int(rng.integers(0, len(out)))
+        choice = rng.integers(0, 7)
+        if choice == 0:
+            out[i] = int(rng.integers(0, 256))
+        elif choice == 1:
+            out[i:i] = HOSTILE_BYTES[rng.integers(len(HOSTILE_BYTES))]
+        elif choice == 2:
+            del out[i : i + int(rng.integers(1, 40))]
+        elif choice == 3:
+            del out[i:]
+        elif choice == 4:
+            out[i:i] = HOSTILE[rng.integers(len(HOSTILE))].encode()
+        else:  # replace an attribute value or a number token
+            start = out.find(b'"', i)
+            end = out.find(b'"', start + 1) if start >= 0 else -1
+            if start >= 0 and end > start:
+                out[start + 1 : end] = HOSTILE[rng.integers(len(HOSTILE))].encode()
+    return bytes(out)
+
+
+def classify(path: Path) -> str:
+    """Load one file: ``loaded``, ``clean error`` (one line, a LooprigError naming the file),
+    ``unclear error``, ``traceback`` (any other exception), ``hang`` or ``silently wrong``
+    (loaded, but masses, limits or the assembled loops are not sound)."""
+    import signal
+
+    import numpy as np
+    from looprig.cad_import import load_model
+    from looprig.core.constraints import ConstraintSet
+
+    def alarm(*_):
+        raise Hang
+
+    previous = signal.signal(signal.SIGALRM, alarm)
+    signal.setitimer(signal.ITIMER_REAL, CASE_SECONDS)
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            model = load_model(path, missing_meshes="warn")
+    except Hang:
+        EXAMPLES.setdefault("hang", str(path))
+        return "hang"
+    except LooprigError as error:
+        message = str(error)
+        if "\n" not in message and str(path.parent) in message:
+            return "clean error"
+        EXAMPLES.setdefault("unclear error", message)
+        return "unclear error"
+    except Exception as error:
+        EXAMPLES.setdefault("traceback", f"{path}: {type(error).__name__}: {error}")
+        return "traceback"
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+    m = model.mechanism
+    state = m.initial_state()
+    constraints = ConstraintSet(m, actuated=False)
+    sound = (
+        np.all(np.isfinite(state))
+        and all(np.isfinite(b.mass) and b.mass > 0 for b in m.bodies)
+        and all(
+            j.actuator.lower <= j.actuator.upper and j.actuator.velocity_limit > 0 for j in m.actuated_joints
+        )
+        and np.abs(constraints.residual(state)).max(initial=0.0) <= 1e-6 * constraints.length_scale
+    )
+    if not sound:
+        EXAMPLES.setdefault("silently wrong", str(path))
+    return "loaded" if sound else "silently wrong"
+
+
+def run_shared_model_fuzz(cases: int, folder: Path, seed: int = 0) -> dict[str, int]:
+    """``cases`` mutated files over :data:`SOURCES`; returns the count of each outcome."""
+    import numpy as np
+
+    rng = np.random.default_rng(seed)
+    sources = [(path.read_bytes(), name, companions) for path, name, companions in SOURCES if path.is_file()]
+    counts = dict.fromkeys(
+        ("loaded", "clean error", "unclear error", "traceback", "hang", "silently wrong"), 0
+    )
+    for case in range(cases):
+        data, name, companions = sources[case % len(sources)]
+        where = folder / f"case{case}"
+        where.mkdir()
+        for companion, source in companions.items():
+            (where / companion).write_bytes((MODELS / source).read_bytes())
+        target = where / name
+        target.write_bytes(mutate_bytes(rng, data))
+        load = where / "robot.urdf" if name == "robot.yaml" else target
+        counts[classify(load)] += 1
+    return counts
+
+
+def test_fuzz_shared_models_counted(tmp_path):
+    """Byte-level and structured mutations of the shared models (URDF, YAML side files,
+    MJCF, native): 0 tracebacks, 0 hangs, 0 silently wrong, every error one clear line.
+    A quick slice here; ``LOOPRIG_FUZZ=1`` runs 10,400 cases and prints the counts."""
+    cases = 10_400 if os.environ.get("LOOPRIG_FUZZ") else 130
+    counts = run_shared_model_fuzz(cases, tmp_path)
+    print(f"\nshared-model fuzz, {cases} cases: {counts}")
+    assert sum(counts.values()) == cases
+    assert (
+        counts["traceback"] == counts["hang"] == counts["silently wrong"] == counts["unclear error"] == 0
+    ), (counts, EXAMPLES)

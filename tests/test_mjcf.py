@@ -299,3 +299,36 @@ def test_fourbar_that_cannot_close_is_a_clear_error(tmp_path):
     """Ground pivot 12 cm away: beyond the 11 cm the three links reach."""
     with pytest.raises(FileFormatError, match=r"closures cannot all be met .*closure 'close'"):
         quiet_load(write(tmp_path, straight_fourbar(0.12)))
+
+
+@pytest.mark.parametrize(
+    ("fragment", "message"),
+    [
+        ('<connect body1="b" body2="world" anchor="0.35 0 -inf"/>', "non-finite values in eq_data"),
+        ('<connect body1="b" body2="world" anchor="0.35 0 nan"/>', "NaN"),
+    ],
+)
+def test_non_finite_equality_is_a_clear_error(tmp_path, fragment, message):
+    text = f"""<mujoco><worldbody><body name="b"><joint type="hinge"/><geom size="0.1"/></body>
+    </worldbody><equality>{fragment}</equality></mujoco>"""
+    with pytest.raises(FileFormatError, match=message):
+        quiet_load(write(tmp_path, text))
+
+
+@pytest.mark.parametrize(
+    ("inner", "message"),
+    [
+        ('<inertial pos="0 0 0" mass="-inf" diaginertia="1 1 1"/>', r"body 'w' <inertial>: mass -inf kg"),
+        ('<inertial pos="0 0 0" mass="-1" diaginertia="1 1 1"/>', r"body 'w' <inertial>: mass -1 kg"),
+        ('<inertial pos="0 0 0" mass="1" diaginertia="1 -1 1"/>', r"body 'w' <inertial>"),
+        ('<geom name="g" size="0.1" mass="-1"/>', r"geom 'g' of body 'w': geom mass -1"),
+        ('<geom size="0.1" density="-inf"/>', r"a geom of body 'w': geom density -inf"),
+    ],
+)
+def test_negative_or_infinite_masses_are_refused_not_replaced(tmp_path, inner, message):
+    """On a body welded to its parent MuJoCo zeroes such masses without a word; looprig
+    refuses them, naming the body or geom."""
+    text = f"""<mujoco><worldbody><body name="a"><joint type="hinge"/><geom size="0.1"/>
+      <body name="w" pos="1 0 0">{inner}</body></body></worldbody></mujoco>"""
+    with pytest.raises(FileFormatError, match=message):
+        quiet_load(write(tmp_path, text))

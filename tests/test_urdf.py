@@ -366,3 +366,44 @@ def test_closures_argument_and_xml_extension(tmp_path):
     np.testing.assert_allclose(m.frame("end_a").position, m.frame("end_b").position, atol=1e-12)
     with pytest.raises(FileFormatError, match="closure frame 'nope' is not a link"):
         load_mechanism(path, closures=[("end_a", "nope", "fixed")])
+
+
+def test_yaml_side_file_that_is_not_utf8_is_a_clear_error(tmp_path):
+    path = write(tmp_path, robot(AB + joint("j", "revolute", "a", "b")))
+    (tmp_path / "robot.yaml").write_bytes(b"closed_loop: [['a', 'b\xff\xfe']]\n")
+    with pytest.raises(FileFormatError, match=r"robot\.yaml: not UTF-8 text"):
+        load_mechanism(path)
+
+
+def test_oversized_files_are_refused_before_reading(tmp_path):
+    """A sparse file over the documented limit is refused by its size, in no time; the
+    message names the URDF, the link and the mesh."""
+    from looprig.cad_import.errors import MAX_MESH_BYTES, MAX_MODEL_BYTES
+
+    with open(tmp_path / "huge.stl", "wb") as stream:
+        stream.truncate(MAX_MESH_BYTES + 1)
+    body = (
+        '<link name="a"/><link name="b"><collision>'
+        '<geometry><mesh filename="huge.stl"/></geometry></collision></link>'
+        + joint("j", "revolute", "a", "b", axis="0 0 1")
+    )
+    path = write(tmp_path, robot(body))
+    with pytest.raises(
+        FileFormatError, match=r"robot\.urdf:\d+: link 'b': mesh .*huge\.stl: mesh file is 256\.0 MiB"
+    ):
+        load_mechanism(path)
+    with open(tmp_path / "huge.urdf", "wb") as stream:
+        stream.truncate(MAX_MODEL_BYTES + 1)
+    with pytest.raises(FileFormatError, match="above looprig's limit of 64 MiB"):
+        load_mechanism(tmp_path / "huge.urdf")
+
+
+def test_zero_velocity_limit_is_a_limit_not_none(tmp_path):
+    """URDF velocity="0" on a passive joint is kept (nothing checks it); on a motor it is
+    refused, naming the joint, instead of meaning "no limit"."""
+    limit = '<limit lower="-1" upper="1" velocity="0"/>'
+    passive = robot(AB + joint("j", "revolute", "a", "b", axis="0 0 1", extra=limit))
+    assert load_mechanism(write(tmp_path, passive)).joint("j").actuator is None
+    actuated = passive.replace("</robot>", '<transmission name="t"><joint name="j"/></transmission></robot>')
+    with pytest.raises(FileFormatError, match=r"joint 'j': actuated joint with velocity limit 0"):
+        load_mechanism(write(tmp_path, actuated))

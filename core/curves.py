@@ -172,20 +172,24 @@ class Violation:
 
     @classmethod
     def from_dict(cls, data: Mapping) -> "Violation":
-        try:
-            peak_time = data.get("peak_time")
-            return cls(
-                actuator=str(data["actuator"]),
-                quantity=str(data["quantity"]),
-                start_time=float(data["start_time"]),
-                end_time=float(data["end_time"]),
-                peak=float(data["peak"]),
-                limit=float(data["limit"]),
-                peak_time=math.nan if peak_time is None else float(peak_time),
-                unit=str(data.get("unit", "")),
-            )
-        except (KeyError, TypeError, ValueError) as exc:
-            raise CurvesError(f"malformed violation record {dict(data)!r}: {exc}") from None
+        """The violation of a record written by :meth:`to_dict`; CurvesError naming the bad field."""
+        if not isinstance(data, Mapping):
+            raise CurvesError(f"a violation record must be an object, got {data!r:.80}")
+        fields = {}
+        for key in ("actuator", "quantity", "unit"):
+            value = data.get(key, "") if key == "unit" else data.get(key)
+            if not isinstance(value, str):
+                raise CurvesError(f"violation record: {key!r} must be a string, got {value!r:.80}")
+            fields[key] = value
+        for key in ("start_time", "end_time", "peak", "limit", "peak_time"):
+            value = data.get(key)
+            if key == "peak_time" and value is None:
+                fields[key] = math.nan
+                continue
+            if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
+                raise CurvesError(f"violation record: {key!r} must be a finite number, got {value!r:.80}")
+            fields[key] = float(value)
+        return cls(**fields)
 
 
 def merge_violations(*groups: Iterable[Violation], order: Sequence[str] = ()) -> list[Violation]:

@@ -26,6 +26,7 @@ from looprig.core.export import (
     DynamixelSettings,
     dxl_velocity_to_rad_s,
     dynamixel_velocity_limit,
+    plain_csv_metadata_path,
     rad_s_to_dxl_velocity,
     read_c_header,
     read_csv,
@@ -41,6 +42,7 @@ from looprig.core.export import (
     write_dynamixel_csv,
     write_dynamixel_json,
     write_json,
+    write_plain_csv,
 )
 
 HALF_TICK = math.pi / 4096  # [rad]
@@ -530,3 +532,110 @@ def test_peak_loss_warning_prints_as_one_line_for_people():
     assert LooprigWarning("not watertight", "robot.urdf", "mesh 'arm.stl'").one_line() == (
         "looprig: warning: robot.urdf: mesh 'arm.stl': not watertight"
     )
+
+
+# --------------------------------------------------------------------------- plain CSV
+def test_plain_csv_loads_with_numpy_and_keeps_limits_and_violations_beside_it(tmp_path):
+    curves = fast_curves()
+    path = tmp_path / "curves.csv"
+    recorded = write_plain_csv(curves, path, allow_violations=True)
+    assert recorded == check_limits(curves) and len(recorded) == 3
+    table = np.loadtxt(path, delimiter=",", skiprows=1)
+    np.testing.assert_array_equal(table, np.column_stack([curves.times, curves.values]))
+    header = path.read_text().splitlines()[0]
+    assert header == "time [s],elbow [rad],shoulder [rad]" and "#" not in path.read_text()
+    side = json.loads(plain_csv_metadata_path(path).read_text())
+    assert plain_csv_metadata_path(path) == tmp_path / "curves.meta.json"
+    assert side["data_file"] == "curves.csv" and side["velocity_limit"] == [5.0, 5.0]
+    assert side["violations"] == [v.to_dict() for v in recorded]
+    back = read_csv(path)
+    assert list(back.carried_violations) == recorded and list(back.velocity_limit) == [5.0, 5.0]
+    assert back.hardware_ids == (1, 2)
+    with pytest.raises(LimitViolationError):
+        write_plain_csv(curves, tmp_path / "refused.csv")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["curves.csv", "curves.meta.json"]
+
+
+def test_plain_csv_side_file_must_match_its_csv(tmp_path):
+    path = tmp_path / "curves.csv"
+    write_plain_csv(fast_curves(), path, allow_violations=True)
+    side = plain_csv_metadata_path(path)
+    doc = json.loads(side.read_text())
+    side.write_text(json.dumps({**doc, "names": ["elbow", "wrist"]}))
+    with pytest.raises(CurvesError, match=r"curves\.meta\.json.*'names' disagree"):
+        read_csv(path)
+    side.write_text(json.dumps({**doc, "data_file": "other.csv"}))  # another file's record: ignored
+    assert read_csv(path).carried_violations == ()
+
+
+# --------------------------------------------------------------------------- hostile files
+@pytest.mark.parametrize(
+    ("name", "content", "fragment"),
+    [
+        ("a.csv", b"time [s],a [rad]\n0,1\n0.1,\xff2\n", r"not UTF-8 text: byte 0xff at line 3, column 5"),
+        ("b.csv", b"time [s],a [rad]\n0,1\n0.1,1e308\n0.2,-1e308\n0.3,1\n", r"b\.csv.*(too large|spline)"),
+        ("c.csv", b"time [s],a [rad]\n0,1\n0.1,inf\n", r"line 3 column 2: 'inf' is not a finite number"),
+        ("d.csv", b"time [s],a [rad]\n0,1\n0.1,nan\n", r"line 3 column 2: 'nan' is not a finite number"),
+        ("e.csv", b"time [s],a [rad]\n0,1\n0.1\n", r"line 3: bad row length"),
+        ("f.csv", b'# lower: ["x"]\ntime [s],a [rad]\n0,1\n', r"f\.csv.*'lower' entry 1 must be a number"),
+        ("g.csv", b"# violation: 5\ntime [s],a [rad]\n0,1\n", r"g\.csv' line 1: a violation record must be"),
+        ("h.csv", b'# hardware_ids: [[1]]\ntime [s],a [rad]\n0,1\n', r"'hardware_ids' entry 1 must be"),
+        ("a.json", b'{"actuators": 5}', r"a\.json.*'actuators' must be a non-empty list"),
+        ("b.json", b'[1, 2]', r"b\.json.*expected a JSON object"),
+        ("c.json", b'{"times": [0, 1], "actuators": [{"name": "a", "unit": "rad", "values": [0, Infinity]}]}',
+         r"c\.json.*'actuators\[0\]\.values' holds inf"),
+        ("d.json", b'{"times": [0], "actuators": [{"name": 7, "unit": "rad", "values": [0]}]}',
+         r"d\.json.*'actuators\[\]\.name'"),
+        ("e.json", b'{"times": [0], "actuators": [{"name": "a", "unit": "rad", "values": [0]}], '
+                   b'"violations": [3]}',
+         r"e\.json.*violations\[0\]"),
+    ],
+)
+def test_hostile_curves_files_give_one_line_naming_the_file(tmp_path, name, content, fragment):
+    path = tmp_path / name
+    path.write_bytes(content)
+    reader = read_json if name.endswith(".json") else read_csv
+    with pytest.raises(CurvesError, match=fragment) as info:
+        reader(path)
+    assert "\n" not in str(info.value) and str(path) in str(info.value)
+
+
+def test_hostile_dynamixel_and_header_files_give_one_line_naming_the_file(tmp_path):
+    curves = crank_turning_twice()
+    extended = DynamixelSettings(mode="extended_position")
+    good_json, good_csv, good_h = tmp_path / "t.json", tmp_path / "t.csv", tmp_path / "t.h"
+    write_dynamixel_json(curves, good_json, extended)
+    write_dynamixel_csv(curves, good_csv, extended)
+    write_c_header(curves, good_h, CHeaderSettings(dynamixel=extended))
+    doc = json.loads(good_json.read_text())
+    ticks = doc["ticks"][0]
+    header = good_h.read_text()
+    cases = [
+        (read_dynamixel_json, "inf.json", json.dumps({**doc, "ticks": [[2048, math.inf, *ticks[2:]]]}),
+         r"'ticks' holds inf"),
+        (read_dynamixel_json, "zero.json", json.dumps({**doc, "zero_offset_ticks": [math.inf]}),
+         r"zero_offset_ticks must be a whole number"),
+        (read_dynamixel_json, "half.json", json.dumps({**doc, "ticks": [[0.5] * len(doc["times"])]}),
+         r"ticks must be whole numbers"),
+        (read_dynamixel_json, "big.json", json.dumps({**doc, "ticks": [[2**70] * len(doc["times"])]}),
+         r"ticks must be whole numbers in -2147483648\.\.2147483647"),
+        (read_dynamixel_json, "range.json", json.dumps({**doc, "tick_range": [0, "x"]}),
+         r"tick_range must be"),
+        (read_dynamixel_json, "bytes.json", b"\xff\xfe{}", r"not UTF-8"),
+        (read_dynamixel_csv, "units.csv", good_csv.read_text().replace('units: ["rad"]', 'units: ["deg"]'),
+         r"unit 'deg' is not one of"),
+        (read_c_header, "values.h", header.replace("10240,", "10240x,", 1),
+         r"array looprig_crank value \d+ '10240x'"),
+        (read_c_header, "count.h", header.replace("FRAME_COUNT 41", "FRAME_COUNT 99999999999999999999999"),
+         r"holds 41 values, not 99999999999999999999999 frames"),
+        (read_c_header, "rate.h", header.replace("RATE_HZ 20", "RATE_HZ inf"), r"LOOPRIG_RATE_HZ is 'inf'"),
+        (read_c_header, "names.h", header.replace('"crank"', "crank"), r"looprig_names is not a list"),
+    ]
+    for reader, name, content, fragment in cases:
+        path = tmp_path / name
+        if isinstance(content, str):
+            content = content.encode()
+        path.write_bytes(content)
+        with pytest.raises(CurvesError, match=fragment) as info:
+            reader(path)
+        assert "\n" not in str(info.value) and str(path) in str(info.value), name

@@ -14,8 +14,9 @@ atomic replace, one-line :class:`OutputError` on failure).
 
 Formats (all state their units inside the file), one module each:
 
-:mod:`.curves_csv` ``write_csv`` / ``read_csv``
-    format ``looprig-curves-csv``: SI values with ``# key: JSON`` metadata lines.
+:mod:`.curves_csv` ``write_csv`` / ``read_csv``, ``write_plain_csv``
+    format ``looprig-curves-csv``: SI values with ``# key: JSON`` metadata lines,
+    or (plain) one header row for ``numpy.loadtxt`` and the metadata in a side file.
 :mod:`.curves_json` ``write_json`` / ``read_json``
     format ``looprig-curves``: SI values, limits and violations in one document.
 :mod:`.dynamixel_ticks` ``write_dynamixel_csv`` / ``write_dynamixel_json`` / ``read_dynamixel_*``
@@ -29,7 +30,7 @@ All formats are version ``FORMAT_VERSION`` (1).
 
 from .c_header import CHeaderCurves, CHeaderSettings, c_array_names, read_c_header, write_c_header
 from .common import FORMAT_VERSION
-from .curves_csv import CURVES_CSV_FORMAT, read_csv, write_csv
+from .curves_csv import CURVES_CSV_FORMAT, plain_csv_metadata_path, read_csv, write_csv, write_plain_csv
 from .curves_json import CURVES_JSON_FORMAT, curves_from_dict, curves_to_dict, read_json, write_json
 from .dynamixel import (
     DXL_CONVERSION,
@@ -94,6 +95,7 @@ __all__ = [
     "dynamixel_velocity_limit",
     "export_violations",
     "open_output",
+    "plain_csv_metadata_path",
     "rad_s_to_dxl_velocity",
     "read_c_header",
     "read_csv",
@@ -113,5 +115,6 @@ __all__ = [
     "write_dynamixel_csv",
     "write_dynamixel_json",
     "write_json",
+    "write_plain_csv",
     "write_text",
 ]

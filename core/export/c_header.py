@@ -6,7 +6,7 @@ via ``LOOPRIG_USE_PROGMEM`` (see :class:`CHeaderSettings`).
 """
 
 import json
-import os
+import math
 import re
 import textwrap
 from collections.abc import Sequence
@@ -16,7 +16,7 @@ import numpy as np
 
 from ..curves import ActuatorCurves, CurvesError, LimitCheckSettings, Violation, derivative_unit
 from ..errors import did_you_mean
-from .common import plain_id, read_text
+from .common import plain_id, read_text, reading
 from .dynamixel import DXL_CONVERSION, DXL_OPERATING_MODES, DXL_SOURCE, DynamixelSettings, velocity_raw
 from .files import write_text
 from .gate import gate, ticks_gate
@@ -251,32 +251,66 @@ _C_ARRAY = re.compile(
 
 
 def read_c_header(path, prefix: str = "looprig") -> CHeaderCurves:
-    """Parse the rate, names and value arrays of a header written by :func:`write_c_header`."""
-    text = read_text(path, "C header")
-    P = prefix.upper()
+    """Parse the rate, names and value arrays of a header written by :func:`write_c_header`.
 
-    def define(name: str) -> str:
-        m = re.search(rf"^#define {P}_{name} (\S+)$", text, re.MULTILINE)
-        if not m:
-            raise CurvesError(f"C header {os.fspath(path)!r}: no {P}_{name} macro")
-        return m[1]
+    Raises :class:`~looprig.core.curves.CurvesError` naming the file and the
+    macro, table or array at fault.
+    """
+    with reading(path, "C header") as where:
+        text = read_text(path, "C header")
+        P = re.escape(prefix.upper())
 
-    names_m = re.search(rf"{prefix}_names\[\w+\] = \{{\s*(.*?),\s*\}};", text, re.DOTALL)
-    if not names_m:
-        raise CurvesError(f"C header {os.fspath(path)!r}: no {prefix}_names table")
-    names = tuple(json.loads(f"[{names_m[1]}]"))
-    arrays = {m["ident"]: m for m in _C_ARRAY.finditer(text)}
-    columns, ctypes = [], set()
-    for ident in c_array_names(names, prefix):
-        if ident not in arrays:
-            raise CurvesError(f"C header {os.fspath(path)!r}: no array {ident}")
-        body = arrays[ident]["body"].replace("f", "")
-        columns.append([float(x) for x in body.replace("\n", " ").split(",") if x.strip()])
-        ctypes.add(arrays[ident]["ctype"])
-    return CHeaderCurves(
-        rate_hz=float(define("RATE_HZ")),
-        names=names,
-        ctype=ctypes.pop(),
-        values=np.array(columns, dtype=float).T.reshape(int(define("FRAME_COUNT")), len(names)),
-        violation_count=int(define("VIOLATION_COUNT")),
-    )
+        def define(name: str, parse):
+            m = re.search(rf"^#define {P}_{name} (\S+)$", text, re.MULTILINE)
+            if not m:
+                raise CurvesError(f"{where}: no {prefix.upper()}_{name} macro")
+            try:
+                value = parse(m[1])
+            except (ValueError, OverflowError):
+                value = None
+            if value is None or not math.isfinite(value) or value < 0 or (name == "RATE_HZ" and value == 0):
+                raise CurvesError(
+                    f"{where}: {prefix.upper()}_{name} is {m[1][:40]!r}, not a valid count or rate"
+                )
+            return value
+
+        names_m = re.search(rf"{re.escape(prefix)}_names\[\w+\] = \{{\s*(.*?),\s*\}};", text, re.DOTALL)
+        if not names_m:
+            raise CurvesError(f"{where}: no {prefix}_names table")
+        try:
+            names = tuple(json.loads(f"[{names_m[1]}]"))
+        except (json.JSONDecodeError, RecursionError):
+            names = ()
+        if not names or not all(isinstance(n, str) and n for n in names):
+            raise CurvesError(f"{where}: {prefix}_names is not a list of quoted actuator names")
+        frames = define("FRAME_COUNT", int)
+        arrays = {m["ident"]: m for m in _C_ARRAY.finditer(text)}
+        columns, ctypes = [], set()
+        for ident in c_array_names(names, prefix):
+            if ident not in arrays:
+                raise CurvesError(f"{where}: no array {ident}")
+            cells = [x.strip() for x in arrays[ident]["body"].split(",") if x.strip()]
+            column = []
+            for i, cell in enumerate(cells):
+                try:
+                    value = float(cell[:-1] if cell.endswith("f") else cell)
+                except ValueError:
+                    value = math.nan
+                if not math.isfinite(value):
+                    raise CurvesError(
+                        f"{where}: array {ident} value {i + 1} {cell[:40]!r} is not a finite number"
+                    )
+                column.append(value)
+            if len(column) != frames:
+                raise CurvesError(f"{where}: array {ident} holds {len(column)} values, not {frames} frames")
+            columns.append(column)
+            ctypes.add(arrays[ident]["ctype"])
+        if len(ctypes) != 1:
+            raise CurvesError(f"{where}: the arrays mix the types {', '.join(sorted(ctypes))}")
+        return CHeaderCurves(
+            rate_hz=float(define("RATE_HZ", float)),
+            names=names,
+            ctype=ctypes.pop(),
+            values=np.array(columns, dtype=float).T.reshape(frames, len(names)),
+            violation_count=define("VIOLATION_COUNT", int),
+        )

@@ -7,11 +7,13 @@ import csv
 import json
 import os
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
 
 import numpy as np
 
 from ..curves import CurvesError, Violation
+from ..errors import LooprigError
 from .files import read_text as _read_file
 
 #: Version of every looprig curve format this module reads and writes.
@@ -24,9 +26,13 @@ def finite_or_none(x) -> float | None:
     return x if np.isfinite(x) else None
 
 
-def limit_from(x, default: float) -> float:
-    """A limit read from a file: ``default`` (an infinity) for null."""
-    return default if x is None else float(x)
+def limit_from(x, default: float, field: str = "limit") -> float:
+    """A limit read from a file: ``default`` (an infinity) for null; CurvesError unless a number."""
+    if x is None:
+        return default
+    if isinstance(x, bool) or not isinstance(x, int | float):
+        raise CurvesError(f"{field} must be a number or null, got {x!r:.80}")
+    return float(x)
 
 
 def plain_id(hardware_id):
@@ -41,6 +47,62 @@ def read_text(path, what: str) -> str:
     return _read_file(path, what, CurvesError)
 
 
+@contextmanager
+def reading_document(where: str) -> Iterator[None]:
+    """Every problem met while reading a document becomes one CurvesError line starting ``where``.
+
+    A looprig error that does not start with ``where`` gets it as a prefix;
+    the errors malformed content can cause in Python and numpy (a missing
+    key, a value of the wrong type, a ragged table, a float that overflows an
+    integer) become "missing or malformed field" errors; line breaks become spaces.
+    """
+    try:
+        yield
+    except LooprigError as exc:
+        message = " ".join(str(exc).split("\n"))
+        if isinstance(exc, CurvesError) and message.startswith(where):
+            raise
+        raise CurvesError(f"{where}: {message}") from None
+    except KeyError as exc:
+        raise CurvesError(f"{where}: missing or malformed field {exc.args[0]!r}") from None
+    except (TypeError, ValueError, OverflowError, AttributeError, IndexError, RecursionError) as exc:
+        detail = " ".join(str(exc).split())[:200]
+        raise CurvesError(f"{where}: missing or malformed field ({detail})") from None
+
+
+@contextmanager
+def reading(path, what: str) -> Iterator[str]:
+    """:func:`reading_document` for the file ``path``; yields ``"<what> '<path>'"``."""
+    where = f"{what} {os.fspath(path)!r}"
+    with reading_document(where):
+        yield where
+
+
+def finite_array(values, where: str, field: str, dtype=float) -> np.ndarray:
+    """``values`` as a float array, or CurvesError if an entry is not a finite number."""
+    if isinstance(values, str | bytes | Mapping):
+        raise CurvesError(f"{where}: {field!r} must be a list of numbers")
+    array = np.asarray(values, dtype=dtype)
+    if array.dtype.kind == "f" and not np.all(np.isfinite(array)):
+        index = tuple(int(i) for i in np.argwhere(~np.isfinite(array))[0])
+        raise CurvesError(
+            f"{where}: {field!r} holds {array[index]} at index {list(index)}; numbers must be finite"
+        )
+    return array
+
+
+def check_derivatives(curves) -> None:
+    """Raise CurvesError if the curves' velocities or accelerations cannot be computed.
+
+    Values and times read from a file can be finite yet so large or so close
+    that their derivatives overflow; this finds out while the file is still
+    being read, so the error names it.
+    """
+    if curves.n_frames > 1:
+        curves.velocities()
+        curves.accelerations()
+
+
 def meta_lines(meta: Mapping, violations: Sequence[Violation]) -> list[str]:
     """``# key: <JSON>`` lines of ``meta``, then one ``# violation: {...}`` line per violation."""
     lines = [f"# {key}: {json.dumps(value, allow_nan=False)}" for key, value in meta.items()]
@@ -48,9 +110,14 @@ def meta_lines(meta: Mapping, violations: Sequence[Violation]) -> list[str]:
     return lines
 
 
-def parse_commented_csv(path, what: str) -> tuple[dict, list[Violation], list[str], list[list]]:
-    """(metadata, violations, header, rows) of a CSV with ``# key: JSON`` lines."""
+def parse_commented_csv(path, what: str) -> tuple[dict, list[Violation], list[str], list[tuple[int, list]]]:
+    """(metadata, violations, header cells, [(line number, cells), ...]) of a commented CSV.
+
+    Comment lines ``# key: <JSON>`` hold metadata, ``# violation: {...}``
+    recorded violations; other ``#`` lines are free text.
+    """
     text = read_text(path, what)
+    where = f"{what} {os.fspath(path)!r}"
     meta: dict = {}
     violations: list[Violation] = []
     body = []
@@ -61,20 +128,24 @@ def parse_commented_csv(path, what: str) -> tuple[dict, list[Violation], list[st
                 continue  # free-text comment
             try:
                 parsed = json.loads(value)
-            except json.JSONDecodeError as exc:
-                raise CurvesError(
-                    f"{what} {os.fspath(path)!r} line {number}: {key.strip()!r} is not JSON: {exc}"
-                ) from None
+            except (json.JSONDecodeError, RecursionError) as exc:
+                raise CurvesError(f"{where} line {number}: {key.strip()!r} is not JSON: {exc}") from None
             if key.strip() == "violation":
-                violations.append(Violation.from_dict(parsed))
+                try:
+                    violations.append(Violation.from_dict(parsed))
+                except CurvesError as exc:
+                    raise CurvesError(f"{where} line {number}: {exc}") from None
             else:
                 meta[key.strip()] = parsed
         elif line.strip():
-            body.append(line)
-    rows = list(csv.reader(body))
-    if not rows:
-        raise CurvesError(f"{what} {os.fspath(path)!r} has no header row")
-    return meta, violations, rows[0], rows[1:]
+            try:
+                (cells,) = csv.reader([line])
+            except (csv.Error, ValueError) as exc:
+                raise CurvesError(f"{where} line {number}: not a CSV row ({exc})") from None
+            body.append((number, cells))
+    if not body:
+        raise CurvesError(f"{where} has no header row")
+    return meta, violations, body[0][1], body[1:]
 
 
 _HEADER_CELL = re.compile(r"^(?P<name>.*\S)\s*\[(?P<unit>[^\]]+)\]$")
@@ -97,15 +168,28 @@ def split_header(path, header: Sequence[str], what: str) -> tuple[list[str], lis
 
 
 def number_table(path, rows, n_columns: int, what: str, dtype=float) -> np.ndarray:
-    """(rows, n_columns) float array of CSV rows (``dtype`` parses each cell)."""
-    try:
-        table = np.array([[dtype(cell) for cell in row] for row in rows if row], dtype=float).reshape(
-            -1, n_columns
-        )
-    except ValueError as exc:
-        raise CurvesError(f"{what} {os.fspath(path)!r}: bad number or row length: {exc}") from None
+    """(rows, n_columns) float array of ``(line number, cells)`` CSV rows, all finite.
+
+    ``dtype`` parses each cell; a short or long row, a cell that is not a
+    number and a number that is not finite are errors naming line and column.
+    """
+    where = f"{what} {os.fspath(path)!r}"
+    table = np.empty((len(rows), n_columns))
+    for r, (number, cells) in enumerate(rows):
+        if len(cells) != n_columns:
+            raise CurvesError(
+                f"{where} line {number}: bad row length, {len(cells)} values for {n_columns} columns"
+            )
+        for c, cell in enumerate(cells):
+            try:
+                value = dtype(cell)
+            except (ValueError, OverflowError):
+                raise CurvesError(f"{where} line {number} column {c + 1}: bad number {cell!r}") from None
+            if not np.isfinite(value):
+                raise CurvesError(f"{where} line {number} column {c + 1}: {cell!r} is not a finite number")
+            table[r, c] = value
     if table.shape[0] == 0:
-        raise CurvesError(f"{what} {os.fspath(path)!r} has no frames")
+        raise CurvesError(f"{where} has no frames")
     return table
 
 
@@ -116,6 +200,34 @@ def meta_list(meta: Mapping, key: str, n: int, default, path, what: str) -> list
         return [default] * n
     if not isinstance(value, list) or len(value) != n:
         raise CurvesError(f"{what} {os.fspath(path)!r}: {key!r} must list {n} values")
+    return value
+
+
+def meta_limits(meta: Mapping, key: str, n: int, default: float, path, what: str) -> list[float]:
+    """``meta[key]`` as ``n`` limits (null or absent: ``default``, an infinity)."""
+    values = meta_list(meta, key, n, None, path, what)
+    return [limit_from(x, default, f"{key!r} entry {i + 1}") for i, x in enumerate(values)]
+
+
+def meta_ids(meta: Mapping, key: str, n: int, path, what: str) -> tuple:
+    """``meta[key]`` as ``n`` hardware ids: integers, strings or null."""
+    return hardware_ids(meta_list(meta, key, n, None, path, what), key)
+
+
+def hardware_ids(values: list, field: str) -> tuple:
+    """``values`` as hardware ids (integers, strings or None), or CurvesError naming ``field``."""
+    for i, x in enumerate(values):
+        if isinstance(x, bool) or not (x is None or isinstance(x, int | str)):
+            raise CurvesError(f"{field!r} entry {i + 1} must be an integer, a string or null, got {x!r:.80}")
+    return tuple(values)
+
+
+def string_list(value, field: str) -> list[str]:
+    """``value`` as a list of strings, or CurvesError naming ``field``."""
+    if not isinstance(value, list) or not all(isinstance(x, str) for x in value):
+        raise CurvesError(
+            f"missing or malformed field {field!r}: must be a list of strings, got {value!r:.80}"
+        )
     return value
 
 

@@ -5,26 +5,36 @@ hardware_ids, lower, upper, velocity_limit, acceleration_limit, one
 ``# violation: {...}`` line per violation; ``null`` = no limit), then a header
 row ``time [s],<name> [rad],<name> [m],...`` and one row per frame in SI
 units, floats written with ``repr`` (exact round trip).
+
+The plain variant (:func:`write_plain_csv`) writes the same header row and
+rows with no comment lines, for ``numpy.loadtxt`` and spreadsheets, and the
+metadata to a JSON side file.
 """
 
 import csv
 import io
-import os
+import json
+from collections.abc import Sequence
+from pathlib import Path
 
 import numpy as np
 
-from ..curves import ActuatorCurves, LimitCheckSettings, Violation
+from ..curves import ActuatorCurves, CurvesError, LimitCheckSettings, Violation
 from .common import (
     FORMAT_VERSION,
+    check_derivatives,
     check_format,
     finite_or_none,
-    limit_from,
+    meta_ids,
+    meta_limits,
     meta_lines,
-    meta_list,
     number_table,
     parse_commented_csv,
     plain_id,
+    read_text,
+    reading,
     split_header,
+    string_list,
 )
 from .files import write_text
 from .gate import gate
@@ -32,16 +42,8 @@ from .gate import gate
 CURVES_CSV_FORMAT = "looprig-curves-csv"
 
 
-def write_csv(
-    curves: ActuatorCurves,
-    path,
-    *,
-    allow_violations: bool = False,
-    check: LimitCheckSettings | None = None,
-) -> list[Violation]:
-    """Write ``curves`` as CSV in SI units (format ``looprig-curves-csv``); see the module doc."""
-    violations = gate(path, curves, allow_violations, check)
-    meta = {
+def _metadata(curves: ActuatorCurves, violations: Sequence[Violation]) -> dict:
+    return {
         "format": CURVES_CSV_FORMAT,
         "version": FORMAT_VERSION,
         "rate_hz": curves.rate_hz,
@@ -56,42 +58,116 @@ def write_csv(
         "acceleration_limit per s^2; null = no limit",
         "violation_count": len(violations),
     }
+
+
+def _table_text(curves: ActuatorCurves) -> str:
+    """The header row ``time [s],<name> [<unit>],...`` and one row per frame."""
     out = io.StringIO()
-    out.write("\n".join(meta_lines(meta, violations)) + "\n")
     writer = csv.writer(out, lineterminator="\n")
     columns = (f"{n} [{u}]" for n, u in zip(curves.names, curves.units, strict=True))
     writer.writerow(["time [s]", *columns])
     for t, row in zip(curves.times, curves.values, strict=True):
         writer.writerow([repr(float(t)), *(repr(float(x)) for x in row)])
-    write_text(path, out.getvalue())
+    return out.getvalue()
+
+
+def write_csv(
+    curves: ActuatorCurves,
+    path,
+    *,
+    allow_violations: bool = False,
+    check: LimitCheckSettings | None = None,
+) -> list[Violation]:
+    """Write ``curves`` as CSV in SI units (format ``looprig-curves-csv``); see the module doc."""
+    violations = gate(path, curves, allow_violations, check)
+    head = "\n".join(meta_lines(_metadata(curves, violations), violations)) + "\n"
+    write_text(path, head + _table_text(curves))
     return violations
 
 
-def read_csv(path) -> ActuatorCurves:
-    """Curves from a CSV written by :func:`write_csv` (or any ``time [s],name [unit]`` CSV).
+def plain_csv_metadata_path(path) -> Path:
+    """The side file of a plain CSV: ``curves.csv`` -> ``curves.meta.json``."""
+    return Path(path).with_suffix(".meta.json")
 
+
+def write_plain_csv(
+    curves: ActuatorCurves,
+    path,
+    *,
+    allow_violations: bool = False,
+    check: LimitCheckSettings | None = None,
+) -> list[Violation]:
+    """Write ``curves`` as a plain CSV, and their limits and violations beside it.
+
+    The CSV has one header row, ``time [s],<name> [<unit>],...`` (SI units,
+    the names are the actuator names), then one row per frame, and no comment
+    lines, so ``numpy.loadtxt(path, delimiter=",", skiprows=1)`` or a
+    spreadsheet reads it. Everything else the commented CSV holds (format,
+    rate, hardware ids, limits, ``violations``) goes to the JSON side file
+    :func:`plain_csv_metadata_path` (``curves.meta.json`` beside
+    ``curves.csv``), which names the CSV in ``"data_file"``; :func:`read_csv`
+    reads the pair back. The side file is written first, so a CSV never
+    stands without its record.
+    """
+    violations = gate(path, curves, allow_violations, check)
+    side = _metadata(curves, violations)
+    side["data_file"] = Path(path).name
+    side["violations"] = [v.to_dict() for v in violations]
+    write_text(plain_csv_metadata_path(path), json.dumps(side, indent=1, allow_nan=False) + "\n")
+    write_text(path, _table_text(curves))
+    return violations
+
+
+def _side_metadata(path, names: Sequence[str]) -> tuple[dict, list[Violation]]:
+    """(metadata, violations) from the side file of a plain CSV, or ({}, []) if there is none."""
+    side_path = plain_csv_metadata_path(path)
+    if side_path == Path(path) or not side_path.is_file():
+        return {}, []
+    with reading(side_path, "curves CSV metadata") as where:
+        try:
+            side = json.loads(read_text(side_path, "curves CSV metadata"))
+        except (json.JSONDecodeError, RecursionError) as exc:
+            raise CurvesError(f"{where} is not valid JSON: {exc}") from None
+        if not isinstance(side, dict) or side.get("data_file") != Path(path).name:
+            return {}, []  # a JSON file of the same name, not this CSV's record
+        check_format(side, CURVES_CSV_FORMAT, where)
+        if string_list(side.get("names"), "names") != list(names):
+            raise CurvesError(f"{where}: 'names' disagree with the columns of {Path(path).name!r}")
+        records = side.get("violations", [])
+        if not isinstance(records, list):
+            raise CurvesError(f"{where}: 'violations' must be a list")
+        return side, [Violation.from_dict(v) for v in records]
+
+
+def read_csv(path) -> ActuatorCurves:
+    """Curves from a CSV written by :func:`write_csv` or :func:`write_plain_csv`
+    (or any ``time [s],name [unit]`` CSV).
+
+    A CSV without comment lines takes its metadata from its side file
+    (:func:`plain_csv_metadata_path`) if that names it as its ``data_file``.
     Recorded violations become the curves' ``carried_violations``; missing
     limits are taken as none.
     """
     what = "curves CSV"
-    meta, violations, header, rows = parse_commented_csv(path, what)
-    check_format(meta, CURVES_CSV_FORMAT, f"{what} {os.fspath(path)!r}")
-    names, units = split_header(path, header, what)
-    table = number_table(path, rows, len(names) + 1, what)
-    n = len(names)
-    return ActuatorCurves(
-        times=table[:, 0],
-        values=table[:, 1:],
-        names=tuple(names),
-        units=tuple(units),
-        lower=[limit_from(x, -np.inf) for x in meta_list(meta, "lower", n, None, path, what)],
-        upper=[limit_from(x, np.inf) for x in meta_list(meta, "upper", n, None, path, what)],
-        velocity_limit=[
-            limit_from(x, np.inf) for x in meta_list(meta, "velocity_limit", n, None, path, what)
-        ],
-        acceleration_limit=[
-            limit_from(x, np.inf) for x in meta_list(meta, "acceleration_limit", n, None, path, what)
-        ],
-        hardware_ids=tuple(meta_list(meta, "hardware_ids", n, None, path, what)),
-        carried_violations=tuple(violations),
-    )
+    with reading(path, what) as where:
+        meta, violations, header, rows = parse_commented_csv(path, what)
+        check_format(meta, CURVES_CSV_FORMAT, where)
+        names, units = split_header(path, header, what)
+        if not meta and not violations:
+            meta, violations = _side_metadata(path, names)
+        table = number_table(path, rows, len(names) + 1, what)
+        n = len(names)
+        curves = ActuatorCurves(
+            times=table[:, 0],
+            values=table[:, 1:],
+            names=tuple(names),
+            units=tuple(units),
+            lower=meta_limits(meta, "lower", n, -np.inf, path, what),
+            upper=meta_limits(meta, "upper", n, np.inf, path, what),
+            velocity_limit=meta_limits(meta, "velocity_limit", n, np.inf, path, what),
+            acceleration_limit=meta_limits(meta, "acceleration_limit", n, np.inf, path, what),
+            hardware_ids=meta_ids(meta, "hardware_ids", n, path, what),
+            carried_violations=tuple(violations),
+        )
+        check_derivatives(curves)
+    return curves

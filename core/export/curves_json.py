@@ -9,13 +9,25 @@ uniform), "frame_count", "times": [...], "actuators": [{"name", "unit",
 """
 
 import json
-import os
 from collections.abc import Mapping, Sequence
 
 import numpy as np
 
 from ..curves import ActuatorCurves, CurvesError, LimitCheckSettings, Violation, derivative_unit
-from .common import FORMAT_VERSION, check_format, finite_or_none, limit_from, plain_id, read_text
+from .common import (
+    FORMAT_VERSION,
+    check_derivatives,
+    check_format,
+    finite_array,
+    finite_or_none,
+    hardware_ids,
+    limit_from,
+    plain_id,
+    read_text,
+    reading,
+    reading_document,
+    string_list,
+)
 from .files import write_text
 from .gate import gate
 
@@ -54,28 +66,55 @@ def curves_to_dict(curves: ActuatorCurves, violations: Sequence[Violation] = ())
 
 
 def curves_from_dict(doc: Mapping, what: str = "curves document") -> ActuatorCurves:
-    """Curves from a ``looprig-curves`` document; its violations become carried ones."""
-    if not isinstance(doc, Mapping):
-        raise CurvesError(f"{what}: expected a JSON object")
-    check_format(doc, CURVES_JSON_FORMAT, what)
-    try:
-        acts = doc["actuators"]
-        return ActuatorCurves(
-            times=doc["times"],
-            values=np.array([a["values"] for a in acts], dtype=float).T.reshape(len(doc["times"]), len(acts)),
-            names=tuple(a["name"] for a in acts),
-            units=tuple(a["unit"] for a in acts),
-            lower=[limit_from(a.get("lower"), -np.inf) for a in acts],
-            upper=[limit_from(a.get("upper"), np.inf) for a in acts],
-            velocity_limit=[limit_from(a.get("velocity_limit"), np.inf) for a in acts],
-            acceleration_limit=[limit_from(a.get("acceleration_limit"), np.inf) for a in acts],
-            hardware_ids=tuple(a.get("hardware_id") for a in acts),
-            carried_violations=tuple(Violation.from_dict(v) for v in doc.get("violations", [])),
+    """Curves from a ``looprig-curves`` document; its violations become carried ones.
+
+    Raises :class:`~looprig.core.curves.CurvesError` naming ``what`` and the
+    field at fault.
+    """
+    with reading_document(what):
+        if not isinstance(doc, Mapping):
+            raise CurvesError(f"{what}: expected a JSON object")
+        check_format(doc, CURVES_JSON_FORMAT, what)
+        acts = doc.get("actuators")
+        if not isinstance(acts, list) or not acts or not all(isinstance(a, Mapping) for a in acts):
+            raise CurvesError(f"{what}: 'actuators' must be a non-empty list of objects")
+        records = doc.get("violations", [])
+        if not isinstance(records, list):
+            raise CurvesError(f"{what}: 'violations' must be a list")
+        times = finite_array(doc.get("times"), what, "times")
+        if times.ndim != 1:
+            raise CurvesError(f"{what}: 'times' must be a list of numbers")
+        columns = []
+        for i, a in enumerate(acts):
+            column = finite_array(a.get("values"), what, f"actuators[{i}].values")
+            if column.shape != times.shape:
+                raise CurvesError(f"{what}: actuator {i + 1} has {column.size} values for {times.size} times")
+            columns.append(column)
+        violations = []
+        for i, record in enumerate(records):
+            try:
+                violations.append(Violation.from_dict(record))
+            except CurvesError as exc:
+                raise CurvesError(f"{what}: violations[{i}]: {exc}") from None
+
+        def limits(key: str, default: float) -> list[float]:
+            return [limit_from(a.get(key), default, f"actuators[{i}].{key}") for i, a in enumerate(acts)]
+
+        curves = ActuatorCurves(
+            times=times,
+            values=np.column_stack(columns),
+            names=tuple(string_list([a.get("name") for a in acts], "actuators[].name")),
+            units=tuple(string_list([a.get("unit") for a in acts], "actuators[].unit")),
+            lower=limits("lower", -np.inf),
+            upper=limits("upper", np.inf),
+            velocity_limit=limits("velocity_limit", np.inf),
+            acceleration_limit=limits("acceleration_limit", np.inf),
+            hardware_ids=hardware_ids([a.get("hardware_id") for a in acts], "actuators[].hardware_id"),
+            carried_violations=tuple(violations),
         )
-    except (KeyError, TypeError, ValueError) as exc:
-        if isinstance(exc, CurvesError):
-            raise
-        raise CurvesError(f"{what}: missing or malformed field: {exc!r}") from None
+        check_derivatives(curves)
+
+    return curves
 
 
 def write_json(
@@ -94,9 +133,9 @@ def write_json(
 
 def read_json(path) -> ActuatorCurves:
     """Curves from a file written by :func:`write_json`."""
-    what = f"curves JSON {os.fspath(path)!r}"
-    try:
-        doc = json.loads(read_text(path, "curves JSON"))
-    except json.JSONDecodeError as exc:
-        raise CurvesError(f"{what} is not valid JSON: {exc}") from None
-    return curves_from_dict(doc, what)
+    with reading(path, "curves JSON") as where:
+        try:
+            doc = json.loads(read_text(path, "curves JSON"))
+        except (json.JSONDecodeError, RecursionError) as exc:
+            raise CurvesError(f"{where} is not valid JSON: {exc}") from None
+        return curves_from_dict(doc, where)

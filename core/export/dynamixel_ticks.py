@@ -14,24 +14,30 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..curves import ActuatorCurves, CurvesError, LimitCheckSettings, Violation
+from ..curves import UNITS, ActuatorCurves, CurvesError, LimitCheckSettings, Violation
 from .common import (
     FORMAT_VERSION,
+    check_derivatives,
     check_format,
+    finite_array,
     finite_or_none,
-    limit_from,
+    meta_ids,
+    meta_limits,
     meta_lines,
     meta_list,
     number_table,
     parse_commented_csv,
     plain_id,
     read_text,
+    reading,
     split_header,
+    string_list,
 )
 from .dynamixel import (
     DXL_CONVERSION,
     DXL_GOAL_POSITION_ADDRESS,
     DXL_OPERATING_MODES,
+    DXL_REGISTER_RANGE,
     DXL_SOURCE,
     DXL_TICKS_PER_REV,
     DXL_VELOCITY_UNIT_RPM,
@@ -168,76 +174,81 @@ def write_dynamixel_json(
     return violations
 
 
-def _ticks_from_meta(meta: Mapping, times, ticks, names, path, what: str) -> TickCurves:
+def _ticks_from_meta(meta: Mapping, times, ticks, names, violations, path, what: str) -> TickCurves:
+    """TickCurves of the columns and metadata of a ticks file, checked by converting them to curves."""
     n = len(names)
-    if meta.get("names") is not None and list(meta["names"]) != list(names):
-        raise CurvesError(f"{what} {os.fspath(path)!r}: column names disagree with 'names'")
+    if meta.get("names") is not None and string_list(meta["names"], "names") != list(names):
+        raise CurvesError("column names disagree with 'names'")
+    units = string_list(meta_list(meta, "units", n, "rad", path, what), "units")
+    for unit in units:
+        if unit not in UNITS:
+            raise CurvesError(f"unit {unit!r} is not one of {UNITS}")
     zero = meta_list(meta, "zero_offset_ticks", n, 2048, path, what)
     sign = meta_list(meta, "direction", n, 1, path, what)
     mpr = meta_list(meta, "metres_per_revolution", n, None, path, what)
-    motors = {
-        name: DynamixelMotor(int(z), int(s), None if m is None else float(m))
-        for name, z, s, m in zip(names, zero, sign, mpr, strict=True)
-    }
+    motors = {name: DynamixelMotor(z, s, m) for name, z, s, m in zip(names, zero, sign, mpr, strict=True)}
     tick_range = meta.get("tick_range")
     settings = DynamixelSettings(
         mode=meta.get("mode", "position"),
         tick_range=None if tick_range is None else tuple(tick_range),
         motors=motors,
     )
-    return TickCurves(
-        times=np.asarray(times, dtype=float),
-        ticks=np.asarray(ticks, dtype=np.int64).reshape(len(times), n),
+    ticks = finite_array(ticks, f"{what} {os.fspath(path)!r}", "ticks")
+    lo, hi = DXL_REGISTER_RANGE
+    if ticks.shape != (len(times), n) or not np.all(
+        (ticks == np.round(ticks)) & (ticks >= lo) & (ticks <= hi)
+    ):
+        raise CurvesError(f"ticks must be whole numbers in {lo}..{hi}, one per actuator and frame")
+    out = TickCurves(
+        times=finite_array(times, f"{what} {os.fspath(path)!r}", "times"),
+        ticks=ticks.astype(np.int64),
         names=tuple(names),
-        units=tuple(meta_list(meta, "units", n, "rad", path, what)),
-        hardware_ids=tuple(meta_list(meta, "hardware_ids", n, None, path, what)),
+        units=tuple(units),
+        hardware_ids=meta_ids(meta, "hardware_ids", n, path, what),
         settings=settings,
-        lower=np.array([limit_from(x, -np.inf) for x in meta_list(meta, "lower", n, None, path, what)]),
-        upper=np.array([limit_from(x, np.inf) for x in meta_list(meta, "upper", n, None, path, what)]),
-        velocity_limit=np.array(
-            [limit_from(x, np.inf) for x in meta_list(meta, "velocity_limit", n, None, path, what)]
-        ),
-        acceleration_limit=np.array(
-            [limit_from(x, np.inf) for x in meta_list(meta, "acceleration_limit", n, None, path, what)]
-        ),
+        lower=np.array(meta_limits(meta, "lower", n, -np.inf, path, what)),
+        upper=np.array(meta_limits(meta, "upper", n, np.inf, path, what)),
+        velocity_limit=np.array(meta_limits(meta, "velocity_limit", n, np.inf, path, what)),
+        acceleration_limit=np.array(meta_limits(meta, "acceleration_limit", n, np.inf, path, what)),
+        violations=tuple(violations),
     )
+    check_derivatives(out.to_curves())  # validates times, units and limits, and that values convert
+    return out
 
 
 def read_dynamixel_csv(path) -> TickCurves:
     """Ticks from a CSV written by :func:`write_dynamixel_csv`."""
     what = "Dynamixel ticks CSV"
-    meta, violations, header, rows = parse_commented_csv(path, what)
-    check_format(meta, TICKS_FORMAT, f"{what} {os.fspath(path)!r}")
-    names, units = split_header(path, header, what)
-    if any(u != "tick" for u in units):
-        raise CurvesError(f"{what} {os.fspath(path)!r}: actuator columns must be in [tick]")
-    table = number_table(path, rows, len(names) + 1, what)
-    ticks = table[:, 1:]
-    if not np.all(ticks == np.round(ticks)):
-        raise CurvesError(f"{what} {os.fspath(path)!r}: ticks must be integers")
-    out = _ticks_from_meta(meta, table[:, 0], ticks, names, path, what)
-    return _with_violations(out, violations)
+    with reading(path, what) as where:
+        meta, violations, header, rows = parse_commented_csv(path, what)
+        check_format(meta, TICKS_FORMAT, where)
+        names, units = split_header(path, header, what)
+        if any(u != "tick" for u in units):
+            raise CurvesError(f"{where}: actuator columns must be in [tick]")
+        table = number_table(path, rows, len(names) + 1, what)
+        ticks = table[:, 1:]
+        if not np.all(ticks == np.round(ticks)):
+            raise CurvesError(f"{where}: ticks must be integers")
+        return _ticks_from_meta(meta, table[:, 0], ticks, names, violations, path, what)
 
 
 def read_dynamixel_json(path) -> TickCurves:
     """Ticks from a file written by :func:`write_dynamixel_json`."""
     what = "Dynamixel ticks JSON"
-    try:
-        doc = json.loads(read_text(path, what))
-    except json.JSONDecodeError as exc:
-        raise CurvesError(f"{what} {os.fspath(path)!r} is not valid JSON: {exc}") from None
-    check_format(doc, TICKS_FORMAT, f"{what} {os.fspath(path)!r}")
-    try:
-        names = list(doc["names"])
-        ticks = np.array(doc["ticks"], dtype=np.int64).T
-        out = _ticks_from_meta(doc, doc["times"], ticks, names, path, what)
-        violations = [Violation.from_dict(v) for v in doc.get("violations", [])]
-    except (KeyError, TypeError, ValueError) as exc:
-        if isinstance(exc, CurvesError):
-            raise
-        raise CurvesError(f"{what} {os.fspath(path)!r}: missing or malformed field: {exc!r}") from None
-    return _with_violations(out, violations)
-
-
-def _with_violations(ticks: TickCurves, violations: Sequence[Violation]) -> TickCurves:
-    return TickCurves(**{**ticks.__dict__, "violations": tuple(violations)})
+    with reading(path, what) as where:
+        try:
+            doc = json.loads(read_text(path, what))
+        except (json.JSONDecodeError, RecursionError) as exc:
+            raise CurvesError(f"{where} is not valid JSON: {exc}") from None
+        if not isinstance(doc, dict):
+            raise CurvesError(f"{where}: expected a JSON object")
+        check_format(doc, TICKS_FORMAT, where)
+        names = string_list(doc.get("names"), "names")
+        ticks = finite_array(doc.get("ticks"), where, "ticks")
+        if ticks.ndim != 2:
+            raise CurvesError(f"{where}: 'ticks' must hold one list of ticks per actuator")
+        records = doc.get("violations", [])
+        if not isinstance(records, list):
+            raise CurvesError(f"{where}: 'violations' must be a list")
+        violations = [Violation.from_dict(v) for v in records]
+        return _ticks_from_meta(doc, doc["times"], ticks.T, names, violations, path, what)

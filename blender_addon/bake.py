@@ -6,13 +6,17 @@ states with core's read-off, unwraps them and checks every limit.
 
 * ``["<actuator>"]`` — the actuator value in its unit (rad or m), one key per sample;
 * ``["<actuator> velocity"]`` — its velocity (rad/s or m/s);
-* ``["<actuator> over limit"]`` — 1 where the velocity limit is exceeded, else 0
-  (drives the red tint of the motor in the viewport);
+* ``["<actuator> over range"]``, ``["<actuator> over velocity"]``,
+  ``["<actuator> over acceleration"]`` — 1 where that limit is broken, else 0
+  (they drive the motor's tint, see :mod:`.motor_feedback`);
 
 coloured (red when the actuator breaks a limit), with the violating velocity
-keys typed EXTREME, a timeline marker ``looprig: <actuator> <quantity>`` at
-the start of each violation, and a per-actuator summary in ``scene.looprig``.
-All of it persists in the file, so it is there without any window.
+keys typed EXTREME, a timeline marker ``looprig <robot>: <actuator> <quantity>
+<seconds> s`` at the start of each violation, and per-actuator and
+per-violation lines in ``scene.looprig`` for the panel. Each robot's bake is
+its own: the root's ``looprig_bake`` record names the robot, and clearing one
+robot's bake leaves the others'. All of it persists in the file, so it is
+there without any window.
 """
 
 from __future__ import annotations
@@ -27,18 +31,16 @@ from looprig.core.curves import ActuatorCurves, Violation, all_violations
 from looprig.core.export import DynamixelSettings
 from looprig.core.readoff import ActuatorReadout
 
-from . import animation
+from . import animation, motor_feedback
 from .robot_model import RobotModel
 
 MARKER_PREFIX = "looprig: "
 BAKE_KEY = "looprig_bake"
-COLOR_KEY = "looprig_color"
 GROUP = "looprig actuators"
 #: Curve colours: actuators within their limits cycle through these; violators are red.
 PALETTE = ((0.25, 0.65, 1.0), (0.35, 0.85, 0.35), (0.95, 0.75, 0.2), (0.75, 0.45, 1.0), (0.2, 0.85, 0.85))
 RED = (1.0, 0.12, 0.1)
 VELOCITY_RED = (1.0, 0.45, 0.4)
-TINT = (1.0, 0.05, 0.05)
 
 
 def velocity_path(name: str) -> str:
@@ -47,10 +49,6 @@ def velocity_path(name: str) -> str:
 
 def value_path(name: str) -> str:
     return f'["{name}"]'
-
-
-def over_path(name: str) -> str:
-    return f'["{name} over limit"]'
 
 
 @dataclass
@@ -85,6 +83,37 @@ def dynamixel_settings(model: RobotModel, mode: str = "extended_position") -> Dy
 
 
 # --------------------------------------------------------------------------- scene side
+def time_label(frame: float, seconds: float) -> str:
+    """A time as the animator and the exports both read it: ``frame 16 (0.62 s)``."""
+    return f"frame {frame:.4g} ({seconds:.2f} s)"
+
+
+def frame_at(record: dict, seconds: float) -> float:
+    """Scene frame of a time [s] of a bake (its ``looprig_bake`` record)."""
+    return float(record["frame_start"] + seconds * record["fps"])
+
+
+def marker_prefix(collection_name: str) -> str:
+    """Timeline markers of one robot's bake start with this."""
+    return f"{MARKER_PREFIX.rstrip(': ')} {collection_name}: "
+
+
+def bake_record(ob) -> dict | None:
+    """The bake an object carries (robot, actuators, timing, tinted objects, markers), or None."""
+    if BAKE_KEY not in ob.keys():
+        return None
+    return json.loads(ob[BAKE_KEY])
+
+
+def baked_root(collection_name: str):
+    """The object carrying the bake of the robot ``collection_name``, or None."""
+    for ob in bpy.data.objects:
+        record = bake_record(ob)
+        if record is not None and record.get("robot") == collection_name:
+            return ob
+    return None
+
+
 def root_object(context, model: RobotModel):
     """The object carrying the baked curves: the chosen root, else the grounded body."""
     settings = context.scene.looprig
@@ -98,54 +127,73 @@ def root_object(context, model: RobotModel):
     return None
 
 
-def motor_object(context, model: RobotModel, joint_name: str):
-    """The object tinted when actuator ``joint_name`` is too fast."""
-    joint = next(j for j in model.record.joints if j.name == joint_name)
-    source = context.scene.objects.get(joint.object_name)
-    if source is not None and not joint.bone_name and source.looprig_joint.motor_object is not None:
-        return source.looprig_joint.motor_object
-    child = next((b for b in model.record.bodies if b.name == joint.child), None)
-    return None if child is None else context.scene.objects.get(child.object_name)
+def bake_root(context, collection, model: RobotModel):
+    """The root for a bake of ``collection``; ValueError when it carries another robot's."""
+    root = root_object(context, model)
+    if root is None:
+        raise ValueError(f"robot {collection.name!r} has no object to carry the baked curves")
+    record = bake_record(root)
+    if record is not None and record.get("robot") not in (None, collection.name):
+        raise ValueError(
+            f"{root.name!r} carries the bake of robot {record['robot']!r}: pick another Root "
+            f"for robot {collection.name!r} in the looprig panel (Bake & Export)"
+        )
+    return root
 
 
-def clear_bake(context, collection=None) -> None:
-    """Remove looprig's markers, tint drivers, baked curve properties and summaries."""
+def clear_bake(context, collection) -> None:
+    """Remove one robot's bake: its curves and properties on its root, its markers, tints,
+    in-front markers and panel lines. Other robots' bakes stay."""
     scene = context.scene
+    prefix = marker_prefix(collection.name)
     for marker in list(scene.timeline_markers):
-        if marker.name.startswith(MARKER_PREFIX):
+        if marker.name.startswith(prefix):
             scene.timeline_markers.remove(marker)
-    for ob in bpy.data.objects:
-        if COLOR_KEY in ob.keys():
-            ad = ob.animation_data
-            if ad is not None:
-                for fc in list(ad.drivers):
-                    if fc.data_path == "color":
-                        ad.drivers.remove(fc)
-            ob.color = list(ob[COLOR_KEY])
-            del ob[COLOR_KEY]
-        if BAKE_KEY in ob.keys():
-            names = json.loads(ob[BAKE_KEY]).get("actuators", [])
-            ad = ob.animation_data
-            bag = None
-            if ad is not None and animation.is_looprig_action(ad.action) and ad.action_slot is not None:
-                bag = animation.channelbag(ad.action, ad.action_slot)
-            for name in names:
-                for path in (value_path(name), velocity_path(name), over_path(name)):
-                    fc = bag.fcurves.find(path) if bag is not None else None
-                    if fc is not None:
-                        bag.fcurves.remove(fc)
-                for key in (name, f"{name} velocity", f"{name} over limit"):
-                    if key in ob.keys():
-                        del ob[key]
-            del ob[BAKE_KEY]
-    scene.looprig.actuators.clear()
+    root = baked_root(collection.name)
+    if root is not None:
+        record = bake_record(root)
+        for name in record.get("tinted", []):
+            ob = bpy.data.objects.get(name)
+            if ob is not None:
+                motor_feedback.untint(ob)
+        for name in record.get("markers", []):
+            motor_feedback.remove_marker(name)
+        ad = root.animation_data
+        bag = None
+        if ad is not None and animation.is_looprig_action(ad.action) and ad.action_slot is not None:
+            bag = animation.channelbag(ad.action, ad.action_slot)
+        for name in record.get("actuators", []):
+            paths = [value_path(name), velocity_path(name)]
+            paths += [motor_feedback.over_path(name, kind) for kind in motor_feedback.KINDS]
+            for path in paths:
+                fc = bag.fcurves.find(path) if bag is not None else None
+                if fc is not None:
+                    bag.fcurves.remove(fc)
+                key = path[2:-2]
+                if key in root.keys():
+                    del root[key]
+        del root[BAKE_KEY]
+    for items in (scene.looprig.actuators, scene.looprig.violations):
+        for i in reversed(range(len(items))):
+            if items[i].robot == collection.name:
+                items.remove(i)
+
+
+def violation_masks(result: BakeResult, actuator: str) -> dict[str, np.ndarray]:
+    """Per kind of limit, (F,) True at the samples inside a violation of ``actuator``."""
+    t = result.curves.times
+    masks = {kind: np.zeros(len(t), bool) for kind in motor_feedback.KINDS}
+    for v in result.violations:
+        if v.actuator == actuator and v.quantity in masks:
+            masks[v.quantity] |= (t >= v.start_time - 1e-9) & (t <= v.end_time + 1e-9)
+    return masks
 
 
 def write_bake(context, collection, model: RobotModel, result: BakeResult, tint: bool = True):
     """Write a bake into the scene (see the module docstring); returns the root object."""
     scene = context.scene
+    root = bake_root(context, collection, model)
     clear_bake(context, collection)
-    root = root_object(context, model)
     action = animation.find_action(collection) or animation.new_action(collection)
     bag = animation.take_over(root, action)
     curves = result.curves
@@ -153,42 +201,52 @@ def write_bake(context, collection, model: RobotModel, result: BakeResult, tint:
     by_actuator: dict[str, list[Violation]] = {}
     for v in result.violations:
         by_actuator.setdefault(v.actuator, []).append(v)
+    robot_objects = [o for o in collection.all_objects if o.type == "MESH"]
+    tinted, markers = [], []
     for a, name in enumerate(curves.names):
         unit = curves.units[a]
         values = curves.values[:, a]
         velocity = result.velocities[:, a]
         limit = curves.velocity_limit[a]
-        over = np.abs(velocity) > limit if math.isfinite(limit) else np.zeros(len(velocity), bool)
+        masks = violation_masks(result, name)
         violations = by_actuator.get(name, [])
         broken = bool(violations)
         root[name] = float(values[0])
         root[f"{name} velocity"] = float(velocity[0])
-        root[f"{name} over limit"] = 0.0
         root.id_properties_ui(name).update(description=f"actuator {name} [{unit}], baked by looprig")
         root.id_properties_ui(f"{name} velocity").update(description=f"velocity of {name} [{unit}/s]")
         colour = RED if broken else PALETTE[a % len(PALETTE)]
         fc = animation.write_fcurve(bag, value_path(name), 0, frames, values, GROUP)
         _colour(fc, colour)
+        over = masks["velocity"]
         key_types = np.where(over, animation.KEY_TYPE["EXTREME"], animation.KEY_TYPE["KEYFRAME"])
         fc = animation.write_fcurve(bag, velocity_path(name), 0, frames, velocity, GROUP, key_types=key_types)
         _colour(fc, VELOCITY_RED if over.any() else tuple(0.6 * c + 0.4 for c in colour))
-        fc = animation.write_fcurve(
-            bag, over_path(name), 0, frames, over.astype(float), GROUP, interpolation="CONSTANT"
-        )
-        fc.hide = True
-        for v in violations:
-            scene.timeline_markers.new(
-                f"{MARKER_PREFIX}{name} {v.quantity}", frame=round(result.frame_of(v.start_time))
+        for kind, mask in masks.items():
+            path = motor_feedback.over_path(name, kind)
+            root[path[2:-2]] = 0.0
+            fc = animation.write_fcurve(
+                bag, path, 0, frames, mask.astype(float), GROUP, interpolation="CONSTANT"
             )
-        motor = motor_object(context, model, name)
+            fc.hide = True
+        for v in violations:
+            frame = result.frame_of(v.start_time)
+            scene.timeline_markers.new(
+                f"{marker_prefix(collection.name)}{name} {v.quantity} {v.start_time:.2f} s",
+                frame=round(frame),
+            )
+            _add_violation(scene.looprig.violations, collection.name, v, result)
+        motor = motor_feedback.motor_object(context, model, name)
         item = scene.looprig.actuators.add()
         item.name = name
+        item.robot = collection.name
         item.unit = unit
         item.minimum, item.maximum = float(values.min()), float(values.max())
         item.peak_velocity = float(np.abs(velocity).max())
         item.velocity_limit = float(limit) if math.isfinite(limit) else 0.0
         item.violation_count = len(violations)
         item.first_violation_frame = result.frame_of(violations[0].start_time) if violations else -1.0
+        item.first_violation_time = violations[0].start_time if violations else -1.0
         item.motor_object = motor.name if motor is not None else ""
         item.intervals = json.dumps(
             [
@@ -198,14 +256,22 @@ def write_bake(context, collection, model: RobotModel, result: BakeResult, tint:
             ]
         )
         if tint and motor is not None:
-            _tint_driver(motor, root, name)
+            motor_feedback.tint(motor, root, name)
+            tinted.append(motor.name)
+            if motor_feedback.is_hidden(motor, robot_objects):
+                marker = motor_feedback.add_marker(context, motor)
+                motor_feedback.tint(marker, root, name)
+                markers.append(marker.name)
     root[BAKE_KEY] = json.dumps(
         {
+            "robot": collection.name,
             "actuators": list(curves.names),
             "rate": curves.rate_hz or 0.0,
             "frame_start": float(frames[0]),
             "frame_count": len(frames),
             "fps": result.fps,
+            "tinted": sorted(set(tinted)),
+            "markers": sorted(set(markers)),
         }
     )
     if tint:
@@ -213,32 +279,19 @@ def write_bake(context, collection, model: RobotModel, result: BakeResult, tint:
     return root
 
 
+def _add_violation(items, robot: str, v: Violation, result: BakeResult) -> None:
+    item = items.add()
+    item.name = v.actuator
+    item.robot = robot
+    item.quantity = v.quantity
+    item.frame, item.end_frame = result.frame_of(v.start_time), result.frame_of(v.end_time)
+    item.time, item.end_time = v.start_time, v.end_time
+    item.peak, item.limit, item.unit = v.peak, v.limit, v.unit
+
+
 def _colour(fc, colour) -> None:
     fc.color_mode = "CUSTOM"
     fc.color = colour
-
-
-def _tint_driver(ob, root, actuator: str) -> None:
-    """Drive ``ob.color`` towards red by the actuator's "over limit" curve."""
-    if COLOR_KEY not in ob.keys():
-        ob[COLOR_KEY] = list(ob.color)
-    base = list(ob[COLOR_KEY])
-    ad = ob.animation_data or ob.animation_data_create()
-    existing = {(fc.data_path, fc.array_index): fc for fc in ad.drivers}
-    for i in range(3):
-        fc = existing.get(("color", i)) or ob.driver_add("color", i)
-        driver = fc.driver
-        driver.type = "SCRIPTED"
-        names = [v.name for v in driver.variables]
-        var = driver.variables.new()
-        var.name = f"o{len(names)}"
-        var.type = "SINGLE_PROP"
-        var.targets[0].id_type = "OBJECT"
-        var.targets[0].id = root
-        var.targets[0].data_path = over_path(actuator)
-        names.append(var.name)
-        over = names[0] if len(names) == 1 else f"max({', '.join(names)})"
-        driver.expression = f"{base[i]:.4f} * (1 - {over}) + {TINT[i]:.4f} * {over}"
 
 
 def _show_object_colours() -> None:
@@ -255,10 +308,10 @@ def read_baked_curves(context, model: RobotModel) -> ActuatorCurves:
 
     Raises ValueError when nothing is baked or the robot's actuators changed.
     """
-    root = root_object(context, model)
-    if root is None or BAKE_KEY not in root.keys():
+    root = baked_root(model.record.name)
+    if root is None:
         raise ValueError("nothing baked yet: run Bake first")
-    bake = json.loads(root[BAKE_KEY])
+    bake = bake_record(root)
     names = model.mechanism.actuator_names
     if list(bake["actuators"]) != list(names):
         raise ValueError(

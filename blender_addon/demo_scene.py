@@ -82,11 +82,13 @@ def build_fourbar(context, name: str = "fourbar"):
         ("rocker_coupler_joint", coupler, rocker, B),
         ("rocker_joint", ground, rocker, O4),
     )
-    for joint, parent, child, anchor in hinges:
+    joints = [
         scene_build.constraint_object(
             context, joint, "HINGE", parent, child, Matrix.Translation(anchor.tolist()), collection
         )
-    motor = collection.objects["crank_joint"].looprig_joint
+        for joint, parent, child, anchor in hinges
+    ]
+    motor = joints[0].looprig_joint
     motor.actuated = True
     motor.velocity_limit = CRANK_VELOCITY_LIMIT
     motor.hardware_id = "1"

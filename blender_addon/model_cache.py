@@ -136,7 +136,8 @@ def robot_objects_read(collection) -> list:
             parent = parent.parent
         if ob.type == "ARMATURE":
             for child in ob.children:
-                found.setdefault(child.name, child)
+                if child.parent_type == "BONE":
+                    found.setdefault(child.name, child)
     return [found[name] for name in sorted(found)]
 
 

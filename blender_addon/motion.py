@@ -63,7 +63,8 @@ def write_robot_motion(context, collection, model: RobotModel, states: np.ndarra
     """Key the robot's objects along solved states at scene frames ``frames`` (F,).
 
     Replaces the robot's looprig action (never another action); grounded bodies
-    are not keyed. Returns the new action.
+    are not keyed; joint objects no body carries are keyed to follow their Object 1
+    body. Returns the new action.
     """
     s = unit_scale(context.scene)
     objects = animated_objects(collection)
@@ -73,24 +74,25 @@ def write_robot_motion(context, collection, model: RobotModel, states: np.ndarra
     world = object_world_matrices(model, states)
     for T in world.values():
         T[:, :3, :] /= s  # metres -> Blender units
+    objects = context.scene.objects
+    targets = {}  # object name -> (F, 4, 4) world matrices [Blender units]
     grounded = {b.name for b in model.mechanism.bodies if b.grounded}
-    records = [b for b in model.record.bodies if not b.bone_name and b.name not in grounded]
+    for record in model.record.bodies:
+        if not record.bone_name and record.name not in grounded:
+            targets[record.object_name] = world[record.name]
+    targets.update(_joint_object_targets(model, objects, world, targets, grounded))
     # parents first, so a parent's keyed world matrices are known for its children
-    records.sort(key=lambda b: _depth(context.scene.objects.get(b.object_name)))
-    keyed_world: dict[str, np.ndarray] = {}
-    for record in records:
-        ob = context.scene.objects[record.object_name]
-        name = ob.name
-        W = world[record.name]
+    for name in sorted(targets, key=lambda n: _depth(objects.get(n))):
+        ob = objects[name]
+        W = targets[name]
         parent = ob.parent
         if parent is None:
             local = W
         else:
-            P = keyed_world.get(parent.name)
+            P = targets.get(parent.name)
             if P is None:
                 P = np.broadcast_to(np.array(parent.matrix_world, float), W.shape)
             local = np.linalg.inv(P @ np.array(ob.matrix_parent_inverse, float)) @ W
-        keyed_world[name] = W
         location, quaternion = quaternion_keys(local)
         bag = animation.take_over(ob, action)
         ob.rotation_mode = "QUATERNION"
@@ -100,6 +102,33 @@ def write_robot_motion(context, collection, model: RobotModel, states: np.ndarra
             animation.write_fcurve(bag, "rotation_quaternion", i, frames, quaternion[:, i], MOTION_GROUP)
     write_bone_motion(context, collection, model, world, frames, action)
     return action
+
+
+def _joint_object_targets(model: RobotModel, objects, world, keyed, grounded) -> dict[str, np.ndarray]:
+    """World matrices of the joint objects that would stay behind: those not carried by a
+    keyed object (e.g. a hinge Empty added without a parent) follow their Object 1 body."""
+    bodies = {b.name: b for b in model.record.bodies}
+    out = {}
+    for joint in model.record.joints:
+        ob = objects.get(joint.object_name)
+        body = bodies.get(joint.parent)
+        if joint.bone_name or ob is None or body is None or body.bone_name or body.name in grounded:
+            continue
+        if ob.name in keyed or _carried(ob, keyed):
+            continue
+        T_body_joint = np.linalg.solve(np.asarray(body.T_world_object, float), joint.T_world_joint)
+        out[ob.name] = world[body.name] @ T_body_joint  # unit-free: both in metres
+    return out
+
+
+def _carried(ob, keyed) -> bool:
+    """True when an ancestor of ``ob`` is keyed."""
+    parent = ob.parent
+    while parent is not None:
+        if parent.name in keyed:
+            return True
+        parent = parent.parent
+    return False
 
 
 def _depth(ob) -> int:

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import math
+
 import bpy
-from bpy.props import BoolProperty, EnumProperty, StringProperty
+from bpy.props import BoolProperty, EnumProperty, FloatProperty, StringProperty
 from bpy_extras.io_utils import ExportHelper
 from looprig.core.curves import LimitViolationError
 from looprig.core.errors import LooprigError
@@ -61,7 +63,11 @@ class LOOPRIG_OT_clear_bake(bpy.types.Operator):
     bl_options = {"REGISTER", "UNDO"}
 
     def execute(self, context):
-        bake.clear_bake(context)
+        try:
+            bake.clear_bake(context, robot_collection(context))
+        except RobotError as error:
+            self.report({"ERROR"}, str(error))
+            return {"CANCELLED"}
         return {"FINISHED"}
 
 
@@ -136,7 +142,13 @@ class LOOPRIG_OT_export_curves(bpy.types.Operator, ExportHelper):
             )
         except LimitViolationError as error:
             count = len(error.violations)
-            first = error.violations[0].describe() if error.violations else ""
+            first = ""
+            if error.violations:
+                v = error.violations[0]
+                record = bake.bake_record(bake.baked_root(model.record.name))
+                first = (
+                    f"{v.describe()} ({bake.time_label(bake.frame_at(record, v.start_time), v.start_time)})"
+                )
             self.report(
                 {"ERROR"},
                 f"not written: the curves break {count} actuator limit(s), first {first}. Slow the "
@@ -155,7 +167,22 @@ class LOOPRIG_OT_export_curves(bpy.types.Operator, ExportHelper):
         return {"FINISHED"}
 
 
-classes = (LOOPRIG_OT_bake, LOOPRIG_OT_clear_bake, LOOPRIG_OT_export_curves)
+class LOOPRIG_OT_jump_to_frame(bpy.types.Operator):
+    """Go to this frame (where the violation starts)"""
+
+    bl_idname = "looprig.jump_to_frame"
+    bl_label = "Jump to Frame"
+    bl_options = {"REGISTER"}
+
+    frame: FloatProperty(name="Frame")
+
+    def execute(self, context):
+        whole = math.floor(self.frame)
+        context.scene.frame_set(int(whole), subframe=float(self.frame - whole))
+        return {"FINISHED"}
+
+
+classes = (LOOPRIG_OT_bake, LOOPRIG_OT_clear_bake, LOOPRIG_OT_export_curves, LOOPRIG_OT_jump_to_frame)
 
 
 def register():

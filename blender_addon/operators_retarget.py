@@ -146,8 +146,9 @@ def apply_result(context, inputs: RetargetInputs, result) -> str:
     clip = inputs.clip
     frames = clip.frame_start + (np.asarray(result.times) - result.times[0]) * clip.fps
     baked = None
-    if inputs.bake:  # computed before anything is written
+    if inputs.bake:  # computed (and its root checked) before anything is written
         baked = bake.compute_bake(inputs.model, result.states, frames, clip.rate, clip.fps)
+        bake.bake_root(context, collection, inputs.model)
     bake.clear_bake(context, collection)
     motion.write_robot_motion(context, collection, inputs.model, result.states, frames)
     summary = result.summary()
@@ -168,16 +169,18 @@ def apply_result(context, inputs: RetargetInputs, result) -> str:
 
 
 def unreachable_warnings(inputs: RetargetInputs, result) -> list[str]:
-    """One line per target that was missed, naming it and the first frame."""
+    """One line per target that was missed, naming it and the first frame (and second)."""
     lines = []
     tolerance = inputs.mapping.reach_tolerance
     for k, spec in enumerate(inputs.mapping.targets):
         missed = np.flatnonzero(result.position_error[:, k] > tolerance)
         if len(missed):
-            frame = inputs.clip.frame_start + result.times[missed[0]] * inputs.clip.fps
+            seconds = result.times[missed[0]] - result.times[0]
+            frame = inputs.clip.frame_start + seconds * inputs.clip.fps
+            worst = result.position_error[:, k].max() * 1000
             lines.append(
                 f"target {spec.frame!r} <- {spec.track!r} out of reach at {len(missed)} sample(s), "
-                f"from frame {frame:.1f}, by up to {result.position_error[:, k].max() * 1000:.3g} mm"
+                f"from {bake.time_label(frame, seconds)}, by up to {worst:.3g} mm"
             )
     return lines
 

@@ -8,9 +8,11 @@ from bpy_extras.io_utils import ExportHelper, ImportHelper
 from looprig.core.errors import LooprigError
 
 from . import robot_model as rm
+from .armature import bone_body_name
 from .demo_scene import setup_demo
 from .model_cache import robot_model
 from .scene_build import ImportFailed, export_robot, import_robot
+from .scene_data import robot_name
 
 
 class RobotError(Exception):
@@ -115,8 +117,20 @@ class LOOPRIG_OT_select_object(bpy.types.Operator):
         return {"FINISHED"}
 
 
+def robot_frame_of(ob) -> str:
+    """The robot body or frame name an object of the robot stands for (an armature: its
+    active bone's body, else the armature's base); empty for a joint object."""
+    if ob.rigid_body_constraint is not None:
+        return ""
+    if ob.type == "ARMATURE":
+        bone = ob.data.bones.active
+        return bone_body_name(ob, bone.name) if bone is not None else ob.name
+    return robot_name(ob)[0]
+
+
 class LOOPRIG_OT_target_add(bpy.types.Operator):
-    """Add a retarget target (the selected object becomes the animated target)"""
+    """Add a retarget target: the selected animated object (and its active bone) becomes the target,
+    the selected robot object (or active bone of the robot's armature) its robot frame"""
 
     bl_idname = "looprig.target_add"
     bl_label = "Add Target"
@@ -125,10 +139,19 @@ class LOOPRIG_OT_target_add(bpy.types.Operator):
     def execute(self, context):
         settings = context.scene.looprig
         item = settings.targets.add()
-        active = context.active_object
         robot = settings.robot
-        if active is not None and (robot is None or active.name not in robot.all_objects):
-            item.target = active
+        in_robot = set(robot.all_objects) if robot is not None else set()
+        active = context.active_object
+        selected = [active] if active is not None else []
+        selected += [o for o in context.selected_objects if o is not active]
+        for ob in selected:
+            if ob not in in_robot:
+                if item.target is None:
+                    item.target = ob
+                    if ob.type == "ARMATURE" and ob.data.bones.active is not None:
+                        item.bone = ob.data.bones.active.name
+            elif not item.frame:
+                item.frame = robot_frame_of(ob)
         item.name = f"target {len(settings.targets)}"
         settings.active_target = len(settings.targets) - 1
         return {"FINISHED"}

@@ -26,15 +26,9 @@ from .overlay_geometry import (
 _handle = None
 
 
-def _curve_samples(context, name: str):
-    """(frames, values) of the baked velocity curve of actuator ``name``, or None."""
-    settings = context.scene.looprig
-    root = settings.root
-    if root is None:
-        for ob in context.scene.objects:
-            if bake.BAKE_KEY in ob.keys():
-                root = ob
-                break
+def _curve_samples(robot: str, name: str):
+    """(frames, values) of the baked velocity curve of actuator ``name`` of ``robot``, or None."""
+    root = bake.baked_root(robot)
     if root is None or root.animation_data is None or root.animation_data.action is None:
         return None
     ad = root.animation_data
@@ -58,7 +52,9 @@ def draw_graph_overlay():
     for item in settings.actuators:
         if item.velocity_limit <= 0:
             continue
-        samples = _curve_samples(context, item.name)
+        if settings.robot is None or item.robot != settings.robot.name:
+            continue
+        samples = _curve_samples(item.robot, item.name)
         if samples is None:
             continue
         geometry = velocity_overlay(samples[0], samples[1], item.velocity_limit)

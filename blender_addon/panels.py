@@ -5,6 +5,9 @@ from __future__ import annotations
 
 import bpy
 
+from .bake import time_label
+from .motor_feedback import KIND_LABELS, LEGEND_ICONS, PRIORITY
+
 ICONS = {"ERROR": "ERROR", "WARNING": "QUESTION", "INFO": "INFO"}
 
 
@@ -28,7 +31,17 @@ class LOOPRIG_UL_targets(bpy.types.UIList):
         row.label(text=f"{item.frame or '(no frame)'}  ←  {target}", icon="CON_TRACKTO")
 
 
-class LOOPRIG_UL_actuators(bpy.types.UIList):
+class _RobotItems:
+    """Lists of bake results show the lines of the scene's robot only."""
+
+    def filter_items(self, context, data, propname):
+        robot = context.scene.looprig.robot
+        name = robot.name if robot is not None else None
+        items = getattr(data, propname)
+        return [self.bitflag_filter_item if item.robot == name else 0 for item in items], []
+
+
+class LOOPRIG_UL_actuators(_RobotItems, bpy.types.UIList):
     def draw_item(self, context, layout, data, item, icon, active_data, active_propname, index=0):
         row = layout.row(align=True)
         bad = item.violation_count > 0
@@ -39,10 +52,23 @@ class LOOPRIG_UL_actuators(bpy.types.UIList):
             icon="ERROR" if bad else "CHECKMARK",
         )
         if bad:
-            row.label(text=f"{item.violation_count}× from {item.first_violation_frame:.0f}")
+            when = time_label(item.first_violation_frame, item.first_violation_time)
+            row.label(text=f"{item.violation_count}× from {when}")
         if item.motor_object:
             op = row.operator("looprig.select_object", text="", icon="RESTRICT_SELECT_OFF", emboss=False)
             op.object_name = item.motor_object
+
+
+class LOOPRIG_UL_violations(_RobotItems, bpy.types.UIList):
+    def draw_item(self, context, layout, data, item, icon, active_data, active_propname, index=0):
+        row = layout.row(align=True)
+        row.label(
+            text=f"{item.name}: {KIND_LABELS.get(item.quantity, item.quantity)} {item.peak:.3g} "
+            f"beyond {item.limit:.3g} {item.unit}",
+            icon=LEGEND_ICONS.get(item.quantity, "ERROR"),
+        )
+        op = row.operator("looprig.jump_to_frame", text=time_label(item.frame, item.time), icon="TIME")
+        op.frame = item.frame
 
 
 class _Sidebar:
@@ -228,13 +254,23 @@ class LOOPRIG_PT_solve(_Sidebar, bpy.types.Panel):
 
 
 def draw_bake_summary(layout, settings):
-    if len(settings.actuators):
-        layout.template_list(
-            "LOOPRIG_UL_actuators", "", settings, "actuators", settings, "active_actuator", rows=3
-        )
-        bad = sum(a.violation_count for a in settings.actuators)
-        if bad:
-            layout.label(text=f"{bad} limit violation(s): markers at their start frames", icon="ERROR")
+    robot = settings.robot.name if settings.robot is not None else None
+    if not any(a.robot == robot for a in settings.actuators):
+        return
+    layout.template_list(
+        "LOOPRIG_UL_actuators", "", settings, "actuators", settings, "active_actuator", rows=3
+    )
+    bad = [v for v in settings.violations if v.robot == robot]
+    if not bad:
+        return
+    layout.label(text=f"{len(bad)} limit violation(s), by motor (click to go to the frame):", icon="ERROR")
+    layout.template_list(
+        "LOOPRIG_UL_violations", "", settings, "violations", settings, "active_violation", rows=3
+    )
+    row = layout.row(align=True)
+    row.label(text="Motor tint:")
+    for kind in PRIORITY:
+        row.label(text=KIND_LABELS[kind], icon=LEGEND_ICONS[kind])
 
 
 class LOOPRIG_PT_bake(_Sidebar, bpy.types.Panel):
@@ -264,7 +300,8 @@ class LOOPRIG_PT_graph_summary(bpy.types.Panel):
         settings = context.scene.looprig
         self.layout.prop(settings, "show_overlays")
         draw_bake_summary(self.layout, settings)
-        if not len(settings.actuators):
+        robot = settings.robot.name if settings.robot is not None else None
+        if not any(a.robot == robot for a in settings.actuators):
             self.layout.label(text="Nothing baked yet: Bake in the 3D Viewport's looprig tab")
 
 
@@ -272,6 +309,7 @@ classes = (
     LOOPRIG_UL_problems,
     LOOPRIG_UL_targets,
     LOOPRIG_UL_actuators,
+    LOOPRIG_UL_violations,
     LOOPRIG_PT_robot,
     LOOPRIG_PT_joint,
     LOOPRIG_PT_body,

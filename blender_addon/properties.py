@@ -178,8 +178,9 @@ class LOOPRIG_PG_problem(bpy.types.PropertyGroup):
 
 
 class LOOPRIG_PG_actuator_summary(bpy.types.PropertyGroup):
-    """Per-actuator result of the last bake (persists in the file)."""
+    """Per-actuator result of a robot's last bake (persists in the file)."""
 
+    robot: StringProperty(description="The robot collection's name")
     unit: StringProperty()
     minimum: FloatProperty()
     maximum: FloatProperty()
@@ -187,9 +188,24 @@ class LOOPRIG_PG_actuator_summary(bpy.types.PropertyGroup):
     velocity_limit: FloatProperty(description="0 = none")
     violation_count: IntProperty()
     first_violation_frame: FloatProperty()
+    first_violation_time: FloatProperty(description="[s] from the first baked sample")
     motor_object: StringProperty()
     # violating intervals as flat frame pairs [start0, end0, start1, end1, ...]
     intervals: StringProperty()
+
+
+class LOOPRIG_PG_violation(bpy.types.PropertyGroup):
+    """One interval in which an actuator breaks a limit (``name``: the actuator), from a bake."""
+
+    robot: StringProperty(description="The robot collection's name")
+    quantity: StringProperty(description="position, velocity or acceleration")
+    frame: FloatProperty(description="Scene frame of the first violating sample")
+    end_frame: FloatProperty(description="Scene frame of the last violating sample")
+    time: FloatProperty(description="[s] from the first baked sample")
+    end_time: FloatProperty(description="[s] from the first baked sample")
+    peak: FloatProperty(description="The value beyond the limit the most")
+    limit: FloatProperty(description="The limit it breaks")
+    unit: StringProperty()
 
 
 class LOOPRIG_PG_scene(bpy.types.PropertyGroup):
@@ -254,7 +270,8 @@ class LOOPRIG_PG_scene(bpy.types.PropertyGroup):
     )
     tint_motors: BoolProperty(
         name="Tint Motors",
-        description="Colour the motors red in the viewport at frames where they are too fast",
+        description="Colour the motors in the viewport at frames where they break a limit "
+        "(red: velocity, orange: acceleration, violet: range)",
         default=True,
     )
     show_overlays: BoolProperty(
@@ -274,6 +291,8 @@ class LOOPRIG_PG_scene(bpy.types.PropertyGroup):
     status: StringProperty(name="Status")
     actuators: CollectionProperty(type=LOOPRIG_PG_actuator_summary)
     active_actuator: IntProperty()
+    violations: CollectionProperty(type=LOOPRIG_PG_violation)
+    active_violation: IntProperty()
 
 
 classes = (
@@ -282,6 +301,7 @@ classes = (
     LOOPRIG_PG_target,
     LOOPRIG_PG_problem,
     LOOPRIG_PG_actuator_summary,
+    LOOPRIG_PG_violation,
     LOOPRIG_PG_scene,
 )
 

@@ -376,6 +376,44 @@ def unconnected_components(record: RobotRecord) -> list[list[str]]:
     return [sorted(g) for g in groups.values()]
 
 
+def joint_gaps(record: RobotRecord, tolerance: float = 1e-5) -> list[Problem]:
+    """WARNINGs for imported joints whose two bodies no longer meet at the joint at rest.
+
+    A file import keeps each joint's anchor and each body's world matrix (``exact``). Each
+    body carries the anchor along as it is moved; when the points it carries from the
+    parent and from the child lie more than ``tolerance`` [m] apart, a body moved away
+    from the joint (a closure that no longer closes), and the robot would be built with
+    the joint where its constraint object now stands.
+    """
+    bodies = {b.name: b for b in record.bodies}
+    out = []
+    for j in record.joints:
+        exact = j.exact or {}
+        ends = [bodies.get(j.parent), bodies.get(j.child)]
+        if j.kind is None or "anchor" not in exact or any(b is None or not b.exact for b in ends):
+            continue
+        anchor = np.append(np.asarray(exact["anchor"], float), 1.0)
+        points = [
+            np.asarray(b.T_world_object, float)
+            @ np.linalg.solve(np.asarray(b.exact["matrix_world"], float).reshape(4, 4), anchor)
+            for b in ends
+        ]
+        gap = float(np.linalg.norm(points[0][:3] - points[1][:3]))
+        if gap > tolerance:
+            parent, child = ends
+            out.append(
+                Problem(
+                    WARNING,
+                    f"joint {j.name!r} does not meet at rest: the anchor carried by {parent.object_name!r} "
+                    f"and by {child.object_name!r} are {gap * 1000:.3g} mm apart (a body moved since "
+                    "the import); move it back, or the joint is built where its constraint object stands",
+                    j.object_name,
+                    j.bone_name,
+                )
+            )
+    return out
+
+
 # --------------------------------------------------------------------------- building
 def _body(record: BodyRecord, problems: list[Problem]) -> tuple[Body, np.ndarray] | None:
     """The core Body of a record and T_body_object, or None (problem appended)."""
@@ -525,6 +563,7 @@ def build_robot(record: RobotRecord) -> RobotModel:
                 first.bone_name,
             )
         )
+    problems.extend(joint_gaps(record))
     for cycle in fixed_joint_cycles(record.joints):
         names = ", ".join(j.name for j in cycle)
         bodies = sorted({b for j in cycle for b in (j.parent, j.child)})

@@ -78,18 +78,19 @@ def robot_objects(collection) -> dict[str, list]:
 
 
 def animated_objects(collection) -> list:
-    """Every object of the robot whose transform looprig may key (bodies and armatures)."""
+    """Every object of the robot whose transform looprig may key: bodies, armatures and
+    joint objects (those not parented to a body are keyed to follow it)."""
     roles = robot_objects(collection)
-    return roles["bodies"] + roles["armatures"]
+    return roles["bodies"] + roles["armatures"] + roles["constraints"]
 
 
 def robot_frame_names(collection) -> list[str]:
-    """Names a retarget target can point at: bodies, frames, then bones."""
+    """Names a retarget target can point at: bodies, frames, then bones; each once."""
     roles = robot_objects(collection)
     names = [robot_name(o)[0] for o in roles["bodies"]] + [robot_name(o)[0] for o in roles["frames"]]
     for arm in roles["armatures"]:
         names += [armature.bone_body_name(arm, b.name) for b in arm.data.bones]
-    return names
+    return list(dict.fromkeys(names))  # a file's frame may carry its body's name
 
 
 # --------------------------------------------------------------------------- bodies
@@ -211,7 +212,7 @@ def read_robot(context, collection) -> RobotRecord:
     s = unit_scale(scene)
     roles = robot_objects(collection)
     record = RobotRecord(collection.name)
-    with rest_pose(context, roles["bodies"] + roles["armatures"]):
+    with rest_pose(context, animated_objects(collection)):
         depsgraph = context.evaluated_depsgraph_get()
         for ob in roles["bodies"]:
             record.bodies.append(read_body(ob, depsgraph, s))

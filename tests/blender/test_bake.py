@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 from helpers import fails, snapshot
 
-from blender_addon import animation, bake, demo_scene
+from blender_addon import animation, bake, demo_scene, motor_feedback
 
 FPS, SECONDS = 24.0, 2.0
 
@@ -59,13 +59,16 @@ def test_violations_give_colours_markers_extreme_keys_and_a_summary(demo):
     np.testing.assert_allclose(value_curve.color, bake.RED, atol=1e-6)
     np.testing.assert_allclose(velocity_curve.color, bake.VELOCITY_RED, atol=1e-6)
     markers = [(m.name, m.frame) for m in scene.timeline_markers]
-    assert markers == [("looprig: crank_joint velocity", 16)]
+    assert markers == [("looprig fourbar: crank_joint velocity 0.62 s", 16)]  # frame 16 is 15/24 s in
     extreme = [int(k.co.x) for k in velocity_curve.keyframe_points if k.type == "EXTREME"]
     assert extreme == list(expected)
-    _, over = animation.read_fcurve(_root_curve(root, '["crank_joint over limit"]'))
+    _, over = animation.read_fcurve(_root_curve(root, '["crank_joint over velocity"]'))
     assert list(np.flatnonzero(over) + 1) == list(expected)
+    for kind in ("range", "acceleration"):  # no range, no acceleration limit
+        assert not animation.read_fcurve(_root_curve(root, f'["crank_joint over {kind}"]'))[1].any()
     item = scene.looprig.actuators["crank_joint"]
     assert item.violation_count == 1 and item.first_violation_frame == 16
+    assert item.first_violation_time == pytest.approx(15 / FPS)
     assert item.velocity_limit == pytest.approx(4.0)
     assert item.peak_velocity == pytest.approx(np.pi**2 / SECONDS, rel=0.01)
     assert json.loads(item.intervals) == [[16.0, 34.0]]
@@ -85,7 +88,7 @@ def test_motor_is_tinted_red_at_violating_frames_only(demo):
     assert bpy.ops.looprig.retarget() == {"FINISHED"}
     scene, crank = bpy.context.scene, demo.objects["crank"]
     scene.frame_set(25)
-    np.testing.assert_allclose(crank.color[:3], bake.TINT, atol=1e-3)
+    np.testing.assert_allclose(crank.color[:3], motor_feedback.TINTS["velocity"], atol=1e-3)
     scene.frame_set(5)
     np.testing.assert_allclose(crank.color[:3], (0.9, 0.6, 0.2), atol=1e-3)
     assert bpy.ops.looprig.clear_bake() == {"FINISHED"}

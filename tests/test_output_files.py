@@ -4,9 +4,11 @@ test may mount one) and by an ENOSPC injected at the write call."""
 
 import errno
 import os
+import signal
 import socket
 import stat
 import subprocess
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -256,3 +258,35 @@ def test_read_text_names_the_bad_byte_and_refuses_non_files(tmp_path):
     crlf = tmp_path / "crlf.csv"
     crlf.write_bytes(b"\xef\xbb\xbfa\r\nb\rc\n")
     assert read_text(crlf, "curves CSV") == "a\nb\nc\n"
+
+
+def test_a_process_killed_mid_write_leaves_the_previous_file(tmp_path):
+    """kill -9 while the content is half written: the destination is the previous file, whole;
+    only the hidden temporary file is left, which no reader takes for the output."""
+    out = tmp_path / "curves.csv"
+    out.write_text("previous complete file\n")
+    child = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            "import sys, time\n"
+            "from looprig.core.export import open_output\n"
+            "with open_output(sys.argv[1], 'wb') as f:\n"
+            "    f.write(b'half of the new ' * 1000)\n"
+            "    f.flush()\n"
+            "    print('writing', flush=True)\n"
+            "    time.sleep(60)\n",
+            str(out),
+        ],
+        stdout=subprocess.PIPE,
+    )
+    try:
+        assert child.stdout.readline() == b"writing\n"
+        child.send_signal(signal.SIGKILL)
+        child.wait(10)
+    finally:
+        child.kill()
+        child.stdout.close()
+    assert out.read_text() == "previous complete file\n"
+    (tmp,) = leftovers(tmp_path)
+    assert tmp.startswith(".curves.csv.") and (tmp_path / tmp).stat().st_size == 16_000

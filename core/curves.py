@@ -23,253 +23,59 @@ Limit checks
     merges runs of consecutive violating samples into one :class:`Violation`
     per run, whose ``peak`` is the sample that exceeds its bound the most.
 
-Resampling
-    :func:`resample` evaluates the interpolating cubic spline (or PCHIP, or a
-    straight line) at a device rate. No low-pass filter is applied: the device
-    should reach the source's positions at its frame times. Motion faster than
-    the device rate can represent is not silently smoothed away: the resampled
-    curve carries the source's violations (``carried_violations``, merged into
-    every later check and export), and :func:`compare_peaks` reports (warns or
-    raises, see :class:`ResampleSettings`) when the resampled peak velocity
-    falls noticeably below the source's.
+Limit records and resampling
+    A :class:`~looprig.core.violations.Violation` per broken interval (module
+    :mod:`looprig.core.violations`, re-exported here); resampling to a device
+    rate without hiding what the source broke is :mod:`looprig.core.resample`.
 """
 
-import math
-import os
-import warnings
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 
 import numpy as np
-from scipy.interpolate import CubicSpline, PchipInterpolator
+from scipy.interpolate import CubicSpline
 
-from .errors import LooprigError, LooprigWarning, did_you_mean
+from .errors import CurvesError, did_you_mean
 from .mechanism import Actuator, Mechanism
 from .readoff import unwrap_sequence
+from .violations import (
+    QUANTITIES,
+    LimitViolationError,
+    Violation,
+    format_violations,
+    merge_violations,
+    summarize_violations,
+    violations_from_excess,
+)
 
 #: Units of an actuator coordinate: angle or displacement.
 UNITS = ("rad", "m")
-#: Quantities a limit check covers, in report order.
-QUANTITIES = ("position", "velocity", "acceleration")
 DERIVATIVE_METHODS = ("spline", "central")
-RESAMPLE_METHODS = ("cubic", "pchip", "linear")
 
-
-class CurvesError(LooprigError, ValueError):
-    """Actuator curves are malformed: wrong shape, not finite, unknown actuator..."""
-
-
-class LimitViolationError(LooprigError, ValueError):
-    """Curves break an actuator limit, so nothing was written.
-
-    violations: every broken interval (:class:`Violation`). path: the file not
-    written, or None. overridable: True if the same call with the override
-    (``allow_violations=True``) writes the file with the violations recorded;
-    False if the values cannot be written at all (servo ticks beyond the
-    register).
-
-    The message is one line naming the first violations, and names no
-    override of its own, because the override is spelled differently in each
-    front end. A front end sets ``override_hint`` (the CLI
-    ``"--allow-violations"``, the Blender add-on its checkbox) before showing
-    the error; ``str()`` then ends with "; <hint> writes the file anyway, with
-    the violations recorded in it" when the error is overridable.
-    """
-
-    def __init__(
-        self,
-        message: str,
-        violations: Sequence["Violation"] = (),
-        path=None,
-        overridable: bool = True,
-    ):
-        super().__init__(message)
-        self.message = message
-        self.violations = tuple(violations)
-        self.path = None if path is None else os.fspath(path)
-        self.overridable = overridable
-        self.override_hint = ""
-
-    def __str__(self) -> str:
-        if self.override_hint and self.overridable:
-            return (
-                f"{self.message}; {self.override_hint} writes the file anyway, "
-                "with the violations recorded in it"
-            )
-        return self.message
-
-
-class PeakLossWarning(LooprigWarning):
-    """Resampling lowered an actuator's peak velocity noticeably (``obj`` names the actuators)."""
-
-
-class PeakLossError(LooprigError, ValueError):
-    """Resampling lowered an actuator's peak velocity noticeably; ``losses`` lists them."""
-
-    def __init__(self, message: str, losses: Sequence["PeakLoss"] = ()):
-        super().__init__(message)
-        self.losses = tuple(losses)
+__all__ = [
+    "DERIVATIVE_METHODS",
+    "QUANTITIES",
+    "UNITS",
+    "ActuatorCurves",
+    "CurvesError",
+    "LimitCheckSettings",
+    "LimitViolationError",
+    "Violation",
+    "all_violations",
+    "check_limits",
+    "derivative_unit",
+    "format_violations",
+    "merge_violations",
+    "require_within_limits",
+    "summarize_violations",
+    "uniform_times",
+    "violations_from_excess",
+]
 
 
 def derivative_unit(unit: str, order: int) -> str:
     """Unit of the ``order``-th time derivative of a coordinate in ``unit`` ("rad/s^2")."""
     return unit if order == 0 else unit + "/s" if order == 1 else f"{unit}/s^{order}"
-
-
-# --------------------------------------------------------------------------- violations
-@dataclass(frozen=True)
-class Violation:
-    """One interval in which an actuator breaks a limit.
-
-    actuator: the actuator's name. quantity: ``"position"``, ``"velocity"`` or
-    ``"acceleration"`` (hardware exports add ``"tick_range"``, in motor ticks).
-    start_time, end_time: first and last violating sample [s] (equal for a
-    single sample). peak: the signed value that exceeds its bound the most,
-    sampled at ``peak_time`` [s]. limit: the bound it breaks, signed like the
-    peak (``upper`` or ``lower`` for positions, ``+limit`` or ``-limit`` for
-    rates). unit: unit of ``peak`` and ``limit`` ("rad/s", "m", "tick"...).
-    """
-
-    actuator: str
-    quantity: str
-    start_time: float
-    end_time: float
-    peak: float
-    limit: float
-    peak_time: float = math.nan
-    unit: str = ""
-
-    @property
-    def excess(self) -> float:
-        """How far ``peak`` lies beyond ``limit`` (positive), in ``unit``."""
-        return abs(self.peak - self.limit)
-
-    def describe(self) -> str:
-        """One line for error messages and reports."""
-        unit = f" {self.unit}" if self.unit else ""
-        when = (
-            f"at t={self.start_time:.4f} s"
-            if self.start_time == self.end_time
-            else f"from t={self.start_time:.4f} s to {self.end_time:.4f} s"
-        )
-        return (
-            f"actuator {self.actuator!r}: {self.quantity} {self.peak:.6g}{unit} beyond limit "
-            f"{self.limit:.6g}{unit} {when}"
-        )
-
-    def to_dict(self) -> dict:
-        """Plain JSON-ready dict (field names as keys)."""
-        return {
-            "actuator": self.actuator,
-            "quantity": self.quantity,
-            "start_time": float(self.start_time),
-            "end_time": float(self.end_time),
-            "peak": float(self.peak),
-            "limit": float(self.limit),
-            "peak_time": None if math.isnan(self.peak_time) else float(self.peak_time),
-            "unit": self.unit,
-        }
-
-    @classmethod
-    def from_dict(cls, data: Mapping) -> "Violation":
-        """The violation of a record written by :meth:`to_dict`; CurvesError naming the bad field."""
-        if not isinstance(data, Mapping):
-            raise CurvesError(f"a violation record must be an object, got {data!r:.80}")
-        fields = {}
-        for key in ("actuator", "quantity", "unit"):
-            value = data.get(key, "") if key == "unit" else data.get(key)
-            if not isinstance(value, str):
-                raise CurvesError(f"violation record: {key!r} must be a string, got {value!r:.80}")
-            fields[key] = value
-        for key in ("start_time", "end_time", "peak", "limit", "peak_time"):
-            value = data.get(key)
-            if key == "peak_time" and value is None:
-                fields[key] = math.nan
-                continue
-            if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
-                raise CurvesError(f"violation record: {key!r} must be a finite number, got {value!r:.80}")
-            fields[key] = float(value)
-        return cls(**fields)
-
-
-def merge_violations(*groups: Iterable[Violation], order: Sequence[str] = ()) -> list[Violation]:
-    """Union of violation lists: overlapping intervals of one actuator and quantity merge.
-
-    The merged interval spans both; its peak and limit are those of the larger
-    excess. The result is sorted by start time, then by actuator (in ``order``
-    if given, else by name) and quantity, and within one actuator and quantity
-    the intervals are disjoint.
-    """
-    rank = {name: i for i, name in enumerate(order)}
-    quantity_rank = {q: i for i, q in enumerate((*QUANTITIES, "tick_range"))}
-    by_key: dict[tuple[str, str], list[Violation]] = {}
-    for group in groups:
-        for v in group:
-            by_key.setdefault((v.actuator, v.quantity), []).append(v)
-    merged: list[Violation] = []
-    for items in by_key.values():
-        items.sort(key=lambda v: (v.start_time, v.end_time))
-        current = items[0]
-        for v in items[1:]:
-            if v.start_time <= current.end_time:
-                top = v if v.excess > current.excess else current
-                current = replace(
-                    top,
-                    start_time=current.start_time,
-                    end_time=max(current.end_time, v.end_time),
-                )
-            else:
-                merged.append(current)
-                current = v
-        merged.append(current)
-    merged.sort(
-        key=lambda v: (
-            v.start_time,
-            rank.get(v.actuator, len(rank)),
-            v.actuator,
-            quantity_rank.get(v.quantity, len(quantity_rank)),
-            v.quantity,
-        )
-    )
-    return merged
-
-
-def violations_from_excess(
-    actuator: str,
-    quantity: str,
-    times: np.ndarray,
-    values: np.ndarray,
-    excess: np.ndarray,
-    limits: np.ndarray,
-    unit: str,
-) -> list[Violation]:
-    """Runs of consecutive samples with ``excess > 0``, one :class:`Violation` each.
-
-    times, values, excess, limits: (F,) arrays; ``limits[f]`` is the signed
-    bound that sample f is measured against.
-    """
-    bad = excess > 0.0
-    if not bad.any():
-        return []
-    edges = np.diff(np.concatenate([[0], bad.astype(np.int8), [0]]))
-    starts = np.flatnonzero(edges == 1)
-    stops = np.flatnonzero(edges == -1) - 1  # inclusive
-    out = []
-    for a, b in zip(starts, stops, strict=True):
-        k = a + int(np.argmax(excess[a : b + 1]))
-        out.append(
-            Violation(
-                actuator=actuator,
-                quantity=quantity,
-                start_time=float(times[a]),
-                end_time=float(times[b]),
-                peak=float(values[k]),
-                limit=float(limits[k]),
-                peak_time=float(times[k]),
-                unit=unit,
-            )
-        )
-    return out
 
 
 # --------------------------------------------------------------------------- curves
@@ -659,22 +465,6 @@ def all_violations(curves: ActuatorCurves, settings: LimitCheckSettings | None =
     return merge_violations(check_limits(curves, settings), curves.carried_violations, order=curves.names)
 
 
-def summarize_violations(violations: Sequence[Violation], first: int = 3) -> str:
-    """One line: the ``first`` violations, then "and N more" (for error messages)."""
-    parts = [v.describe() for v in violations[:first]]
-    if len(violations) > first:
-        parts.append(f"and {len(violations) - first} more")
-    return "; ".join(parts)
-
-
-def format_violations(violations: Sequence[Violation], max_lines: int = 20) -> str:
-    """Multi-line listing of violations, at most ``max_lines`` (then a count of the rest)."""
-    lines = [v.describe() for v in violations[:max_lines]]
-    if len(violations) > max_lines:
-        lines.append(f"... and {len(violations) - max_lines} more")
-    return "\n".join(lines)
-
-
 def require_within_limits(
     curves: ActuatorCurves, settings: LimitCheckSettings | None = None, what: str = "curves"
 ) -> list[Violation]:
@@ -686,138 +476,3 @@ def require_within_limits(
             violations,
         )
     return violations
-
-
-# --------------------------------------------------------------------------- resampling
-@dataclass(frozen=True)
-class ResampleSettings:
-    """How :func:`resample` builds the device-rate curve.
-
-    method: "cubic" (interpolating not-a-knot spline, the same one the
-    "spline" derivatives use; reproduces smooth peaks between source samples,
-    may overshoot near corners), "pchip" (shape-preserving, never overshoots
-    the samples, flattens extrema) or "linear".
-    peak_tolerance: relative drop of an actuator's peak |velocity| (resampled
-    vs source, both measured on their samples with ``derivative``) beyond which
-    the loss is reported; 0.05 means the resampled peak may be 5 % lower.
-    on_peak_loss: "warn" (:class:`PeakLossWarning`), "raise"
-    (:class:`PeakLossError`) or "ignore".
-    carry_violations: check the source's limits (``check``) and store its
-    violations, with its own carried ones, in the result's ``carried_violations``.
-    """
-
-    method: str = "cubic"
-    peak_tolerance: float = 0.05
-    on_peak_loss: str = "warn"
-    derivative: str = "spline"
-    carry_violations: bool = True
-    check: LimitCheckSettings = field(default_factory=LimitCheckSettings)
-
-    def __post_init__(self):
-        if self.method not in RESAMPLE_METHODS:
-            raise CurvesError(did_you_mean("resampling method", self.method, RESAMPLE_METHODS))
-        if self.on_peak_loss not in ("warn", "raise", "ignore"):
-            raise CurvesError(
-                did_you_mean("on_peak_loss action", self.on_peak_loss, ("warn", "raise", "ignore"))
-            )
-        if not 0.0 <= self.peak_tolerance < 1.0:
-            raise CurvesError(f"peak_tolerance must lie in [0, 1), got {self.peak_tolerance}")
-        if self.derivative not in DERIVATIVE_METHODS:
-            raise CurvesError(did_you_mean("derivative method", self.derivative, DERIVATIVE_METHODS))
-
-
-@dataclass(frozen=True)
-class PeakLoss:
-    """An actuator whose peak |velocity| dropped in resampling [rad/s or m/s]."""
-
-    actuator: str
-    source_peak: float
-    resampled_peak: float
-    unit: str
-
-    @property
-    def ratio(self) -> float:
-        """resampled_peak / source_peak."""
-        return self.resampled_peak / self.source_peak if self.source_peak > 0 else 1.0
-
-    def problem(self, rate_hz: float | None = None) -> str:
-        """The loss in words, without the actuator's name; ``rate_hz`` names the device rate [Hz]."""
-        rate = "" if rate_hz is None else f" to {rate_hz:g} Hz"
-        return (
-            f"peak velocity {self.source_peak:.6g} {self.unit} in the source but "
-            f"{self.resampled_peak:.6g} {self.unit} after resampling{rate} "
-            f"({100 * (1 - self.ratio):.1f} % lower)"
-        )
-
-    def describe(self) -> str:
-        """One line for error messages and reports."""
-        return f"actuator {self.actuator!r}: {self.problem()}"
-
-
-def compare_peaks(
-    source: ActuatorCurves,
-    resampled: ActuatorCurves,
-    tolerance: float = 0.05,
-    derivative: str = "spline",
-) -> list[PeakLoss]:
-    """Actuators whose peak |velocity| on ``resampled``'s samples is more than
-    ``tolerance`` (relative) below the peak on ``source``'s samples."""
-    v_src = np.max(np.abs(source.velocities(derivative)), axis=0)
-    v_res = np.max(np.abs(resampled.velocities(derivative)), axis=0)
-    losses = []
-    for a, name in enumerate(source.names):
-        b = resampled.index(name)
-        if v_res[b] < (1.0 - tolerance) * v_src[a]:
-            unit = derivative_unit(source.units[a], 1)
-            losses.append(PeakLoss(name, float(v_src[a]), float(v_res[b]), unit))
-    return losses
-
-
-def resample(
-    curves: ActuatorCurves,
-    rate_hz: float,
-    settings: ResampleSettings | None = None,
-) -> ActuatorCurves:
-    """``curves`` at ``rate_hz`` [Hz]: frames at ``t0 + k / rate_hz`` up to the last source time.
-
-    The result keeps names, units, limits and hardware ids; with
-    ``settings.carry_violations`` its ``carried_violations`` hold the
-    source's violations (so an export of the resampled curve refuses what
-    the source broke). A peak velocity drop beyond ``settings.peak_tolerance``
-    is reported as ``settings.on_peak_loss`` says (see :func:`compare_peaks`).
-    """
-    settings = settings or ResampleSettings()
-    if curves.n_frames < 2:
-        raise CurvesError("resampling needs at least two frames")
-    t0 = float(curves.times[0])
-    n = math.floor(curves.duration * float(rate_hz) + 1e-9) + 1
-    times = uniform_times(n, rate_hz, t0)
-    times[-1] = min(times[-1], float(curves.times[-1]))
-    if settings.method == "cubic":
-        values = curves.spline()(times)
-    elif settings.method == "pchip":
-        values = PchipInterpolator(curves.times, curves.values, axis=0)(times)
-    else:
-        values = np.column_stack(
-            [np.interp(times, curves.times, curves.values[:, a]) for a in range(curves.n_actuators)]
-        ).reshape(n, curves.n_actuators)
-    carried = curves.carried_violations
-    if settings.carry_violations:
-        carried = tuple(all_violations(curves, settings.check))
-    out = curves.with_values(times, values, carried_violations=carried)
-    if settings.on_peak_loss != "ignore" and n >= 2:
-        losses = compare_peaks(curves, out, settings.peak_tolerance, settings.derivative)
-        advice = "motion faster than the device rate can represent; raise the rate or slow the animation"
-        if losses and settings.on_peak_loss == "raise":
-            raise PeakLossError(
-                f"resampling to {rate_hz} Hz lowers peak velocities: "
-                + "; ".join(loss.describe() for loss in losses)
-                + f" ({advice})",
-                losses,
-            )
-        for loss in losses:
-            warnings.warn(
-                PeakLossWarning(f"{loss.problem(rate_hz)}; {advice}", obj=f"actuator {loss.actuator!r}"),
-                stacklevel=2,
-            )
-    return out

@@ -30,6 +30,10 @@ class LooprigWarning(UserWarning):
         return f"{program}: warning: {self}"
 
 
+class CurvesError(LooprigError, ValueError):
+    """Actuator curves or a curves file are malformed: wrong shape, not finite, unknown actuator..."""
+
+
 class MechanismError(LooprigError, ValueError):
     """A mechanism is malformed: unknown body, disconnected graph, bad axis..."""
 

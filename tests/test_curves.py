@@ -13,19 +13,15 @@ from looprig.core.curves import (
     CurvesError,
     LimitCheckSettings,
     LimitViolationError,
-    PeakLossError,
-    PeakLossWarning,
-    ResampleSettings,
     Violation,
     all_violations,
     check_limits,
-    compare_peaks,
     merge_violations,
     require_within_limits,
-    resample,
 )
 from looprig.core.library.planar import fourbar, slider_crank
 from looprig.core.mechanism import ActuatedMotion, Actuator, Body, Joint, JointKind, Mechanism
+from looprig.core.resample import PeakLossError, PeakLossWarning, ResampleSettings, compare_peaks, resample
 
 F_HZ = 1.3  # test frequency [Hz]
 W = 2 * np.pi * F_HZ  # [rad/s]

@@ -13,10 +13,7 @@ from looprig.core.curves import (
     ActuatorCurves,
     CurvesError,
     LimitViolationError,
-    PeakLossWarning,
-    ResampleSettings,
     check_limits,
-    resample,
 )
 from looprig.core.errors import LooprigError, LooprigWarning
 from looprig.core.export import (
@@ -44,6 +41,7 @@ from looprig.core.export import (
     write_json,
     write_plain_csv,
 )
+from looprig.core.resample import PeakLossWarning, ResampleSettings, resample
 
 HALF_TICK = math.pi / 4096  # [rad]
 FILE_EXAMPLES = settings(

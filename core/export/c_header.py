@@ -85,7 +85,7 @@ def write_c_header(
 ) -> list[Violation]:
     """Write a C header with fixed-rate ``static const`` arrays for playback.
 
-    The curves must be uniformly sampled (see :func:`~looprig.core.curves.resample`).
+    The curves must be uniformly sampled (see :func:`~looprig.core.resample.resample`).
     Macros ``<P>_RATE_HZ``, ``<P>_FRAME_PERIOD_US``, ``<P>_FRAME_COUNT``,
     ``<P>_ACTUATOR_COUNT``, ``<P>_VIOLATION_COUNT`` (``<P>`` = upper-case
     prefix); arrays ``<prefix>_<actuator>[<P>_FRAME_COUNT]``, a table
@@ -100,7 +100,7 @@ def write_c_header(
     if rate is None:
         raise CurvesError(
             "a C header plays frames at a fixed rate, but these curves are not uniformly "
-            "sampled; resample them first (looprig.core.curves.resample)"
+            "sampled; resample them first (looprig.core.resample.resample)"
         )
     idents = c_array_names(curves.names, settings.prefix)
     P = settings.prefix.upper()

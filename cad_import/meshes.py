@@ -13,7 +13,9 @@ convex hull instead.
 
 from __future__ import annotations
 
+import os
 import warnings
+from collections import OrderedDict
 from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import unquote, urlparse
@@ -129,20 +131,57 @@ def mesh_mass_properties(mesh, density: float, T_frame_mesh=None, name: str | No
     :class:`FileFormatWarning` and the convex hull's properties are returned
     instead; a surface enclosing no volume raises FileFormatError.
     """
-    if isinstance(mesh, tuple):
-        vertices, triangles = mesh
-        label = name or "mesh"
-        if not np.isfinite(density) or density <= 0:
-            raise FileFormatError(label, f"density must be positive, got {density}")
-        faces = np.asarray(triangles, np.int64).reshape(-1, 3)
-        if len(faces) == 0:
-            raise FileFormatError(label, "mesh has no triangles")
-        loaded = _trimesh().Trimesh(vertices=np.asarray(vertices, float), faces=faces, process=False)
+    label = name or ("mesh" if isinstance(mesh, tuple) else mesh)
+    if not np.isfinite(density) or density <= 0:
+        raise FileFormatError(label, f"density must be positive, got {density}")
+    if not isinstance(mesh, tuple):
+        return _file_mass_properties(mesh, label, density, T_frame_mesh)
+    vertices, triangles = mesh
+    faces = np.asarray(triangles, np.int64).reshape(-1, 3)
+    if len(faces) == 0:
+        raise FileFormatError(label, "mesh has no triangles")
+    loaded = _trimesh().Trimesh(vertices=np.asarray(vertices, float), faces=faces, process=False)
+    return _checked(loaded, label, density, T_frame_mesh)
+
+
+def triangle_mass_properties(vertices, triangles, density: float, name: str = "mesh") -> MassProperties:
+    """Alias kept until the Blender add-on calls :func:`mesh_mass_properties` with arrays."""
+    return mesh_mass_properties((vertices, triangles), density, name=name)
+
+
+#: Mass properties of mesh files kept in memory (least recently used dropped first).
+CACHE_SIZE = 512
+_CACHE: OrderedDict = OrderedDict()
+
+
+def _file_mass_properties(path, label, density: float, T_frame_mesh) -> MassProperties:
+    """Computed once per file content, density and frame: cached under the file's path,
+    size and modification time; a cached result repeats its watertightness warning."""
+    try:
+        stat = os.stat(path)
+        T = b"" if T_frame_mesh is None else np.asarray(T_frame_mesh, float).tobytes()
+        key = (os.path.realpath(path), stat.st_size, stat.st_mtime_ns, float(density), T)
+    except (OSError, ValueError):
+        key = None  # load_mesh reports the problem
+    if key in _CACHE:
+        _CACHE.move_to_end(key)
+        props, warning = _CACHE[key]
     else:
-        label = name or mesh
-        if not np.isfinite(density) or density <= 0:
-            raise FileFormatError(label, f"density must be positive, got {density}")
-        loaded = load_mesh(mesh)
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always", FileFormatWarning)
+            props = _checked(load_mesh(path), label, density, T_frame_mesh)
+        warning = next((str(w.message) for w in caught if issubclass(w.category, FileFormatWarning)), "")
+        if key is not None:
+            props.com.flags.writeable = props.inertia.flags.writeable = False  # shared by every caller
+            _CACHE[key] = (props, warning)
+            if len(_CACHE) > CACHE_SIZE:
+                _CACHE.popitem(last=False)
+    if warning:
+        warnings.warn(warning, FileFormatWarning, stacklevel=3)
+    return props
+
+
+def _checked(loaded, label, density: float, T_frame_mesh) -> MassProperties:
     try:
         return _mass_properties(loaded, label, density, T_frame_mesh)
     except FileFormatError:
@@ -151,11 +190,6 @@ def mesh_mass_properties(mesh, density: float, T_frame_mesh=None, name: str | No
         raise FileFormatError(
             label, f"cannot compute mass properties: {type(error).__name__}: {error}"
         ) from None
-
-
-def triangle_mass_properties(vertices, triangles, density: float, name: str = "mesh") -> MassProperties:
-    """Alias kept until the Blender add-on calls :func:`mesh_mass_properties` with arrays."""
-    return mesh_mass_properties((vertices, triangles), density, name=name)
 
 
 def _mass_properties(mesh, path, density: float, T_frame_mesh) -> MassProperties:

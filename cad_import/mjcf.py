@@ -84,10 +84,14 @@ def _mujoco_error(path, error: Exception, stage: str) -> FileFormatError:
 
 
 def compile_mjcf(path, text: str | None = None):
-    """``(spec, model)`` for an MJCF file (or its text). Errors as FileFormatError.
+    """``(spec, model, visual)`` for an MJCF file (or its text). Errors as FileFormatError.
 
-    MuJoCo's warnings are collected rather than written to ``MUJOCO_LOG.TXT``;
-    a NaN in the file is an error.
+    visual: (ngeom,) bool, the geoms that collide with nothing (display only).
+    Collisions are looprig's business nowhere, so mesh geoms are compiled as
+    non-colliding: MuJoCo then builds no convex hulls, which is most of the time
+    a meshed model takes to compile (masses, inertias and mesh frames are the
+    same). MuJoCo's warnings are collected rather than written to
+    ``MUJOCO_LOG.TXT``; a NaN in the file is an error.
     """
     mujoco = _mujoco()
     messages: list[str] = []
@@ -109,6 +113,11 @@ def compile_mjcf(path, text: str | None = None):
             raise _mujoco_error(path, error, "parsing") from None
         _check_mesh_files(spec, path)
         _check_masses(spec, path)
+        roles = []
+        for geom in spec.geoms:
+            roles.append((geom, geom.contype == 0 and geom.conaffinity == 0))
+            if geom.type == mujoco.mjtGeom.mjGEOM_MESH:
+                geom.contype = geom.conaffinity = 0
         try:
             model = spec.compile()
         except Exception as error:
@@ -143,7 +152,10 @@ def compile_mjcf(path, text: str | None = None):
     ]
     if bad:
         raise FileFormatError(path, "non-finite values in " + ", ".join(bad))
-    return spec, model
+    visual = np.zeros(model.ngeom, bool)
+    for geom, is_visual in roles:
+        visual[geom.id] = is_visual
+    return spec, model, visual
 
 
 def _check_utf8(data: bytes, path) -> None:
@@ -229,7 +241,7 @@ def read_mjcf(path, *, text: str | None = None, settings: ImportSettings = DEFAU
 def _read_mjcf(path, text: str | None, settings: ImportSettings) -> TreeModel:
     mujoco = _mujoco()
     path = Path(path)
-    spec, model = compile_mjcf(path, text)
+    spec, model, visual_geom = compile_mjcf(path, text)
     data = mujoco.MjData(model)
     mujoco.mj_kinematics(model, data)
     notes: list[str] = []
@@ -319,7 +331,7 @@ def _read_mjcf(path, text: str | None, settings: ImportSettings) -> TreeModel:
             @ np.diag([*model.mesh_scale[m], 1.0])
         )
         T_body_geom = _pose(model.geom_pos[g], model.geom_quat[g])
-        visual = model.geom_contype[g] == 0 and model.geom_conaffinity[g] == 0
+        visual = visual_geom[g]
         mat = int(model.geom_matid[g])
         rgba = model.mat_rgba[mat] if mat >= 0 else model.geom_rgba[g]
         links_by_name[body_names[int(model.geom_bodyid[g])]].meshes.append(

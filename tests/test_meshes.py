@@ -154,3 +154,18 @@ def test_triangle_arrays_with_mixed_winding_give_the_box_closed_form():
     assert props.mass == pytest.approx(mass)
     assert np.allclose(props.com, [1.0, 2.0, 3.0])
     assert np.allclose(np.diag(props.inertia), mass / 12 * np.array([3**2 + 4**2, 2**2 + 4**2, 2**2 + 3**2]))
+
+
+def test_mass_properties_of_a_file_are_computed_once_until_it_changes(tmp_path):
+    """A second call with the same file, density and frame returns the cached result (the
+    same object, read-only); a changed file is read again; arrays give the same answer."""
+    box = trimesh.creation.box([0.1, 0.2, 0.3])
+    export_exact(box, tmp_path / "box.obj")
+    first = mesh_mass_properties(tmp_path / "box.obj", 1000.0)
+    assert mesh_mass_properties(tmp_path / "box.obj", 1000.0) is first
+    assert not first.inertia.flags.writeable
+    assert mesh_mass_properties(tmp_path / "box.obj", 500.0).mass == pytest.approx(first.mass / 2)
+    from_arrays = mesh_mass_properties((box.vertices, box.faces), 1000.0)
+    assert from_arrays.mass == pytest.approx(first.mass, rel=1e-12)
+    export_exact(trimesh.creation.box([0.2, 0.2, 0.3]), tmp_path / "box.obj")
+    assert mesh_mass_properties(tmp_path / "box.obj", 1000.0).mass == pytest.approx(2 * first.mass)

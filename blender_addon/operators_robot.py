@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import bpy
-from bpy.props import BoolProperty, StringProperty
+from bpy.props import BoolProperty, EnumProperty, StringProperty
 from bpy_extras.io_utils import ExportHelper, ImportHelper
 from looprig.core.errors import LooprigError
 
@@ -13,6 +13,7 @@ from .demo_scene import setup_demo
 from .model_cache import robot_model
 from .scene_build import ImportFailed, export_robot, import_robot
 from .scene_data import robot_name
+from .scene_graph import motor_candidates
 
 
 class RobotError(Exception):
@@ -188,6 +189,18 @@ class LOOPRIG_OT_import_robot(bpy.types.Operator, ImportHelper):
         name="Actuated Joints",
         description="Comma-separated joint names to actuate besides those the file declares",
     )
+    motors: EnumProperty(
+        name="Motors",
+        items=[
+            (
+                "FILE",
+                "As the File Says",
+                "URDF <transmission>, Gepetto YAML name_mot, MJCF actuators, plus the joints listed below",
+            ),
+            ("LISTED", "Only Listed", "Only the joints listed below"),
+        ],
+        default="FILE",
+    )
     set_robot: BoolProperty(
         name="Use as Robot", description="Make it the scene's looprig robot", default=True
     )
@@ -199,12 +212,65 @@ class LOOPRIG_OT_import_robot(bpy.types.Operator, ImportHelper):
         except (ImportFailed, LooprigError, OSError) as error:
             self.report({"ERROR"}, f"cannot import {self.filepath!r}: {error}")
             return {"CANCELLED"}
+        if self.motors == "LISTED":
+            for name, owner in motor_candidates(collection):
+                owner.looprig_joint.actuated = name in actuated
         for note in notes:
             self.report({"WARNING"}, note)
         if self.set_robot:
             context.scene.looprig.robot = collection
         self.report({"INFO"}, f"imported robot {collection.name!r} from {bpy.path.basename(self.filepath)}")
+        if self.set_robot and not bpy.app.background and context.window is not None:
+            bpy.ops.looprig.pick_motors("INVOKE_DEFAULT")
         return {"FINISHED"}
+
+
+class LOOPRIG_OT_pick_motors(bpy.types.Operator):
+    """Choose the joints that carry a motor (their limits and servo settings stay as set)"""
+
+    bl_idname = "looprig.pick_motors"
+    bl_label = "Pick Motors"
+    bl_options = {"REGISTER", "UNDO"}
+
+    names: StringProperty(
+        name="Motors",
+        description="Comma-separated joint names to actuate, all others not (for scripts; the dialog "
+        "ticks them one by one)",
+    )
+
+    def execute(self, context):
+        try:
+            collection = robot_collection(context)
+        except RobotError as error:
+            self.report({"ERROR"}, str(error))
+            return {"CANCELLED"}
+        candidates = motor_candidates(collection)
+        if self.names:
+            wanted = {n.strip() for n in self.names.split(",") if n.strip()}
+            unknown = sorted(wanted - {name for name, _owner in candidates})
+            if unknown:
+                valid = ", ".join(name for name, _owner in candidates)
+                self.report({"ERROR"}, f"no joint {unknown[0]!r} can carry a motor; they are: {valid}")
+                return {"CANCELLED"}
+            for name, owner in candidates:
+                owner.looprig_joint.actuated = name in wanted
+        count = sum(owner.looprig_joint.actuated for _name, owner in candidates)
+        self.report({"INFO"}, f"robot {collection.name!r}: {count} motor(s)")
+        return {"FINISHED"}
+
+    def invoke(self, context, event):
+        if context.scene.looprig.robot is None:
+            return self.execute(context)
+        return context.window_manager.invoke_props_dialog(self, width=360)
+
+    def draw(self, context):
+        layout = self.layout
+        candidates = motor_candidates(context.scene.looprig.robot)
+        if not candidates:
+            layout.label(text="No joint of this robot can carry a motor (HINGE, SLIDER, PISTON, bones)")
+        col = layout.column(align=True)
+        for name, owner in candidates:
+            col.prop(owner.looprig_joint, "actuated", text=name)
 
 
 class LOOPRIG_OT_export_robot(bpy.types.Operator, ExportHelper):
@@ -260,6 +326,7 @@ classes = (
     LOOPRIG_OT_target_add,
     LOOPRIG_OT_target_remove,
     LOOPRIG_OT_import_robot,
+    LOOPRIG_OT_pick_motors,
     LOOPRIG_OT_export_robot,
     LOOPRIG_OT_add_demo,
 )

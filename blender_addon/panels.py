@@ -88,6 +88,7 @@ class LOOPRIG_PT_robot(_Sidebar, bpy.types.Panel):
         row.operator("looprig.add_demo", text="", icon="ADD")
         row = layout.row(align=True)
         row.operator("looprig.check_robot", icon="CHECKMARK")
+        row.operator("looprig.pick_motors", text="Motors", icon="DRIVER")
         row.operator("looprig.import_robot", text="Import", icon="IMPORT")
         row.operator("looprig.export_robot", text="Export", icon="EXPORT")
         if settings.check_done:

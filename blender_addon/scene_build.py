@@ -22,6 +22,7 @@ from looprig.core.mechanism import Mechanism
 from looprig.core.rotations import frame_with_axes
 from mathutils import Matrix
 
+from .materials import apply_colours
 from .robot_model import pose_matrix
 from .scene_data import (
     EXACT_KEY,
@@ -32,6 +33,10 @@ from .scene_data import (
     object_world_matrix,
     unit_scale,
 )
+
+#: [kg] A body this light without geometry in its file (a massless link, which imports give
+#: a token mass) is built as an Empty: nothing to render, still a body of the robot.
+MASSLESS = 1e-5
 
 
 class ImportFailed(Exception):
@@ -56,8 +61,9 @@ def box_mesh(name: str, size) -> bpy.types.Mesh:
     return mesh
 
 
-def triangle_mesh(name: str, vertices: np.ndarray, triangles: np.ndarray) -> bpy.types.Mesh:
-    """A mesh from (V, 3) vertices and (T, 3) triangles, filled in bulk."""
+def triangle_mesh(name: str, vertices: np.ndarray, triangles: np.ndarray, parts=None) -> bpy.types.Mesh:
+    """A mesh from (V, 3) vertices and (T, 3) triangles, filled in bulk; ``parts`` (T,): a
+    number per triangle kept as its ``material_index`` (see :func:`.materials.apply_colours`)."""
     mesh = bpy.data.meshes.new(name)
     vertices = np.asarray(vertices, dtype=np.float32).reshape(-1, 3)
     triangles = np.asarray(triangles, dtype=np.int32).reshape(-1, 3)
@@ -67,6 +73,8 @@ def triangle_mesh(name: str, vertices: np.ndarray, triangles: np.ndarray) -> bpy
     mesh.loops.foreach_set("vertex_index", triangles.ravel())
     mesh.polygons.add(len(triangles))
     mesh.polygons.foreach_set("loop_start", np.arange(0, 3 * len(triangles), 3, dtype=np.int32))
+    if parts is not None:
+        mesh.polygons.foreach_set("material_index", np.asarray(parts, np.int32))
     mesh.update(calc_edges=True)
     mesh.validate()
     return mesh
@@ -171,11 +179,16 @@ def build_mechanism(context, mechanism, meshes=None, name: str | None = None):
     objects = {}
     for index, body in enumerate(mechanism.bodies):
         T_world_body = pose_matrix(body.position, body.orientation)
-        mesh, T_object_file = _body_mesh(body, (meshes or {}).get(body.name, []), size, s)
+        mesh, T_object_file, colours = _body_mesh(body, (meshes or {}).get(body.name, []), size, s)
         mesh_is_placeholder = T_object_file is None
         T_object_file = np.eye(4) if T_object_file is None else T_object_file
         ob = bpy.data.objects.new(body.name, mesh)
         collection.objects.link(ob)
+        if mesh is None:  # a massless link without geometry: an Empty, nothing to render
+            ob.empty_display_type = "PLAIN_AXES"
+            ob.empty_display_size = 0.5 * size / s
+        elif colours:
+            apply_colours(ob, colours)
         _name(ob, body.name, index)
         ob.matrix_world = object_world_matrix(T_world_body, s)
         settings = ob.looprig_body
@@ -318,12 +331,13 @@ def _lock_generic(c, joint) -> None:
 
 
 def _body_mesh(body, refs, size: float, s: float):
-    """(mesh, T_object_file) of a body: its visual meshes merged in body coordinates, or a
-    placeholder box (T_object_file None)."""
+    """(mesh, T_object_file, part colours) of a body: its visual meshes merged in body
+    coordinates, or, without any, a placeholder box (T_object_file None) or, for a
+    massless body, no mesh (an Empty)."""
     visual = [r for r in refs if r.role == "visual"] or list(refs)
     if not visual and body.mesh:
         visual = [MeshRef(str(body.mesh), body.T_body_mesh)]
-    vertices, triangles, offset = [], [], 0
+    vertices, triangles, offset, parts, colours = [], [], 0, [], []
     for ref in visual:
         if "://" in ref.path or not os.path.isfile(ref.path):
             continue
@@ -332,12 +346,18 @@ def _body_mesh(body, refs, size: float, s: float):
         T = np.asarray(ref.T_link_mesh, float)
         vertices.append((v @ T[:3, :3].T + T[:3, 3]) / s)
         triangles.append(np.asarray(mesh.faces, np.int64) + offset)
+        parts.append(np.full(len(mesh.faces), len(colours), np.int32))
+        colours.append(ref.rgba)
         offset += len(v)
     if vertices:
-        mesh = triangle_mesh(body.name, np.concatenate(vertices), np.concatenate(triangles))
-        return mesh, np.asarray(visual[0].T_link_mesh, float)
+        mesh = triangle_mesh(
+            body.name, np.concatenate(vertices), np.concatenate(triangles), np.concatenate(parts)
+        )
+        return mesh, np.asarray(visual[0].T_link_mesh, float), colours
+    if body.mass <= MASSLESS:
+        return None, None, []
     edge = size / s
-    return box_mesh(body.name, (edge, edge, edge)), None
+    return box_mesh(body.name, (edge, edge, edge)), None, []
 
 
 # --------------------------------------------------------------------------- files

@@ -49,9 +49,15 @@ def is_constraint(ob) -> bool:
     return ob.rigid_body_constraint is not None
 
 
+def is_empty_body(ob) -> bool:
+    """An Empty a file import made a body (a massless link without geometry)."""
+    return ob.type == "EMPTY" and "mass" in (ob.get(EXACT_KEY) or {})
+
+
 def is_body_object(ob) -> bool:
-    """A mesh that is a body: not a constraint, not ignored, not carried by a bone or skinned."""
-    if ob.type != "MESH" or ob.looprig_body.ignore or is_constraint(ob):
+    """A mesh (or an imported Empty body) that is a body: not a constraint, not ignored, not
+    carried by a bone or skinned."""
+    if not (ob.type == "MESH" or is_empty_body(ob)) or ob.looprig_body.ignore or is_constraint(ob):
         return False
     if ob.parent is not None and ob.parent_type == "BONE":
         return False  # part of that bone's body
@@ -67,7 +73,11 @@ def robot_objects(collection) -> dict[str, list]:
     frames = [
         o
         for o in objects
-        if o.type == "EMPTY" and not is_constraint(o) and o.parent is not None and o.parent in body_set
+        if o.type == "EMPTY"
+        and not is_constraint(o)
+        and o not in body_set
+        and o.parent is not None
+        and o.parent in body_set
     ]
     return {
         "bodies": bodies,
@@ -84,6 +94,22 @@ def animated_objects(collection) -> list:
     return roles["bodies"] + roles["armatures"] + roles["constraints"]
 
 
+#: Rigid Body Constraint types whose joint may carry a motor (GENERIC: with one free axis).
+MOTOR_TYPES = ("HINGE", "SLIDER", "PISTON", *rm.GENERIC_TYPES)
+
+
+def motor_candidates(collection) -> list[tuple[str, object]]:
+    """(joint name, owner of its ``looprig_joint`` settings) of every joint of the robot that
+    may carry a motor: constraint objects, then pose bones (``<armature>:<bone>.joint``)."""
+    roles = robot_objects(collection)
+    out = [
+        (robot_name(ob)[0], ob) for ob in roles["constraints"] if ob.rigid_body_constraint.type in MOTOR_TYPES
+    ]
+    for arm in roles["armatures"]:
+        out += [(f"{armature.bone_body_name(arm, pb.name)}.joint", pb) for pb in arm.pose.bones]
+    return out
+
+
 def robot_frame_names(collection) -> list[str]:
     """Names a retarget target can point at: bodies, frames, then bones; each once."""
     roles = robot_objects(collection)
@@ -98,7 +124,10 @@ def read_body(ob, depsgraph, s: float) -> BodyRecord:
     """A mesh object as a body: mass, CoM and inertia from its settings and mesh."""
     settings = ob.looprig_body
     T = to_metres(ob.matrix_world, s)
-    volume, com, inertia_unit = object_mass(ob, depsgraph, T)
+    if ob.type == "MESH":
+        volume, com, inertia_unit = object_mass(ob, depsgraph, T)
+    else:  # an Empty body: its mass and inertia come from its settings (an import's)
+        volume, com, inertia_unit = 0.0, None, None
     source = settings.mass_source
     if source == "AUTO":
         source = "RIGID_BODY" if ob.rigid_body is not None else "DENSITY"

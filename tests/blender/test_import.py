@@ -11,6 +11,8 @@ from helpers import fails
 from looprig.cad_import import load_mechanism, load_model, save_mechanism
 from looprig.core.library import build
 
+from blender_addon.scene_graph import robot_objects
+
 
 def _native(path):
     return json.loads(path.read_text())
@@ -78,8 +80,9 @@ def test_urdf_with_meshes_imports_and_exports_its_mesh_references(tmp_path):
     settings = bpy.context.scene.looprig
     assert bpy.ops.looprig.check_robot() == {"FINISHED"}
     assert settings.check_actuators == 2 and settings.check_loops == 1
-    bodies = [o for o in collection.objects if o.type == "MESH" and o.rigid_body_constraint is None]
+    bodies = robot_objects(collection)["bodies"]  # massless links without geometry are Empties
     assert len(bodies) == len(reference.mechanism.bodies)
+    assert all(o.type == "MESH" or o.looprig_body.mass < 1e-5 for o in bodies)
     meshed = [o for o in bodies if "looprig_placeholder" not in o.keys()]
     assert meshed and all(len(o.data.polygons) > 12 for o in meshed)  # real meshes, not boxes
     exported = tmp_path / "five_bar.looprig.json"

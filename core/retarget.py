@@ -18,14 +18,13 @@ from scipy.spatial.transform import Rotation, RotationSpline
 
 from .curves import ActuatorCurves, all_violations
 from .errors import LooprigError, TargetError, did_you_mean
-from .fk import FKSettings, solve_constraints, solve_fk
 from .ik import IKProblem, IKSettings, IKTargets, solve_ik
 from .linalg import single_threaded_blas
 from .mechanism import Mechanism
-from .readoff import ActuatorReadout
-from .rotations import quat_to_matrix, retract
+from .rotations import quat_to_matrix
 from .settings import RETARGET_SETTINGS, RetargetSettings
-from .terms import ComObjective, FrameObjective, MotorRest
+from .start import solve_first_frame, start_state
+from .terms import ComObjective, FrameObjective
 
 MAPPING_VERSION = 1
 
@@ -345,92 +344,6 @@ def _com_targets(mapping: RetargetMapping, samples: TrackSamples, positions: np.
     return com
 
 
-def start_state(mechanism: Mechanism, mapping: RetargetMapping, initial_state=None) -> np.ndarray:
-    """Where the solve starts: ``initial_state`` (n, 7) if given, else the mapping's
-    ``start`` actuator values assembled by FK from the file pose, else the file pose."""
-    if initial_state is not None:
-        state = np.asarray(initial_state, dtype=float)
-        if state.shape != (len(mechanism.bodies), 7) or not np.all(np.isfinite(state)):
-            raise TargetError(f"initial state must be finite with shape ({len(mechanism.bodies)}, 7)")
-        return state
-    if not mapping.start:
-        return mechanism.initial_state()
-    names = mechanism.actuator_names
-    values = ActuatorReadout(mechanism).read(mechanism.initial_state())
-    for name, value in mapping.start.items():
-        if name not in names:
-            raise TargetError("mapping start: " + did_you_mean("actuator", name, names))
-        values[names.index(name)] = value
-    result = solve_fk(mechanism, values, raise_on_failure=False)
-    if not result.converged:
-        raise TargetError(
-            f"mapping start: the robot cannot assemble at {dict(mapping.start)}: {result.message}"
-        )
-    return result.state
-
-
-#: Extra starts tried for a first frame that is not met from the given start (a
-#: singular file pose such as a slider-crank's dead centre has no gradient).
-FIRST_FRAME_STARTS = 8
-
-
-def solve_first_frame(
-    mechanism: Mechanism,
-    mapping: RetargetMapping,
-    targets: IKTargets,
-    state,
-    settings: IKSettings | None = None,
-):
-    """Solve frame 0 to full accuracy from ``state``, the clip's start.
-
-    Nothing ties it to a previous frame: the velocity and acceleration terms are
-    off, the minimal-motion metric only shapes the steps, and the solver gets ten
-    times the iterations. When the target is still missed, up to
-    :data:`FIRST_FRAME_STARTS` perturbed starts (seeded, so reproducible) are tried
-    (motor values moved by about 0.5 rad or 0.5 L, assembled by FK) and the
-    closest answer is kept.
-    """
-    problem = build_problem(mechanism, mapping, settings, first_frame=True)
-    many = dataclasses.replace(problem.settings, max_iterations=10 * problem.settings.max_iterations)
-    best = solve_ik(problem, targets, state, settings=many)
-    if _frame_error(best) <= mapping.reach_tolerance:
-        return best
-    rng = np.random.default_rng(0)
-    cs, readout = problem.constraints, problem.readout
-    values = readout.read(state)
-    spread = np.where(readout.is_angle, 0.5, 0.5 * cs.length_scale)  # [rad | m]
-    tangent_scale = np.r_[np.full(3, 0.1 * cs.length_scale), np.full(3, 0.1)]
-    for _ in range(FIRST_FRAME_STARTS):
-        if len(values):  # move the motors: the robot stays in its assembly mode
-            start = solve_fk(
-                mechanism, values + spread * rng.normal(size=len(values)), state, raise_on_failure=False
-            )
-        else:
-            moved = retract(state, rng.normal(size=state.shape[:-1] + (6,)) * tangent_scale)
-            start = solve_constraints(cs, moved, None, FKSettings())
-        if not start.converged:
-            continue
-        result = solve_ik(problem, targets, start.state, settings=many)
-        if _frame_error(result) < _frame_error(best) - mapping.reach_tolerance * 1e-3:
-            best = result
-        if _frame_error(best) <= mapping.reach_tolerance:
-            break
-    if best.actuators.size and _frame_error(best) <= mapping.reach_tolerance:
-        # motors that no target determines go back to where the clip starts: pull them
-        # there (a slight bias), then solve exactly from that pose
-        rest = MotorRest(problem.readout, values, 1e-3, cs.length_scale)
-        homing = dataclasses.replace(problem, terms=(*problem.terms, rest))
-        homed = solve_ik(homing, targets, best.state, settings=many)
-        exact = solve_ik(problem, targets, homed.state, settings=many)
-        if _frame_error(exact) <= mapping.reach_tolerance:
-            best = exact
-    return best
-
-
-def _frame_error(result) -> float:
-    return float(np.max(result.position_error, initial=0.0))
-
-
 def retarget(
     mechanism: Mechanism,
     samples: TrackSamples,
@@ -457,7 +370,7 @@ def retarget(
             f"a rate of {mapping.rate:g} Hz leaves one frame of a "
             f"{clip_times[-1] - clip_times[0]:.3g} s clip; raise the rate"
         )
-    state = start_state(mechanism, mapping, initial_state)
+    state = start_state(mechanism, mapping.start, initial_state)
     velocities = None
     n_act, k = len(problem.readout.names), len(mapping.targets)
     out_states = np.empty((frames,) + state.shape)
@@ -472,7 +385,8 @@ def retarget(
                 raise RetargetCancelled(f"retarget cancelled at frame {f} of {frames}")
             targets = IKTargets(positions[f], rotations[f], None if com is None else com[f])
             if f == 0:
-                result = solve_first_frame(mechanism, mapping, targets, state, settings)
+                first = build_problem(mechanism, mapping, settings, first_frame=True)
+                result = solve_first_frame(first, targets, state, mapping.reach_tolerance)
             else:
                 result = solve_ik(
                     problem, targets, state, previous_actuators=actuators, previous_velocities=velocities

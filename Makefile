@@ -3,8 +3,11 @@
 PYTHON ?= python3.11
 VENV   := .venv
 PY     := $(VENV)/bin/python
+# a second environment with numpy 2.x (Blender 5.1+ runs numpy 2) and no bpy, for the non-Blender tests
+VENV2  := .venv-numpy2
+PY2    := $(VENV2)/bin/python
 
-.PHONY: demo test bench lint format clean extension blender-demo blender-screenshots
+.PHONY: demo test test-numpy2 bench lint format clean extension blender-demo blender-screenshots
 
 $(PY):
 	@command -v $(PYTHON) >/dev/null || { echo "error: $(PYTHON) not found; install Python 3.11 or run 'make PYTHON=/path/to/python3.11 ...'"; exit 1; }
@@ -26,12 +29,26 @@ $(VENV)/.dev: pyproject.toml | $(PY)
 	$(PY) -m pip install --quiet -e ".[dev]"
 	touch $@ $(VENV)/.runtime $(VENV)/.demo
 
+# every extra but bpy (the test extra), with numpy 2.x
+$(VENV2)/.test: pyproject.toml
+	@command -v $(PYTHON) >/dev/null || { echo "error: $(PYTHON) not found"; exit 1; }
+	test -x $(PY2) || $(PYTHON) -m venv $(VENV2)
+	$(PY2) -m pip install --quiet --upgrade pip
+	$(PY2) -m pip install --quiet -e ".[test]" "numpy>=2"
+	touch $@
+
 demo: $(VENV)/.demo
 	$(VENV)/bin/looprig demo
 
+# lint, every test with numpy 1.26 and bpy 5.0.1 (.venv), then the non-Blender tests with numpy 2.x
 test: $(VENV)/.dev
 	$(PY) -m ruff check .
 	$(PY) -m pytest
+	$(MAKE) --no-print-directory test-numpy2
+
+test-numpy2: $(VENV2)/.test
+	$(PY2) -c "import numpy, sys; print('numpy', numpy.__version__); sys.exit(int(numpy.__version__.split('.')[0]) < 2)"
+	$(PY2) -m pytest --ignore=tests/blender -p no:cacheprovider
 
 bench: $(VENV)/.runtime
 	$(PY) bench/run.py
@@ -39,9 +56,10 @@ bench: $(VENV)/.runtime
 	$(PY) bench/walker_gait.py
 	$(PY) bench/serial_chain.py
 
-# the Blender extension zip with bundled wheels (dist/looprig-<version>.zip), see docs/blender.md
+# the Blender extension: one zip per platform (dist/looprig-<version>-<platform>.zip) with the
+# wheels for Python 3.11 and 3.13; downloads are cached in ~/.cache/looprig-wheels. See docs/blender.md
 extension: $(VENV)/.dev
-	$(PY) blender_addon/build_extension.py --output-dir dist
+	$(PY) blender_addon/build_extension.py --all-platforms --output-dir dist
 
 # the Blender demo scene, retargeted and baked, as a .blend (needs the bpy module: the dev extra)
 blender-demo: $(VENV)/.dev
@@ -56,4 +74,4 @@ lint: $(VENV)/.dev
 	$(PY) -m ruff format --check .
 
 clean:
-	rm -rf $(VENV) build *.egg-info .pytest_cache .ruff_cache .hypothesis out
+	rm -rf $(VENV) $(VENV2) build *.egg-info .pytest_cache .ruff_cache .hypothesis out

@@ -1,66 +1,93 @@
-"""Build the installable Blender extension zip of the looprig add-on, with bundled wheels.
+"""Build the Blender extension of the looprig add-on: one zip per platform, wheels for every Blender Python.
 
-Blender's Python (3.11 for Blender 4.4 to 5.0) ships numpy but not scipy or
-trimesh, and not looprig itself. This script
+Blender 4.4 to 5.0 run Python 3.11 with numpy 1.26; Blender 5.1 and 5.2 LTS run
+Python 3.13 with numpy 2.x. Blender ships numpy but not scipy, trimesh or looprig.
+Following Blender's conventions for multi-platform extensions, this script
 
 1. copies the add-on (this folder, without the build and screenshot scripts)
    into a staging folder;
 2. builds the looprig wheel (``pip wheel --no-deps`` of the repository) and
-   downloads binary wheels of what the library needs in Blender — scipy,
-   trimesh (with networkx for mesh repair), threadpoolctl, PyYAML (URDF closure files) and mujoco-core (MJCF)
-   and their dependencies, without numpy — for Python 3.11 on each platform
-   (``pip download --only-binary=:all: --python-version=3.11 --platform=...``,
-   resolved against Blender's numpy 1.26.4);
-3. lists them under ``wheels = [...]`` (and ``platforms``) in the staged
-   ``blender_manifest.toml``;
-4. runs Blender's own ``blender_ext.py build`` (from the ``bpy`` package;
-   ``--split-platforms`` when several platforms are built) and validates the zip.
+   downloads the binary wheels of what the add-on needs inside Blender — the
+   runtime and ``cad`` dependencies of ``pyproject.toml`` (scipy,
+   threadpoolctl, trimesh, networkx, mujoco-core, pycollada, PyYAML, Pillow)
+   and theirs, never numpy — for each platform and each of Blender's Python
+   ABIs (cp311, cp313): ``pip download --only-binary=:all: --platform ...
+   --python-version ... --implementation cp --abi ...``, resolved against that
+   Blender's numpy, so nothing is ever compiled. Downloads are kept in a cache
+   outside the repository (``~/.cache/looprig-wheels``, or
+   ``$LOOPRIG_WHEEL_CACHE``), one folder per platform, ABI and requirement set;
+3. lists every wheel under ``wheels = [...]`` and the platforms under
+   ``platforms`` in the staged ``blender_manifest.toml``;
+4. runs Blender's own ``blender_ext.py build --split-platforms`` (shipped in the
+   ``bpy`` package), which writes one ``looprig-<version>-<platform>.zip`` per
+   platform holding only that platform's wheels, and validates each zip with
+   ``blender_ext.py validate``.
+
+windows-arm64 and linux-arm64 are built only when every bundled dependency
+has a wheel for them and both ABIs; the script says which it left out and why.
+matplotlib is not bundled: the add-on draws its curves in Blender's Graph
+Editor, and matplotlib with its dependencies would add about 25 MB per zip.
 
 Usage (from the repository root)::
 
-    .venv/bin/python blender_addon/build_extension.py                  # dist/looprig-0.1.0.zip, Linux x86-64
-    .venv/bin/python blender_addon/build_extension.py --all-platforms  # + Windows and macOS zips
-    .venv/bin/python blender_addon/build_extension.py --no-download    # only the looprig wheel (offline)
+    .venv/bin/python blender_addon/build_extension.py                   # dist/looprig-0.1.0-linux_x64.zip
+    .venv/bin/python blender_addon/build_extension.py --all-platforms   # every platform
+    .venv/bin/python blender_addon/build_extension.py --platform macos-arm64 --platform windows-x64
 
-Install the zip in Blender with Edit > Preferences > Get Extensions > (menu)
-Install from Disk, or ``blender --command extension install-file -r user_default <zip>``.
+Install a zip in Blender with Edit > Preferences > Get Extensions > (menu)
+Install from Disk, or ``blender --command extension install-file -r user_default -e <zip>``.
 """
 
 from __future__ import annotations
 
 import argparse
+import hashlib
 import importlib.util
 import json
+import os
 import re
 import shutil
 import subprocess
 import sys
 import tempfile
+import tomllib
 import zipfile
 from pathlib import Path
 
 ADDON = Path(__file__).resolve().parent
 ROOT = ADDON.parent
-#: Blender's numpy (bpy 5.0.x pins numpy<2, >=1.26); wheels are resolved against it, not bundled.
-BLENDER_NUMPY = "numpy==1.26.4"
-#: What the library needs inside Blender, beyond numpy.
-REQUIREMENTS = (
-    "scipy==1.17.1",
-    "trimesh>=4.0",
-    "networkx>=3.0",
-    "threadpoolctl>=3.1",
-    "pyyaml>=6.0",
-    "mujoco-core>=4.0,<5",
-)
-#: Blender platform name -> pip platform tags (pip does not widen an explicit --platform
-#: to older manylinux or macOS versions, so they are listed; Blender 4.4+ needs glibc 2.28).
-PLATFORMS = {
-    "linux-x64": ("manylinux_2_28_x86_64", "manylinux_2_17_x86_64", "manylinux2014_x86_64"),
-    "windows-x64": ("win_amd64",),
-    "macos-arm64": ("macosx_14_0_arm64", "macosx_12_0_arm64", "macosx_11_0_arm64"),
+#: Blender's Python ABIs across 4.4-5.2 -> (pip --python-version, the numpy that Blender
+#: ships with it: wheels are resolved against it and it is never bundled; bpy 4.4-5.0
+#: require numpy>=1.26,<2, bpy 5.1.1-5.2 numpy>=2.2,<3).
+PYTHONS = {
+    "cp311": ("3.11", "numpy==1.26.4"),
+    "cp313": ("3.13", "numpy>=2.2,<3"),
 }
+#: Pins for the bundle: scipy 1.17.1 accepts numpy 1.26.4 up to 2.6, i.e. every Blender's numpy.
+PINS = {"scipy": "scipy==1.17.1"}
+#: Blender platform -> pip platform tags, newest first. pip widens a macOS tag to older
+#: macOS versions and universal2, manylinux2014 to older manylinux; manylinux_2_x tags are
+#: listed (Blender 4.4+ needs glibc 2.28). scipy's Apple-silicon wheels need macOS 12.
+PLATFORMS = {
+    "linux-x64": tuple(f"manylinux_2_{m}_x86_64" for m in range(28, 17, -1)) + ("manylinux2014_x86_64",),
+    "linux-arm64": tuple(f"manylinux_2_{m}_aarch64" for m in range(28, 17, -1)) + ("manylinux2014_aarch64",),
+    "macos-arm64": ("macosx_12_0_arm64",),
+    "macos-x64": ("macosx_11_0_x86_64",),
+    "windows-x64": ("win_amd64",),
+    "windows-arm64": ("win_arm64",),
+}
+#: Built only where every dependency has wheels for them (see module docstring).
+OPTIONAL_PLATFORMS = ("linux-arm64", "windows-arm64")
 NOT_BUNDLED = ("numpy",)
+#: Left out of one platform's zip: MuJoCo publishes no Intel-macOS wheels, so MJCF import
+#: is unavailable there (it fails with one line naming MuJoCo; URDF and native files work).
+LEFT_OUT = {"macos-x64": ("mujoco_core",)}
 EXCLUDED_FILES = ("build_extension.py", "screenshots.py")
+CACHE = Path(os.environ.get("LOOPRIG_WHEEL_CACHE", Path.home() / ".cache" / "looprig-wheels"))
+
+
+class MissingWheels(RuntimeError):
+    """A dependency has no binary wheel for a platform and Python (pip's last lines say which)."""
 
 
 def blender_ext_path() -> Path:
@@ -76,6 +103,28 @@ def blender_ext_path() -> Path:
     return found[-1]
 
 
+def normalised(name: str) -> str:
+    """A distribution name as wheel file names spell it (``mujoco-core`` -> ``mujoco_core``)."""
+    return re.sub(r"[-_.]+", "_", name).lower()
+
+
+def wheel_name(filename: str) -> str:
+    """Normalised distribution name of a wheel file name."""
+    return normalised(filename.split("-")[0])
+
+
+def requirements(platform: str = "linux-x64") -> tuple[str, ...]:
+    """What the add-on needs inside Blender on ``platform``: pyproject's runtime and ``cad``
+    extra, pinned, without numpy and what LEFT_OUT names for that platform."""
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    found = []
+    for requirement in (*project["dependencies"], *project["optional-dependencies"]["cad"]):
+        name = normalised(re.split(r"[\[<>=!~; ]", requirement, maxsplit=1)[0])
+        if name not in NOT_BUNDLED + LEFT_OUT.get(platform, ()):
+            found.append(PINS.get(name, requirement))
+    return tuple(found)
+
+
 def stage_addon(staging: Path) -> Path:
     """Copy the add-on's files into ``staging/looprig``; returns that folder."""
     target = staging / "looprig"
@@ -88,34 +137,54 @@ def stage_addon(staging: Path) -> Path:
     return target
 
 
-def _pip(*args: str) -> None:
-    subprocess.run([sys.executable, "-m", "pip", *args], check=True)
-
-
 def build_looprig_wheel(wheels: Path) -> Path:
     """Build the looprig wheel of this repository into ``wheels``."""
-    _pip("wheel", "--quiet", "--no-deps", "--wheel-dir", str(wheels), str(ROOT))
+    command = [sys.executable, "-m", "pip", "wheel", "--quiet", "--no-deps", "--wheel-dir", str(wheels)]
+    subprocess.run([*command, str(ROOT)], check=True)
     found = sorted(wheels.glob("looprig-*.whl"))
     if not found:
         raise SystemExit("pip wheel produced no looprig wheel")
     return found[-1]
 
 
-def download_wheels(wheels: Path, platform_tags, find_links: Path | None = None) -> None:
-    """Binary wheels of REQUIREMENTS and their dependencies for one platform (numpy removed)."""
-    args = ["download", "--quiet", "--only-binary=:all:", "--python-version=3.11", "--dest", str(wheels)]
-    args += [f"--platform={tag}" for tag in platform_tags]
-    if find_links is not None:
-        args += ["--no-index", "--find-links", str(find_links)]
-    _pip(*args, BLENDER_NUMPY, *REQUIREMENTS)
-    for wheel in wheels.glob("*.whl"):
-        if wheel_name(wheel.name) in NOT_BUNDLED:
-            wheel.unlink()
+def download_wheels(platform: str, abi: str, pins=(), cache: Path = CACHE) -> list[Path]:
+    """Binary wheels of :func:`requirements` and their dependencies for one platform and ABI.
 
-
-def wheel_name(filename: str) -> str:
-    """Normalised distribution name of a wheel file name."""
-    return re.sub(r"[-_.]+", "_", filename.split("-")[0]).lower()
+    pins: extra ``name==version`` requirements. Kept in ``cache/<platform>-<abi>-<hash
+    of the request>``; a folder that is there is used as it is (delete the cache to
+    fetch newer releases). numpy is left out. Raises MissingWheels when some
+    dependency has no wheel for them.
+    """
+    python_version, numpy = PYTHONS[abi]
+    request = [*requirements(platform), *pins, numpy]
+    args = ["--only-binary=:all:", f"--python-version={python_version}", "--implementation=cp"]
+    args += [f"--abi={abi}", "--abi=abi3", "--abi=none"] + [f"--platform={t}" for t in PLATFORMS[platform]]
+    key = hashlib.sha256(json.dumps([request, args]).encode()).hexdigest()[:12]
+    folder = cache / f"{platform}-{abi}-{key}"
+    if not folder.is_dir():
+        cache.mkdir(parents=True, exist_ok=True)
+        partial = Path(tempfile.mkdtemp(prefix=f".{folder.name}-", dir=cache))
+        command = [
+            sys.executable,
+            "-m",
+            "pip",
+            "download",
+            "--quiet",
+            "--dest",
+            str(partial),
+            *args,
+            *request,
+        ]
+        result = subprocess.run(command, capture_output=True, text=True)
+        if result.returncode != 0:
+            shutil.rmtree(partial)
+            lines = [line for line in result.stderr.splitlines() if line.startswith("ERROR")]
+            raise MissingWheels(f"{platform} {abi}: {'; '.join(lines[-2:]) or result.stderr[-500:]}")
+        try:
+            partial.rename(folder)
+        except OSError:  # another build cached the same set meanwhile
+            shutil.rmtree(partial)
+    return sorted(w for w in folder.glob("*.whl") if wheel_name(w.name) not in NOT_BUNDLED)
 
 
 def wheel_platforms(filename: str) -> set[str]:
@@ -125,54 +194,99 @@ def wheel_platforms(filename: str) -> set[str]:
         return set(PLATFORMS)
     found = set()
     for tag in tags:
-        if "linux" in tag and tag.endswith("x86_64"):
-            found.add("linux-x64")
-        elif tag.startswith("win") and tag.endswith("amd64"):
-            found.add("windows-x64")
-        elif tag.startswith("macosx") and (tag.endswith("arm64") or tag.endswith("universal2")):
-            found.add("macos-arm64")
+        system = "linux" if "linux" in tag else "windows" if tag.startswith("win") else "macos"
+        if tag.endswith(("x86_64", "amd64")):
+            found.add(f"{system}-x64")
+        elif tag.endswith(("arm64", "aarch64")):
+            found.add(f"{system}-arm64")
+        elif tag.endswith("universal2"):
+            found |= {"macos-x64", "macos-arm64"}
     return found
 
 
-def write_manifest(addon: Path, wheel_files: list[str], platforms: list[str] | None) -> None:
-    """Add ``wheels`` (and ``platforms``, None for any) to the staged manifest."""
+def wheel_abis(filename: str) -> set[str]:
+    """Blender Python ABIs (keys of PYTHONS) a wheel file runs on."""
+    python_tag, abi_tag = filename[: -len(".whl")].split("-")[-3:-1]
+    if abi_tag == "none" and python_tag.startswith("py3"):
+        return set(PYTHONS)
+    if abi_tag == "abi3":  # stable ABI: this CPython version and later ones
+        return {abi for abi in PYTHONS if int(abi[3:]) >= int(python_tag[3:])}
+    return {abi_tag} & set(PYTHONS)
+
+
+def write_manifest(addon: Path, wheel_files: list[str], platforms: list[str]) -> None:
+    """Add ``platforms`` and ``wheels`` to the staged manifest."""
     manifest = addon / "blender_manifest.toml"
     text = manifest.read_text()
     lines = ",\n".join(f'  "./wheels/{name}"' for name in sorted(wheel_files))
-    addition = "" if platforms is None else f"\nplatforms = {json.dumps(sorted(platforms))}\n"
-    addition += f"wheels = [\n{lines},\n]\n"
+    addition = f"\nplatforms = {json.dumps(sorted(platforms))}\nwheels = [\n{lines},\n]\n"
     # top-level keys must come before the first table
     head, sep, tail = text.partition("\n[")
     manifest.write_text(head.rstrip("\n") + "\n" + addition + sep + tail)
 
 
-def build(
-    output: Path, platforms: list[str], download: bool = True, find_links: Path | None = None
-) -> list[Path]:
-    """Build the extension zip(s) into ``output``; returns their paths."""
+def collect_wheels(platforms: list[str], cache: Path = CACHE) -> tuple[dict[str, list[Path]], dict[str, str]]:
+    """Wheels per buildable platform, and why each other requested platform was left out."""
+    wheels, skipped = {}, {}
+    for platform in platforms:
+        try:
+            wheels[platform] = _platform_wheels(platform, cache)
+        except MissingWheels as missing:
+            if platform not in OPTIONAL_PLATFORMS:
+                raise SystemExit(f"no wheels for {missing}") from None
+            skipped[platform] = str(missing)
+    return wheels, skipped
+
+
+def _platform_wheels(platform: str, cache: Path) -> list[Path]:
+    """Every ABI's wheels for one platform, pure wheels at one version for all ABIs.
+
+    Blender installs the newest of two versions of a distribution, so a pure wheel
+    that only the newer Python can run (networkx 3.7 needs Python 3.12) would
+    break the older one: the oldest ABI's pure wheels are pinned for the newer ones.
+    """
+    found, pins = [], []
+    for abi in PYTHONS:
+        wheels = download_wheels(platform, abi, tuple(pins), cache)
+        found += wheels
+        pins += [
+            f"{w.name.split('-')[0]}=={w.name.split('-')[1]}" for w in wheels if w.name.endswith("-any.whl")
+        ]
+    return found
+
+
+def build(output: Path, platforms: list[str], cache: Path = CACHE) -> list[Path]:
+    """Build one validated zip per platform into ``output``; returns their paths."""
     output.mkdir(parents=True, exist_ok=True)
     ext = blender_ext_path()
+    wheels_by_platform, skipped = collect_wheels(platforms, cache)
+    for platform, reason in skipped.items():
+        print(f"not built: {platform} ({reason})", file=sys.stderr)
+    built = sorted(wheels_by_platform)
     with tempfile.TemporaryDirectory(prefix="looprig-extension-") as tmp:
         addon = stage_addon(Path(tmp))
         wheels = addon / "wheels"
         wheels.mkdir()
         build_looprig_wheel(wheels)
-        if download:
-            for platform in platforms:
-                download_wheels(wheels, PLATFORMS[platform], find_links)
-        names = sorted(w.name for w in wheels.glob("*.whl"))
-        binary = [n for n in names if not n.endswith("-any.whl")]
-        covered = [p for p in platforms if all(p in wheel_platforms(n) for n in binary)]
-        write_manifest(addon, names, (covered or platforms) if binary else None)
-        before = set(output.glob("looprig-*.zip"))
+        for found in wheels_by_platform.values():
+            for wheel in found:
+                if not (wheels / wheel.name).exists():
+                    shutil.copy2(wheel, wheels / wheel.name)
+        write_manifest(addon, sorted(w.name for w in wheels.glob("*.whl")), built)
+        for platform in built:
+            (output / f"looprig-{_version(addon)}-{platform.replace('-', '_')}.zip").unlink(missing_ok=True)
         command = [sys.executable, str(ext), "build", "--source-dir", str(addon), "--output-dir", str(output)]
-        if len(platforms) > 1:
-            command.append("--split-platforms")
-        subprocess.run(command, check=True)
-        zips = sorted(set(output.glob("looprig-*.zip")) - before) or sorted(output.glob("looprig-*.zip"))
+        subprocess.run([*command, "--split-platforms"], check=True, stdout=subprocess.DEVNULL)
+        zips = [output / f"looprig-{_version(addon)}-{p.replace('-', '_')}.zip" for p in built]
     for path in zips:
-        subprocess.run([sys.executable, str(ext), "validate", str(path)], check=True)
+        subprocess.run(
+            [sys.executable, str(ext), "validate", str(path)], check=True, stdout=subprocess.DEVNULL
+        )
     return zips
+
+
+def _version(addon: Path) -> str:
+    return tomllib.loads((addon / "blender_manifest.toml").read_text())["version"]
 
 
 def zip_report(path: Path) -> dict:
@@ -189,23 +303,13 @@ def zip_report(path: Path) -> dict:
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument(
-        "--output-dir", default=str(ROOT / "dist"), help="where the zip goes (default: dist/)"
-    )
-    parser.add_argument("--all-platforms", action="store_true", help="also Windows x64 and macOS arm64")
+    parser.add_argument("--output-dir", default=str(ROOT / "dist"), help="where the zips go (default: dist/)")
+    parser.add_argument("--all-platforms", action="store_true", help="every platform (default: linux-x64)")
     parser.add_argument("--platform", action="append", choices=sorted(PLATFORMS), help="a platform to build")
-    parser.add_argument("--no-download", action="store_true", help="bundle only the looprig wheel (offline)")
-    parser.add_argument("--find-links", help="take dependency wheels from this folder instead of PyPI")
     args = parser.parse_args(argv)
     platforms = sorted(PLATFORMS) if args.all_platforms else (args.platform or ["linux-x64"])
-    zips = build(
-        Path(args.output_dir),
-        platforms,
-        not args.no_download,
-        Path(args.find_links) if args.find_links else None,
-    )
-    for path in zips:
-        print(path)
+    for path in build(Path(args.output_dir), platforms):
+        print(f"{path}  {path.stat().st_size / 1e6:.1f} MB")
     return 0
 
 

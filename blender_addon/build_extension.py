@@ -26,7 +26,7 @@ Following Blender's conventions for multi-platform extensions, this script
 windows-arm64 and linux-arm64 are built only when every bundled dependency
 has a wheel for them and both ABIs; the script says which it left out and why.
 matplotlib is not bundled: the add-on draws its curves in Blender's Graph
-Editor, and matplotlib with its dependencies would add about 25 MB per zip.
+Editor, and matplotlib with its dependencies would add about 33 MB (a third) to each zip.
 
 Usage (from the repository root)::
 

@@ -21,7 +21,6 @@ Errors print one line; ``--debug`` shows the traceback.
 
 import argparse
 import json
-import math
 import subprocess
 import sys
 import time
@@ -125,23 +124,60 @@ def warn_findings(outcome: app.RetargetOutcome, folder) -> None:
         print(f"looprig: warning: {folder}: {finding.message}{recorded}", file=sys.stderr)
 
 
-def positive_rate(text: str) -> float:
-    """argparse type: a finite rate > 0 [Hz]."""
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"must be a number [Hz], got {text!r}") from None
-    if not math.isfinite(value) or value <= 0.0:
-        raise argparse.ArgumentTypeError(f"must be a finite rate > 0 [Hz], got {text}")
-    return value
+def add_setting_options(parser: argparse.ArgumentParser) -> None:
+    """One option per retarget setting (``--state-weight`` for ``state_weight``), reflected from
+    :data:`~looprig.core.settings.RETARGET_SETTINGS`; a given option overrides the mapping's value."""
+    from .core.settings import RETARGET_SETTINGS
+
+    group = parser.add_argument_group("settings (override the mapping file's values)")
+    for setting in RETARGET_SETTINGS:
+        flag = "--" + setting.name.replace("_", "-")
+        unit = f" [{setting.unit}]" if setting.unit else ""
+        default = "unset" if setting.default is None else f"{setting.default!r}"
+        help_text = f"{setting.help}{unit}; {setting.range_text}, default {default}"
+        options = {"dest": f"setting_{setting.name}", "default": argparse.SUPPRESS, "help": help_text}
+        if setting.kind is bool:
+            group.add_argument(flag, action=argparse.BooleanOptionalAction, **options)
+        else:
+            group.add_argument(
+                flag, type=_setting_text(setting), metavar=setting.kind.__name__.upper(), **options
+            )
+
+
+def _setting_text(setting):
+    """argparse type: the option's text as the setting's kind ("none" for an optional one)."""
+
+    def convert(text: str):
+        if setting.optional and text.strip().lower() in ("none", "null", "off"):
+            return None
+        try:
+            return setting.kind(text) if setting.kind is int else float(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"must be a number, got {text!r}") from None
+
+    return convert
+
+
+def setting_overrides(args) -> dict:
+    """The settings given on the command line, each checked by its :class:`Setting`."""
+    from .core.settings import RETARGET_SETTINGS
+
+    given = {}
+    for setting in RETARGET_SETTINGS:
+        dest = f"setting_{setting.name}"
+        if hasattr(args, dest):
+            flag = "--" + setting.name.replace("_", "-")
+            given[setting.name] = setting.check(getattr(args, dest), flag)
+    return given
 
 
 def cmd_retarget(args) -> int:
     from .core.retarget import RetargetMapping
 
     mapping = RetargetMapping.load(args.map)
-    if args.rate is not None:
-        mapping = RetargetMapping.from_dict({**mapping.to_dict(), "rate": args.rate}, "--rate")
+    overrides = setting_overrides(args)
+    if overrides:
+        mapping = RetargetMapping.from_dict({**mapping.to_dict(), **overrides}, "command line")
     inputs = [args.map, args.tracks] + ([args.mechanism] if Path(args.mechanism).exists() else [])
     outcome = app.retarget_to_folder(
         app.load_mechanism(args.mechanism),
@@ -335,7 +371,6 @@ def build_parser() -> argparse.ArgumentParser:
     retarget.add_argument("tracks", help="tracks file (.json/.npz) or .bvh")
     retarget.add_argument("--map", required=True, help="mapping file (JSON)")
     retarget.add_argument("-o", "--output", required=True, help="output folder")
-    retarget.add_argument("--rate", type=positive_rate, help="solve rate [Hz] (overrides the mapping)")
     retarget.add_argument(
         "--formats", nargs="+", default=["csv"], choices=sorted(app.EXPORT_FORMATS), help="curve formats"
     )
@@ -354,6 +389,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--allow-unreachable", action="store_true", help="write even when every frame is unreachable"
     )
     retarget.add_argument("--quiet", action="store_true")
+    add_setting_options(retarget)
     retarget.set_defaults(func=cmd_retarget)
 
     check = sub.add_parser("check", help="list the limit violations of a curves file")
@@ -417,9 +453,15 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def show_warning(message, category, filename, lineno, file=None, line=None) -> None:
-    """``warnings.showwarning`` for people: one line, ``looprig: warning: FILE: object: problem``."""
-    text = " ".join(str(message).split())
-    print(f"looprig: warning: {text}", file=sys.stderr if file is None else file)
+    """``warnings.showwarning`` for people: one line, ``looprig: warning: FILE: object: problem``
+    (:meth:`LooprigWarning.one_line`); other warnings as their text on one line."""
+    from .core.errors import LooprigWarning
+
+    if isinstance(message, LooprigWarning):
+        text = message.one_line()
+    else:
+        text = f"looprig: warning: {category.__name__}: {message}"
+    print(" ".join(text.split()), file=sys.stderr if file is None else file)
 
 
 def main(argv=None) -> int:

@@ -7,13 +7,10 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from looprig.core import FrameObjective, IKProblem, solve_fk
 from looprig.core.curves import ActuatorCurves
 from looprig.core.export import read_csv, write_csv
 from looprig.core.library import NAMES, build
-from looprig.core.retarget import RetargetMapping, TargetSpec
-from looprig.core.rotations import quat_from_matrix
-from looprig.core.tracks import Clip, Track, write_tracks
+from shots import fourbar_shot
 
 from looprig.cli import main
 
@@ -77,20 +74,7 @@ def test_bad_input_is_one_line_and_exit_2(capsys):
 
 def fourbar_clip(tmp_path, rate=240.0, seconds=1.0):
     """Tracks of the four-bar's coupler point while the crank turns by theta(t) = 2 t^2 (s)."""
-    m = build("fourbar")
-    problem = IKProblem(m, [FrameObjective("coupler_point")])
-    times = np.arange(round(seconds * rate) + 1) / rate
-    theta = 2.0 * times**2
-    state, states = m.initial_state(), []
-    for p in theta:
-        state = solve_fk(m, [p], initial_state=state).state
-        states.append(state)
-    points, axes = problem.frame_terms.poses(np.array(states))
-    clip = Clip(rate, 0, {"coupler": Track(points[:, 0], quat_from_matrix(axes[:, 0]))})
-    tracks = write_tracks(clip, tmp_path / "coupler.tracks.json", length_unit="cm", up_axis="Y")
-    mapping = tmp_path / "map.json"
-    RetargetMapping((TargetSpec("coupler", "coupler_point"),), rate=rate, state_weight=1e-9).save(mapping)
-    return tracks, mapping, times, theta
+    return fourbar_shot(tmp_path, "coupler", 2.0, seconds, rate)
 
 
 def test_retarget_fourbar_end_to_end_matches_the_closed_form(capsys, tmp_path):

@@ -318,7 +318,8 @@ def cmd_play(args) -> int:
             f"{report.max_error[k]:>9.3g} {unit}"
         )
     print(
-        f"{report.frames_sent} frames sent, {report.samples} read back, {report.late_frames} late; "
+        f"{report.frames_sent} frames sent, {report.samples} read back ({report.missed_samples} unanswered), "
+        f"{report.late_frames} late; "
         + ("servos hold the last goal" if args.on_stop == "hold" else "torque off")
     )
     return 0

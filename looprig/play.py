@@ -228,7 +228,8 @@ class DynamixelBus:
 @dataclass
 class TrackingReport:
     """Per servo: ``lag_s`` [s] of the present position behind the goal, ``rms_error`` and
-    ``max_error`` [actuator unit] once the lag is removed; ``samples`` read back; ``late_frames``:
+    ``max_error`` [actuator unit] once the lag is removed; ``samples`` read back (``missed_samples``
+    read-backs got no answer); ``late_frames``:
     frames sent after their time."""
 
     names: tuple[str, ...]
@@ -237,11 +238,12 @@ class TrackingReport:
     rms_error: np.ndarray
     max_error: np.ndarray
     samples: int
+    missed_samples: int
     frames_sent: int
     late_frames: int
 
 
-def tracking_report(plan: PlayPlan, read: list, late: int) -> TrackingReport:
+def tracking_report(plan: PlayPlan, read: list, late: int, missed: int = 0) -> TrackingReport:
     """Lag by the best whole-frame shift (up to 0.5 s) of the read-back against the goals sent."""
     a = len(plan.ids)
     lag, rms, worst = np.zeros(a), np.full(a, np.nan), np.full(a, np.nan)
@@ -259,7 +261,7 @@ def tracking_report(plan: PlayPlan, read: list, late: int) -> TrackingReport:
                 if best is None or score < best[0]:
                     best = (score, shift, float(np.abs(error).max()))
             rms[k], lag[k], worst[k] = best[0], best[1] / plan.rate, best[2]
-    return TrackingReport(plan.names, plan.units, lag, rms, worst, len(read), len(plan.ticks), late)
+    return TrackingReport(plan.names, plan.units, lag, rms, worst, len(read), missed, len(plan.ticks), late)
 
 
 def play(
@@ -276,7 +278,7 @@ def play(
     bus = DynamixelBus(port, baud, plan.ids)
     try:
         for dxl_id, name in zip(plan.ids, plan.names, strict=True):
-            model = bus.ping(dxl_id)
+            model = _retried(bus.ping, dxl_id)
             if model not in X_SERIES_MODELS:
                 raise PlayError(f"servo {dxl_id} ({name}): model number {model} is not an X-series servo")
             mode = bus.read_mode(dxl_id)
@@ -285,21 +287,31 @@ def play(
                     f"servo {dxl_id} ({name}): Operating Mode(11) is {mode}, the curves need {plan.mode}"
                 )
         bus.torque(True)
-        ramp = homing_ramp(bus.present(), plan.ticks[0], plan.max_speed, plan.rate)
+        ramp = homing_ramp(_retried(bus.present), plan.ticks[0], plan.max_speed, plan.rate)
         hold = np.repeat(plan.ticks[:1], max(1, round(settle * plan.rate)), axis=0)
         _stream(bus, np.concatenate([ramp, hold]), plan.rate, readback=False)
-        read, late = _stream(bus, plan.ticks, plan.rate, readback=True, progress=progress)
+        read, late, missed = _stream(bus, plan.ticks, plan.rate, readback=True, progress=progress)
     except BaseException:
         _stop(bus, on_stop)
         raise
     _stop(bus, on_stop)
-    return tracking_report(plan, read, late)
+    return tracking_report(plan, read, late, missed)
+
+
+def _retried(call, *args, attempts: int = 3):
+    """``call(*args)``, tried again after a lost status packet (a busy bus can drop one)."""
+    for attempt in range(attempts):
+        try:
+            return call(*args)
+        except PlayError:
+            if attempt == attempts - 1:
+                raise
 
 
 def _stream(bus, ticks, rate, readback: bool, progress=None):
     """Send ``ticks`` (F, A) one frame per 1/rate s; read back when the frame leaves time."""
     period, start = 1.0 / rate, time.perf_counter()
-    read, late = [], 0
+    read, late, missed = [], 0, 0
     for f, frame in enumerate(ticks):
         wait = start + f * period - time.perf_counter()
         if wait > 0:
@@ -308,10 +320,13 @@ def _stream(bus, ticks, rate, readback: bool, progress=None):
             late += 1
         bus.send_goals(frame)
         if readback and time.perf_counter() + 0.5 * period < start + (f + 1) * period:
-            read.append((f, bus.present()))
+            try:
+                read.append((f, bus.present()))
+            except PlayError:  # a lost status packet costs one sample of the report, not the clip
+                missed += 1
         if progress is not None and (f % 50 == 0 or f == len(ticks) - 1):
             progress(f + 1, len(ticks))
-    return read, late
+    return read, late, missed
 
 
 def _stop(bus: DynamixelBus, on_stop: str) -> None:

@@ -21,6 +21,7 @@ EXPECTED_DOF = {
     "boxer": 4,
     "dancer": 6,
     "walker": 18,
+    "stewart": 6,
     "all_joints": 1,
     "chain_6r6p": 12,
 }

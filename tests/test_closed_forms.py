@@ -6,6 +6,7 @@ included) is compared with the robot's closed-form inverse kinematics.
 """
 
 import numpy as np
+from looprig.core.library import build
 from looprig.core.library.parallel import (
     DELTA_ARM_ANGLE,
     STEWART_HEIGHT,
@@ -62,4 +63,91 @@ def test_delta_motor_angles_follow_a_platform_position_clip_with_orientation_hel
     result = retarget(delta(), samples, mapping)
     expected = delta_arm_angles(p) - DELTA_ARM_ANGLE
     assert np.abs(result.curves.values - expected).max() < 1e-6
+    assert result.unreachable.sum() == 0
+
+
+# ----------------------------------------------------------------------------- Boxer
+UPPER_ARM = FOREARM = 0.25  # the library Boxer's links [m]
+SHOULDER = np.array([0.0, 0.2, 0.5])  # its shoulder centre S [m]
+
+
+def _axis_rotations(angles, axis) -> np.ndarray:
+    """(F, 3, 3) rotations by ``angles`` (F,) [rad] about a world ``axis``."""
+    return Rotation.from_rotvec(np.multiply.outer(angles, axis)).as_matrix()
+
+
+def boxer_hand(q) -> tuple[np.ndarray, np.ndarray]:
+    """Boxer forward kinematics: hand positions (F, 3) [m] and axes (F, 3, 3) for joint
+    angles q (F, 4) = (yaw about z, roll about x, pitch about y, elbow about y) [rad]:
+    R = Rz(q1) Rx(q2) Ry(q3 + q4), p = S + Rz(q1) Rx(q2) Ry(q3) (f cos q4, 0, -u - f sin q4)."""
+    q1, q2, q3, q4 = np.asarray(q, dtype=float).T
+    shoulder = (
+        _axis_rotations(q1, [0.0, 0.0, 1.0])
+        @ _axis_rotations(q2, [1.0, 0.0, 0.0])
+        @ _axis_rotations(q3, [0.0, 1.0, 0.0])
+    )
+    forearm = np.stack([FOREARM * np.cos(q4), 0 * q4, -UPPER_ARM - FOREARM * np.sin(q4)], -1)
+    return SHOULDER + np.einsum("fij,fj->fi", shoulder, forearm), shoulder @ _axis_rotations(
+        q4, [0.0, 1.0, 0.0]
+    )
+
+
+def boxer_closed_form(p, R, branch) -> np.ndarray:
+    """Boxer inverse kinematics (F, 4) [rad] from hand positions p (F, 3) and axes R (F, 3, 3).
+
+    R = Rz(a) Rx(b) Ry(c) with a = q1, b = q2, c = q3 + q4 has third row
+    (-cos b sin c, sin b, cos b cos c) and second column (-sin a cos b, cos a cos b, sin b),
+    so with s = sign(cos b) (``branch`` (F,), +-1: the roll's side of pi/2)
+    b = atan2(R21, s hypot(R01, R11)), a = atan2(-s R01, s R11), c = atan2(-s R20, s R22).
+    |p - S|^2 = u^2 + f^2 + 2 u f sin q4 gives the elbow (its range lies within arcsin's),
+    and q3 = c - q4. At b = pi/2, Rx(pi/2) Ry(c) = Rz(c) Rx(pi/2): the hand depends on
+    q1 + q3 alone (the yaw and pitch axes coincide), so only that sum is determined.
+    Angles are continuous along the clip, the first sample within (-pi, pi].
+    """
+    s = np.asarray(branch, dtype=float)
+    b = np.arctan2(R[:, 2, 1], s * np.hypot(R[:, 0, 1], R[:, 1, 1]))
+    a = np.arctan2(-s * R[:, 0, 1], s * R[:, 1, 1])
+    c = np.arctan2(-s * R[:, 2, 0], s * R[:, 2, 2])
+    reach = np.sum((p - SHOULDER) ** 2, axis=-1)
+    q4 = np.arcsin((reach - UPPER_ARM**2 - FOREARM**2) / (2 * UPPER_ARM * FOREARM))
+    q = np.stack([a, b, c - q4, q4], -1)
+    # where cos b = 0, a and c are undefined: keep the last yaw, the pitch takes the sum
+    singular = np.flatnonzero(np.abs(np.cos(b)) < 1e-12)
+    for k in singular:
+        q[k, 0] = q[k - 1, 0]
+        q[k, 2] = np.arctan2(R[k, 1, 0], R[k, 0, 0]) - q[k, 0] - q4[k]
+    q = np.unwrap(q, axis=0)
+    return q - 2 * np.pi * np.round(q[0] / (2 * np.pi))
+
+
+def test_boxer_hand_pose_through_an_exact_gimbal_singularity():
+    """Hand position and orientation from a joint motion whose roll passes pi/2 exactly
+    at sample 100 (yaw and pitch axes aligned), starting 0.3-1.2 rad from the file pose.
+    Every other sample matches the closed form on the branch the motion is on (no flip
+    to the mirror solution (q1 + pi, pi - q2, q3 + pi)); at the singular sample the
+    roll, the elbow and q1 + q3 are exact, the split of the sum is the solver's."""
+    rate, singular = 200.0, 100
+    t = np.arange(201) / rate
+    q = np.stack(
+        [
+            0.3 + 0.5 * np.sin(np.pi * t),
+            np.pi / 2 + 0.6 * np.sin(np.pi * (t - t[singular])),
+            -0.4 + 0.6 * np.sin(1.5 * np.pi * t),
+            0.8 - 0.5 * np.sin(np.pi * t),
+        ],
+        -1,
+    )
+    assert q[singular, 1] == np.pi / 2
+    p, R = boxer_hand(q)
+    branch = np.where(np.arange(len(t)) < singular, 1.0, -1.0)
+    expected = boxer_closed_form(p, R, branch)
+    regular = np.arange(len(t)) != singular
+    assert np.abs(expected[regular] - q[regular]).max() < 1e-9  # the closed form inverts the motion
+    mapping = RetargetMapping((TargetSpec("hand", "hand", ALL_AXES, ALL_AXES),), rate=rate)
+    result = retarget(build("boxer"), TrackSamples(t, {"hand": p}, {"hand": R}), mapping)
+    curves = result.curves.values
+    assert np.abs(curves[regular] - expected[regular]).max() < 1e-6
+    at = curves[singular]
+    assert abs((at[0] + at[2]) - (expected[singular, 0] + expected[singular, 2])) < 1e-6
+    assert np.abs(at[[1, 3]] - expected[singular, [1, 3]]).max() < 1e-6
     assert result.unreachable.sum() == 0

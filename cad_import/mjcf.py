@@ -47,6 +47,7 @@ from .errors import MAX_MESH_BYTES, MAX_MODEL_BYTES, FileFormatError, check_file
 from .tree import (
     DEFAULT_SETTINGS,
     ClosureSpec,
+    CouplingSpec,
     FrameSpec,
     ImportedModel,
     ImportSettings,
@@ -355,8 +356,9 @@ def _read_mjcf(path, text: str | None, settings: ImportSettings) -> TreeModel:
         if sname:
             frames.append(FrameSpec(sname, body_names[int(model.site_bodyid[s])], site_pose[s]))
 
-    # equality constraints -> closures
+    # equality constraints -> closures and couplings
     closures: list[ClosureSpec] = []
+    couplings: list[CouplingSpec] = []
     site_obj = int(mujoco.mjtObj.mjOBJ_SITE)
     for e in range(model.neq):
         ename = _name(model, "eq", e, f"equality{e}")
@@ -364,6 +366,13 @@ def _read_mjcf(path, text: str | None, settings: ImportSettings) -> TreeModel:
         what = f"equality {ename!r}"
         if not model.eq_active0[e]:
             notes.append(f"{what} is inactive; left out")
+            continue
+        if etype == int(mujoco.mjtEq.mjEQ_JOINT):
+            coupling = _joint_equality(model, e, ename, joint_names, tree_joint, path)
+            if coupling is None:
+                notes.append(f"{what} locks joint {joint_names[int(model.eq_obj1id[e])]!r}; left out")
+            else:
+                couplings.append(coupling)
             continue
         if etype not in (int(mujoco.mjtEq.mjEQ_CONNECT), int(mujoco.mjtEq.mjEQ_WELD)):
             kind_name = mujoco.mjtEq(etype).name.removeprefix("mjEQ_").lower()
@@ -412,12 +421,21 @@ def _read_mjcf(path, text: str | None, settings: ImportSettings) -> TreeModel:
             if any(int(model.wrap_type[w]) != int(mujoco.mjtWrap.mjWRAP_JOINT) for w in wraps):
                 notes.append(f"{what} drives a spatial tendon; left out")
                 continue
-            targets = [int(model.wrap_objid[w]) for w in wraps]
-            notes.append(
-                f"{what} drives tendon {_name(model, 'tendon', target, str(target))!r}; its joints "
-                + ", ".join(joint_names[t] for t in targets)
-                + " are each actuated (the coupling is not kept)"
-            )
+            tendon = _tendon_actuator(model, a, target, aname, joint_names, tree_joint, couplings, path)
+            if tendon is None:
+                targets = [int(model.wrap_objid[w]) for w in wraps]
+                notes.append(
+                    f"{what} drives tendon {_name(model, 'tendon', target, str(target))!r}, whose joints "
+                    + ", ".join(joint_names[t] for t in targets)
+                    + " no joint equality couples to one joint; each is actuated"
+                )
+            else:
+                joint, length_to_joint, note = tendon
+                joint.actuated, joint.hardware_id = True, aname
+                _servo_limits(mujoco, model, a, joint, path, length_to_joint)
+                if note:
+                    notes.append(f"{what}: {note}")
+                continue
         else:
             kind_name = mujoco.mjtTrn(trn).name.removeprefix("mjTRN_").lower()
             notes.append(f"{what}: {kind_name} transmission is not supported; left out")
@@ -440,15 +458,83 @@ def _read_mjcf(path, text: str | None, settings: ImportSettings) -> TreeModel:
         frames=frames,
         roots={"world": np.eye(4)},
         notes=notes,
+        couplings=couplings,
     )
 
 
-def _servo_limits(mujoco, model, a: int, joint: TreeJointSpec, path) -> None:
+def _joint_equality(model, e: int, name: str, joint_names, tree_joint, path) -> CouplingSpec | None:
+    """A joint equality ``q1 - q1_0 = c0 + c1 (q2 - q2_0)`` as a coupling (tree
+    coordinates are ``qpos - qpos0``); None for a joint locked to ``c0`` (no joint2).
+    Non-linear polynomial terms are refused."""
+    what = f"equality {name!r}"
+    poly = np.asarray(model.eq_data[e][:5], float)
+    if np.any(poly[2:] != 0):
+        raise FileFormatError(
+            path,
+            f"joint equality with non-linear terms (polycoef {' '.join(f'{c:g}' for c in poly)}); "
+            "looprig couples joints linearly: q1 = c0 + c1 q2",
+            what,
+        )
+    j1, j2 = int(model.eq_obj1id[e]), int(model.eq_obj2id[e])
+    if j2 < 0:
+        return None
+    for j in (j1, j2):
+        joint = tree_joint.get(j)
+        if joint is None or joint.kind not in (JointKind.REVOLUTE, JointKind.PRISMATIC):
+            raise FileFormatError(path, f"joint {joint_names[j]!r} is not a hinge or slide", what)
+    return CouplingSpec(name, joint_names[j1], joint_names[j2], float(poly[1]), float(poly[0]), what)
+
+
+def _tendon_actuator(model, a: int, tendon: int, aname: str, joint_names, tree_joint, couplings, path):
+    """The joint a fixed-tendon actuator drives, when couplings tie every tendon joint to it.
+
+    Tendon length ``L = sum c_i qpos_i``; with ``q_i = a_i q_s + b_i`` (tree coordinates,
+    through the couplings) ``L = g q_s + h``, ``g = sum c_i a_i``. Returns ``(joint s,
+    map from tendon length to qpos_s, note)``, or None when the tendon's joints do not all
+    follow one joint.
+    """
+    follows = {c.joint: c for c in couplings}
+    adr, num = int(model.tendon_adr[tendon]), int(model.tendon_num[tendon])
+    terms = {}  # source joint name -> (g, h) contributions
+    for w in range(adr, adr + num):
+        j = int(model.wrap_objid[w])
+        name, ratio, offset = joint_names[j], 1.0, 0.0
+        for _ in range(len(follows) + 1):  # follow the couplings to the joint nothing sets
+            if name not in follows:
+                break
+            c = follows[name]
+            name, ratio, offset = c.source, ratio * c.ratio, ratio * c.offset + offset
+        coef, qpos0 = float(model.wrap_prm[w]), float(model.qpos0[model.jnt_qposadr[j]])
+        g, h = terms.get(name, (0.0, 0.0))
+        terms[name] = (g + coef * ratio, h + coef * (offset + qpos0))
+    joints_by_name = {joint.name: joint for joint in tree_joint.values()}
+    if len(terms) != 1:
+        return None
+    ((source, (g, h)),) = terms.items()
+    joint = joints_by_name.get(source)
+    if joint is None or joint.kind not in (JointKind.REVOLUTE, JointKind.PRISMATIC) or g == 0:
+        return None
+    qpos0 = joint.reference
+
+    def length_to_joint(length):
+        return (length - h) / g + qpos0
+
+    note = ""
+    if abs(g - 1.0) > 1e-12:
+        note = (
+            f"drives joint {source!r} through tendon {_name(model, 'tendon', tendon, str(tendon))!r}; "
+            f"the tendon length is {g:g} times the joint value (plus {h:g})"
+        )
+    return joint, length_to_joint, note
+
+
+def _servo_limits(mujoco, model, a: int, joint: TreeJointSpec, path, length_to_joint=None) -> None:
     """Narrow a joint's limits by a position servo's control range.
 
     A servo with fixed gain ``k = gainprm[0] > 0`` and affine bias
     ``biasprm[0] + biasprm[1] q`` (``biasprm[1] < 0``) holds the actuator length
-    ``gear * q`` at ``(k ctrl + biasprm[0]) / -biasprm[1]``.
+    ``gear * x`` at ``(k ctrl + biasprm[0]) / -biasprm[1]``, ``x`` the joint value or,
+    for a tendon, its length (``length_to_joint`` maps it to the joint's value).
     """
     if not model.actuator_ctrllimited[a]:
         return
@@ -460,7 +546,8 @@ def _servo_limits(mujoco, model, a: int, joint: TreeJointSpec, path) -> None:
     gear = model.actuator_gear[a, 0]
     if not (gain > 0 and b1 < 0 and gear != 0):
         return
-    ends = sorted((gain * c + b0) / (-b1) / gear for c in model.actuator_ctrlrange[a])
+    ends = [(gain * c + b0) / (-b1) / gear for c in model.actuator_ctrlrange[a]]
+    ends = sorted(ends if length_to_joint is None else [length_to_joint(x) for x in ends])
     joint.lower = max(joint.lower, float(ends[0]))
     joint.upper = min(joint.upper, float(ends[1]))
     if joint.lower > joint.upper:

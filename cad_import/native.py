@@ -58,6 +58,7 @@ from ..core.mechanism import (
     ActuatedMotion,
     Actuator,
     Body,
+    Coupling,
     Frame,
     Joint,
     JointKind,
@@ -163,6 +164,21 @@ NATIVE_SCHEMA = {
                             },
                         },
                     },
+                },
+            },
+        },
+        "couplings": {
+            "description": "linear joint couplings: value(joint) = ratio * value(source) + offset",
+            "type": "array",
+            "items": {
+                "type": "object",
+                "required": ["name", "joint", "source", "ratio"],
+                "properties": {
+                    "name": {"type": "string", "minLength": 1},
+                    "joint": {"type": "string", "description": "revolute or prismatic joint that follows"},
+                    "source": {"type": "string", "description": "revolute or prismatic joint it follows"},
+                    "ratio": {"type": "number", "description": "[rad/rad, m/m, rad/m or m/rad]"},
+                    "offset": {"type": "number", "default": 0, "description": "[rad or m] of joint"},
                 },
             },
         },
@@ -274,7 +290,7 @@ def mechanism_to_dict(mechanism: Mechanism, meshes=None, base_dir=None) -> dict:
         }
         for f in mechanism.frames
     ]
-    return {
+    document = {
         "format": FORMAT,
         "version": VERSION,
         "name": mechanism.name,
@@ -283,6 +299,12 @@ def mechanism_to_dict(mechanism: Mechanism, meshes=None, base_dir=None) -> dict:
         "joints": joints,
         "frames": frames,
     }
+    if mechanism.couplings:
+        document["couplings"] = [
+            {"name": c.name, "joint": c.joint, "source": c.source, "ratio": c.ratio, "offset": c.offset}
+            for c in mechanism.couplings
+        ]
+    return document
 
 
 def _compact_json(value, indent: int = 0) -> str:
@@ -492,6 +514,16 @@ class _Reader:
             actuator=actuator,
         )
 
+    def coupling(self, entry, where) -> Coupling:
+        entry = self.obj(entry, where)
+        return Coupling(
+            name=self.name(entry, "name", where),
+            joint=self.name(entry, "joint", where),
+            source=self.name(entry, "source", where),
+            ratio=self.number(self.get(entry, "ratio", where), f"{where}.ratio"),
+            offset=self.number(entry.get("offset", 0.0), f"{where}.offset"),
+        )
+
     def frame(self, entry, where) -> Frame:
         entry = self.obj(entry, where)
         return Frame(
@@ -530,8 +562,12 @@ def mechanism_from_dict(data, path=None, base_dir=None) -> ImportedModel:
         reader.frame(e, f"frames[{k}]")
         for k, e in enumerate(reader.get(data, "frames", "document", [], list))
     ]
+    couplings = [
+        reader.coupling(e, f"couplings[{k}]")
+        for k, e in enumerate(reader.get(data, "couplings", "document", [], list))
+    ]
     try:
-        mechanism = Mechanism(bodies, joints, frames, name=name)
+        mechanism = Mechanism(bodies, joints, frames, name=name, couplings=couplings)
     except MechanismError as error:
         raise FileFormatError(path, str(error)) from None
     return ImportedModel(mechanism, meshes, {}, 0.0, None if path is None else str(path), [])

@@ -38,6 +38,7 @@ from ..core.mechanism import (
     ActuatedMotion,
     Actuator,
     Body,
+    Coupling,
     Frame,
     Joint,
     JointKind,
@@ -175,6 +176,24 @@ class ClosureSpec:
 
 
 @dataclass
+class CouplingSpec:
+    """A joint coupling in tree coordinates: ``q_joint = ratio * q_source + offset``.
+
+    q are the tree joints' coordinates (zero at the file's zero configuration,
+    MJCF ``qpos0``) [rad or m]; the Mechanism's coupling is re-expressed about the
+    assembled pose. URDF ``<mimic>``, MJCF joint equalities and tendons.
+    """
+
+    name: str
+    joint: str
+    source: str
+    ratio: float = 1.0
+    offset: float = 0.0
+    element: str = ""
+    line: int | None = None
+
+
+@dataclass
 class FrameSpec:
     """A named frame on a link: ``T_link_frame`` (4, 4)."""
 
@@ -199,6 +218,7 @@ class TreeModel:
     frames: list[FrameSpec] = field(default_factory=list)
     roots: dict[str, np.ndarray] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
+    couplings: list[CouplingSpec] = field(default_factory=list)
 
     def error(self, problem: str, element: str | None = None, line: int | None = None):
         return FileFormatError(self.path, problem, element, line)
@@ -364,7 +384,8 @@ def _assembly_mechanism(model: TreeModel, order, poses) -> Mechanism:
                 actuator=Actuator(motion[joint.kind]) if joint.kind in motion else None,
             )
         )
-    return Mechanism(bodies, joints, name=model.name)
+    couplings = [Coupling(c.name, c.joint, c.source, c.ratio, c.offset) for c in model.couplings]
+    return Mechanism(bodies, joints, name=model.name, couplings=couplings)
 
 
 def assemble_tree(
@@ -395,7 +416,7 @@ def assemble_tree(
     except MechanismError as error:
         raise model.error(str(error)) from None
     state = mechanism.initial_state()
-    if model.closures:
+    if model.closures or any(abs(c.offset) > 0 for c in model.couplings):
         fk = FKSettings(tolerance=settings.assemble_tolerance, max_iterations=settings.assemble_iterations)
         closures = [
             FrameClosure(c.name, c.kind, c.link1, c.link2, c.T_link1_frame, c.T_link2_frame, c.axis)
@@ -409,14 +430,17 @@ def assemble_tree(
             result = retry if retry.converged or retry.residual < result.residual else result
         state = result.state
         if not result.converged:
-            worst = next((c for c in model.closures if c.name == result.worst_joint), None)
-            where = (
-                f"closure {worst.name!r} ({worst.link1!r} <-> {worst.link2!r})"
-                if worst
-                else (f"joint {result.worst_joint!r}")
+            worst = next(
+                (c for c in [*model.closures, *model.couplings] if c.name == result.worst_joint), None
             )
+            if isinstance(worst, ClosureSpec):
+                where = f"closure {worst.name!r} ({worst.link1!r} <-> {worst.link2!r})"
+            elif worst is not None:
+                where = f"coupling {worst.name!r} ({worst.joint!r} follows {worst.source!r})"
+            else:
+                where = f"joint {result.worst_joint!r}"
             why = "no pose closes them" if result.infeasible else "assembly did not converge"
-            worst = worst or model.closures[0]
+            worst = worst or [*model.closures, *model.couplings][0]
             raise model.error(
                 f"the loop closures cannot all be met ({why}): residual {result.residual:.3g} m "
                 f"after assembly, largest at {where}",
@@ -444,6 +468,9 @@ def _bent_starts(mechanism: Mechanism, count: int):
     scale = np.where(readout.is_angle, 0.3, 0.3 * mean_joint_distance(mechanism))
     for k in range(count):
         values = scale * (1 + k) * rng.uniform(-1.0, 1.0, len(scale))
+        slot = {name: i for i, name in enumerate(readout.names)}
+        for c in mechanism.couplings:  # coupled joints bent as their couplings say
+            values[slot[c.joint]] = c.ratio * values[slot[c.source]] + c.offset
         result = solve_fk(mechanism, values, raise_on_failure=False)
         if result.converged:
             yield result.state
@@ -590,8 +617,15 @@ def build_mechanism(model: TreeModel, settings: ImportSettings = DEFAULT_SETTING
             Frame(frame.name, frame.link, position=T[:3, 3], orientation=quat_from_matrix(T[:3, :3]))
         )
 
+    couplings = []
+    for c in model.couplings:
+        if c.joint not in values or c.source not in values:
+            raise model.error("couplings join revolute and prismatic joints", c.element, c.line)
+        # tree q = core q + assembled value v: q_j + v_j = k (q_s + v_s) + c
+        offset = c.offset + c.ratio * values[c.source] - values[c.joint]
+        couplings.append(Coupling(c.name, c.joint, c.source, c.ratio, float(offset)))
     try:
-        mechanism = Mechanism(bodies, joints, frames, name=model.name)
+        mechanism = Mechanism(bodies, joints, frames, name=model.name, couplings=couplings)
     except MechanismError as error:
         raise model.error(str(error)) from None
     for note in notes:

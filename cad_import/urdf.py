@@ -49,6 +49,7 @@ from .meshes import combine_mass_properties, mesh_mass_properties, resolve_mesh_
 from .tree import (
     DEFAULT_SETTINGS,
     ClosureSpec,
+    CouplingSpec,
     FrameSpec,
     ImportedModel,
     ImportSettings,
@@ -219,6 +220,7 @@ def read_urdf(
     link_names = [link.name for link in links]
 
     joints: list[TreeJointSpec] = []
+    couplings: list[CouplingSpec] = []
     for joint in root.findall("joint"):
         name = doc.text_attr(joint, "name", required=True)
         kind_name = doc.text_attr(joint, "type", required=True)
@@ -263,11 +265,36 @@ def read_urdf(
                 spec.velocity = doc.number(limit, "velocity")
                 if spec.velocity < 0:
                     raise doc.error(limit, f"negative velocity limit {spec.velocity}", what)
-        if joint.find("mimic") is not None:
-            notes.append(f"joint {name!r} mimics another joint; looprig keeps it independent")
+        mimic = joint.find("mimic")
+        if mimic is not None:
+            if kind not in (JointKind.REVOLUTE, JointKind.PRISMATIC):
+                raise doc.error(mimic, f"a {kind_name} joint cannot mimic another joint", what)
+            couplings.append(
+                CouplingSpec(
+                    name=f"{name}_mimic",
+                    joint=name,
+                    source=doc.text_attr(mimic, "joint", required=True),
+                    ratio=doc.number(mimic, "multiplier", 1.0),
+                    offset=doc.number(mimic, "offset", 0.0),
+                    element=f"joint {name!r} <mimic>",
+                    line=doc.line(mimic),
+                )
+            )
         joints.append(spec)
     joint_by_name = {j.name: j for j in joints}
     joint_child = {j.name: j.child for j in joints}
+    for c in couplings:
+        source = joint_by_name.get(c.source)
+        if source is None or source.kind not in (JointKind.REVOLUTE, JointKind.PRISMATIC):
+            valid = ", ".join(
+                sorted(j.name for j in joints if j.kind in (JointKind.REVOLUTE, JointKind.PRISMATIC))
+            )
+            raise FileFormatError(
+                path,
+                f"mimics {c.source!r}, which is no revolute or prismatic joint; those are: {valid}",
+                c.element,
+                c.line,
+            )
 
     # actuators: <transmission>, <looprig_actuator>, YAML name_mot, argument
     actuated_names: list[tuple[str, object]] = []
@@ -390,6 +417,7 @@ def read_urdf(
         frames=frames,
         roots=roots_map,
         notes=notes,
+        couplings=couplings,
     )
 
 

@@ -26,6 +26,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from .mechanism import ActuatedMotion, JointKind, Mechanism
+from .readoff import JointReadout
 from .rotations import cross, frame_with_axes, quat_to_matrix, skew
 
 X, Y, Z = 0, 1, 2
@@ -171,6 +172,50 @@ class _JointRows:
         # FREE: no rows
 
 
+class _CouplingRows:
+    """Rows ``s (q_joint - ratio q_source - offset)`` of a mechanism's couplings, vectorised.
+
+    q from :class:`~looprig.core.readoff.JointReadout` (exact Jacobian blocks);
+    ``s`` is the length scale L for an angle-valued joint (rows in metres, like the
+    dot rows), 1 for a displacement. Each row touches four bodies (the two joints'
+    parents and children), which may repeat, so its Jacobian is accumulated.
+    """
+
+    def __init__(self, mechanism: Mechanism, first_row: int, length_scale: float, column_of_body: np.ndarray):
+        couplings = mechanism.couplings
+        K = len(couplings)
+        joints = [mechanism.joint(c.joint) for c in couplings] + [
+            mechanism.joint(c.source) for c in couplings
+        ]
+        self.readout = JointReadout(mechanism, joints)
+        self.rows = first_row + np.arange(K)
+        self.ratio = np.array([c.ratio for c in couplings])
+        self.offset = np.array([c.offset for c in couplings])
+        self.scale = np.where(self.readout.is_angle[:K], length_scale, 1.0)
+        r = self.readout
+        bodies = [r.parent[:K], r.child[:K], r.parent[K:], r.child[K:]]
+        self.scatter = []
+        for b in bodies:  # per body slot: kept couplings, their rows (Kf, 1), columns (Kf, 6)
+            col0 = column_of_body[b]
+            keep = np.flatnonzero(col0 >= 0)
+            self.scatter.append((keep, self.rows[keep][:, None], col0[keep][:, None] + np.arange(6)))
+
+    def evaluate(self, state, R, jacobian: bool):
+        K = len(self.rows)
+        q = self.readout.read(state, R=R)  # (..., 2K)
+        rows = self.scale * (q[..., :K] - self.ratio * q[..., K:] - self.offset)
+        if not jacobian:
+            return rows, None
+        parent, child = self.readout.blocks(state, R)  # (..., 2K, 6)
+        a, b = self.scale[:, None], (self.scale * self.ratio)[:, None]
+        return rows, (
+            a * parent[..., :K, :],
+            a * child[..., :K, :],
+            -b * parent[..., K:, :],
+            -b * child[..., K:, :],
+        )
+
+
 class ConstraintSet:
     """The constraint vector ``C(s)`` of a mechanism and its Jacobian.
 
@@ -178,7 +223,8 @@ class ConstraintSet:
     ``C_FK(p, s)``); with ``actuated=False`` actuated joints are passive
     (the state-based IK's ``C_IK(s)``). ``closures`` (:class:`FrameClosure`)
     add the rows of loops that are open in the initial configuration (to
-    assemble them); their rows follow the joints' in :meth:`worst_joint`.
+    assemble them); their rows follow the joints' in :meth:`worst_joint`. The
+    mechanism's couplings add one row each, last (:class:`_CouplingRows`).
     """
 
     def __init__(self, mechanism: Mechanism, actuated: bool, closures: Sequence[FrameClosure] = ()):
@@ -251,6 +297,13 @@ class ConstraintSet:
         self.n_actuators = len(actuator_slot)
         self._prepare_vectors()
         self._prepare_scatter()
+        self._couplings = None
+        if mechanism.couplings:
+            first = len(mechanism.joints) + len(closures)
+            self._couplings = _CouplingRows(mechanism, self.n_rows, self.length_scale, self.column_of_body)
+            self.row_joint = np.concatenate([self.row_joint, first + np.arange(len(mechanism.couplings))])
+            self.n_rows += len(mechanism.couplings)
+            self.closure_names += [c.name for c in mechanism.couplings]
 
     # ----------------------------------------------------------------- evaluation
     def _actuator_values(self, p, batch_shape) -> np.ndarray:
@@ -330,6 +383,10 @@ class ConstraintSet:
                 Jj[..., 0, :3] = n
                 Jj[..., 0, 3:] = cross(wj, n)
                 blocks.append((s, Ji, Jj))
+        if self._couplings is not None:
+            rows, coupling_blocks = self._couplings.evaluate(state, R, jacobian)
+            residual[..., self._couplings.rows] = rows
+            blocks.append(coupling_blocks)
         return residual, (blocks if jacobian else None)
 
     def residual(self, state, actuator_values=None) -> np.ndarray:
@@ -377,22 +434,31 @@ class ConstraintSet:
 
     def dense(self, blocks, batch_shape=()) -> np.ndarray:
         J = np.zeros(tuple(batch_shape) + (self.n_rows, self.n_vars))
-        for (_, Ji, Jj), entry in zip(blocks, self._scatter, strict=True):
+        for (_, Ji, Jj), entry in zip(blocks[: len(self._scatter)], self._scatter, strict=True):
             for block, (keep, rows, cols) in zip((Ji, Jj), entry, strict=True):
                 if len(keep):
                     J[..., rows, cols] = block[..., keep, :, :]
+        if self._couplings is not None:
+            for block, (keep, rows, cols) in zip(blocks[-1], self._couplings.scatter, strict=True):
+                J[..., rows, cols] += block[..., keep, :]  # bodies may repeat: accumulate
         return J
 
     def sparse(self, blocks) -> sp.csr_matrix:
         """Unbatched Jacobian as a CSR matrix (for large mechanisms)."""
         data, rows, cols = [], [], []
-        for (_, Ji, Jj), entry in zip(blocks, self._scatter, strict=True):
-            for block, (keep, r, c) in zip((Ji, Jj), entry, strict=True):
-                if len(keep):
-                    shape = block[keep].shape
-                    data.append(block[keep].ravel())
-                    rows.append(np.broadcast_to(r, shape).ravel())
-                    cols.append(np.broadcast_to(c, shape).ravel())
+        pairs = [
+            (block, scatter)
+            for (_, Ji, Jj), entry in zip(blocks[: len(self._scatter)], self._scatter, strict=True)
+            for block, scatter in zip((Ji, Jj), entry, strict=True)
+        ]
+        if self._couplings is not None:  # repeated entries are summed by the CSR constructor
+            pairs += list(zip(blocks[-1], self._couplings.scatter, strict=True))
+        for block, (keep, r, c) in pairs:
+            if len(keep):
+                shape = block[keep].shape
+                data.append(block[keep].ravel())
+                rows.append(np.broadcast_to(r, shape).ravel())
+                cols.append(np.broadcast_to(c, shape).ravel())
         if not data:
             return sp.csr_matrix((self.n_rows, self.n_vars))
         return sp.csr_matrix(

@@ -162,6 +162,25 @@ class Frame:
     orientation: np.ndarray = field(default_factory=lambda: np.array([1.0, 0.0, 0.0, 0.0]))
 
 
+@dataclass(frozen=True, eq=False)
+class Coupling:
+    """A linear coupling of two one-coordinate joints: ``q_joint = ratio * q_source + offset``.
+
+    joint, source: names of revolute or prismatic joints (their values as
+    :mod:`~looprig.core.readoff` reads them: zero in the initial configuration,
+    radians or metres). ratio: [rad/rad, m/m, rad/m or m/rad]; offset: [rad or m]
+    of ``joint``. A URDF ``<mimic>``, an MJCF joint equality (its linear part), the
+    joints of a gripper's tendon. Angles are read in (-pi, pi] about the initial
+    configuration, so a coupled angle must stay within half a turn of it.
+    """
+
+    name: str
+    joint: str
+    source: str
+    ratio: float = 1.0
+    offset: float = 0.0
+
+
 def _component_labels(nodes: Sequence, edges: Iterable[tuple]) -> tuple[list, np.ndarray, int]:
     nodes = list(nodes)
     index = {node: k for k, node in enumerate(nodes)}
@@ -237,6 +256,7 @@ class Mechanism:
         joints: Iterable[Joint],
         frames: Iterable[Frame] = (),
         name: str = "mechanism",
+        couplings: Iterable[Coupling] = (),
     ):
         self.name = name
         self.bodies: tuple[Body, ...] = tuple(self._checked_body(b) for b in bodies)
@@ -245,6 +265,7 @@ class Mechanism:
         self._joint_index = self._index(self.joints, "joint")
         self.frames: tuple[Frame, ...] = tuple(self._checked_frame(f) for f in frames)
         self._frame_index = self._index(self.frames, "frame")
+        self.couplings: tuple[Coupling, ...] = self._checked_couplings(couplings)
         self._check_graph()
 
     # ----------------------------------------------------------------- validation
@@ -353,6 +374,37 @@ class Mechanism:
             orientation=_unit_quaternion(frame.orientation, f"{what} orientation"),
         )
 
+    def _checked_couplings(self, couplings: Iterable[Coupling]) -> tuple[Coupling, ...]:
+        out, names, dependent = [], set(), {}
+        for coupling in couplings:
+            what = f"coupling {coupling.name!r}"
+            if not isinstance(coupling.name, str) or not coupling.name or coupling.name in names:
+                raise MechanismError(f"{what}: couplings need unique, non-empty names")
+            names.add(coupling.name)
+            for role in ("joint", "source"):
+                name = getattr(coupling, role)
+                if name not in self._joint_index:
+                    raise MechanismError(f"{what} {role}: " + did_you_mean("joint", name, self._joint_index))
+                kind = self.joints[self._joint_index[name]].kind
+                if kind not in (JointKind.REVOLUTE, JointKind.PRISMATIC):
+                    raise MechanismError(
+                        f"{what}: joint {name!r} is {kind.value}; "
+                        "couplings join revolute and prismatic joints"
+                    )
+            if coupling.joint == coupling.source:
+                raise MechanismError(f"{what} couples joint {coupling.joint!r} to itself")
+            if coupling.joint in dependent:
+                raise MechanismError(
+                    f"{what}: joint {coupling.joint!r} is already set by "
+                    f"coupling {dependent[coupling.joint]!r}"
+                )
+            dependent[coupling.joint] = coupling.name
+            ratio, offset = float(coupling.ratio), float(coupling.offset)
+            if not (np.isfinite(ratio) and np.isfinite(offset)):
+                raise MechanismError(f"{what}: ratio and offset must be finite, got {ratio} and {offset}")
+            out.append(Coupling(coupling.name, coupling.joint, coupling.source, ratio, offset))
+        return tuple(out)
+
     def _check_graph(self) -> None:
         if not self.bodies:
             raise MechanismError(f"mechanism {self.name!r} has no bodies")
@@ -445,12 +497,14 @@ class Mechanism:
         return cycle_rank(sorted(set(node)), [(a, b) for a, b in edges if a != b])
 
     def grubler_dof(self) -> int:
-        """Spatial Grübler-Kutzbach count: 6 (moving bodies) - sum of joint constraints."""
+        """Spatial Grübler-Kutzbach count: 6 (moving bodies) - sum of joint constraints
+        - one per coupling."""
         moving = sum(not b.grounded for b in self.bodies)
-        return 6 * moving - sum(6 - JOINT_DOF[j.kind] for j in self.joints)
+        return 6 * moving - sum(6 - JOINT_DOF[j.kind] for j in self.joints) - len(self.couplings)
 
     def __repr__(self) -> str:
+        couplings = f", {len(self.couplings)} couplings" if self.couplings else ""
         return (
             f"Mechanism({self.name!r}: {len(self.bodies)} bodies, {len(self.joints)} joints, "
-            f"{len(self.actuated_joints)} actuators)"
+            f"{len(self.actuated_joints)} actuators{couplings})"
         )

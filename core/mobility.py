@@ -20,7 +20,9 @@ class MobilityReport:
     """dof: mobility with every actuator free (6 n_free - rank J_IK);
     dof_with_actuators: mobility left when the actuators are locked (0 for a
     fully actuated mechanism, negative never: extra actuator rows are redundant);
-    redundant_constraints: passive rows minus rank; grubler: the spatial count."""
+    redundant_constraints: passive rows minus rank; grubler: the spatial count
+    (one less per coupling); constraint_rows counts the joint rows and the
+    ``coupling_rows`` (one per joint coupling)."""
 
     bodies: int
     joints: int
@@ -28,6 +30,7 @@ class MobilityReport:
     loops: int
     grubler: int
     constraint_rows: int
+    coupling_rows: int
     dof: int
     redundant_constraints: int
     dof_with_actuators: int
@@ -60,6 +63,7 @@ def analyse_mobility(mechanism: Mechanism, state: np.ndarray | None = None) -> M
         loops=mechanism.independent_loops(),
         grubler=mechanism.grubler_dof(),
         constraint_rows=passive.n_rows,
+        coupling_rows=len(mechanism.couplings),
         dof=passive.n_vars - rank,
         redundant_constraints=passive.n_rows - rank,
         dof_with_actuators=actuated.n_vars - rank_act,

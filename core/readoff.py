@@ -6,25 +6,40 @@ anchor's offset from the parent anchor along the parent's axis. Angles are
 unwrapped against previous values so curves stay continuous over full turns.
 """
 
+from collections.abc import Sequence
+
 import numpy as np
 
-from .mechanism import ActuatedMotion, Mechanism
+from .errors import MechanismError
+from .mechanism import ActuatedMotion, Joint, JointKind, Mechanism
 from .rotations import cross, frame_with_axes, quat_to_matrix
 
 
-class ActuatorReadout:
-    """Precomputed local axes of a mechanism's actuated joints.
+def joint_motion(joint: Joint) -> ActuatedMotion:
+    """The coordinate a joint's value is: its actuator's, else the angle of a revolute
+    joint or the displacement of a prismatic one (others have no single value)."""
+    if joint.actuator is not None:
+        return ActuatedMotion(joint.actuator.motion)
+    if joint.kind == JointKind.REVOLUTE:
+        return ActuatedMotion.ANGLE
+    if joint.kind == JointKind.PRISMATIC:
+        return ActuatedMotion.DISPLACEMENT
+    raise MechanismError(f"joint {joint.name!r}: a {joint.kind.value} joint has no single joint value")
 
-    ``read(states)`` works on (..., n, 7) states and returns (..., n_actuators)
-    values in radians or metres, in the order of ``mechanism.actuator_names``.
+
+class JointReadout:
+    """Precomputed local axes of some one-coordinate joints of a mechanism.
+
+    ``read(states)`` works on (..., n, 7) states and returns (..., K) joint values
+    in radians or metres (zero in the initial configuration), in the order of
+    ``joints``. :class:`ActuatorReadout` reads the actuated joints.
     """
 
-    def __init__(self, mechanism: Mechanism):
+    def __init__(self, mechanism: Mechanism, joints: Sequence[Joint]):
         s0 = mechanism.initial_state()
         R0 = quat_to_matrix(s0[:, 3:])
-        joints = mechanism.actuated_joints
         self.names = [j.name for j in joints]
-        self.is_angle = np.array([j.actuator.motion == ActuatedMotion.ANGLE for j in joints], bool)
+        self.is_angle = np.array([joint_motion(j) == ActuatedMotion.ANGLE for j in joints], bool)
         self.parent = np.array([mechanism.body_index(j.parent) for j in joints], int)
         self.child = np.array([mechanism.body_index(j.child) for j in joints], int)
         frames = np.array([frame_with_axes(j.axis, j.secondary_axis) for j in joints]).reshape(-1, 3, 3)
@@ -61,41 +76,52 @@ class ActuatorReadout:
             values = unwrap_to(values, previous, self.is_angle)
         return values
 
-    def jacobian(
-        self, state: np.ndarray, R: np.ndarray, column_of_body: np.ndarray, n_vars: int
-    ) -> np.ndarray:
-        """d(actuator values)/d(tangent) (n_actuators, n_vars) at one state (n, 7).
+    def blocks(self, state: np.ndarray, R: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """d(joint values)/d(tangent of the parent, of the child): (..., K, 6) each.
 
+        state: (..., n, 7); R: its rotation matrices (..., n, 3, 3).
         Angles: with u = y . y_p, v = y . z_p (child reference axis y against the
         parent's joint axes), d angle = (u dv - v du) / (u^2 + v^2), exact.
         Displacements: d((p_c - p_p) . n) as for the slide constraint.
         """
-        c = state[:, :3]
-        Rp, Rc = R[self.parent], R[self.child]
-        axes = Rp @ self.F_parent  # (K, 3, 3) world joint frame on the parent
-        y = np.einsum("kab,kb->ka", Rc, self.y_child)
-        y_p, z_p, n = axes[:, :, 1], axes[:, :, 2], axes[:, :, 0]
-        u, v = np.sum(y * y_p, -1), np.sum(y * z_p, -1)
-        d_child_angle = (u[:, None] * cross(y, z_p) - v[:, None] * cross(y, y_p)) / (u * u + v * v)[:, None]
-        w_p = np.einsum("kab,kb->ka", Rp, self.x_parent)
-        w_c = np.einsum("kab,kb->ka", Rc, self.x_child)
-        d = (w_c + c[self.child]) - (w_p + c[self.parent])
-        blocks_parent = np.zeros((len(self.names), 6))
-        blocks_child = np.zeros((len(self.names), 6))
-        angle = self.is_angle
-        blocks_parent[angle, 3:] = -d_child_angle[angle]
-        blocks_child[angle, 3:] = d_child_angle[angle]
-        slide = ~angle
-        blocks_parent[slide, :3] = -n[slide]
-        blocks_parent[slide, 3:] = cross(n, d)[slide] - cross(w_p, n)[slide]
-        blocks_child[slide, :3] = n[slide]
-        blocks_child[slide, 3:] = cross(w_c, n)[slide]
+        c = state[..., :3]
+        Rp, Rc = R[..., self.parent, :, :], R[..., self.child, :, :]
+        axes = Rp @ self.F_parent  # (..., K, 3, 3) world joint frame on the parent
+        y = np.einsum("...kab,kb->...ka", Rc, self.y_child)
+        y_p, z_p, n = axes[..., :, 1], axes[..., :, 2], axes[..., :, 0]
+        u, v = np.sum(y * y_p, -1)[..., None], np.sum(y * z_p, -1)[..., None]
+        d_child_angle = (u * cross(y, z_p) - v * cross(y, y_p)) / (u * u + v * v)
+        w_p = np.einsum("...kab,kb->...ka", Rp, self.x_parent)
+        w_c = np.einsum("...kab,kb->...ka", Rc, self.x_child)
+        d = (w_c + c[..., self.child, :]) - (w_p + c[..., self.parent, :])
+        angle = self.is_angle[:, None]
+        blocks_parent = np.concatenate(
+            [np.where(angle, 0.0, -n), np.where(angle, -d_child_angle, cross(n, d) - cross(w_p, n))], -1
+        )
+        blocks_child = np.concatenate(
+            [np.where(angle, 0.0, n), np.where(angle, d_child_angle, cross(w_c, n))], -1
+        )
+        return blocks_parent, blocks_child
+
+    def jacobian(
+        self, state: np.ndarray, R: np.ndarray, column_of_body: np.ndarray, n_vars: int
+    ) -> np.ndarray:
+        """d(joint values)/d(tangent) (K, n_vars) at one state (n, 7) (see :meth:`blocks`)."""
+        blocks_parent, blocks_child = self.blocks(state, R)
         J = np.zeros((len(self.names), n_vars))
         for bodies, blocks in ((self.parent, blocks_parent), (self.child, blocks_child)):
             col = column_of_body[bodies]
             free = np.flatnonzero(col >= 0)
             J[free[:, None], col[free, None] + np.arange(6)] += blocks[free]
         return J
+
+
+class ActuatorReadout(JointReadout):
+    """The read-off of a mechanism's actuated joints, in the order of
+    ``mechanism.actuator_names`` ((..., n_actuators) values)."""
+
+    def __init__(self, mechanism: Mechanism):
+        super().__init__(mechanism, mechanism.actuated_joints)
 
 
 def unwrap_to(values: np.ndarray, reference: np.ndarray, is_angle: np.ndarray) -> np.ndarray:

@@ -6,7 +6,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 from looprig.cad_import import FileFormatError, FileFormatWarning, load_mechanism, load_model
-from looprig.core import ConstraintSet, JointKind
+from looprig.core import ConstraintSet, JointKind, solve_fk
 from looprig.core.rotations import quat_to_matrix
 
 mujoco = pytest.importorskip("mujoco")
@@ -169,20 +169,37 @@ def test_site_weld_far_apart_is_assembled(tmp_path):
     np.testing.assert_allclose(m.frame("s").orientation, m.frame("w").orientation, atol=1e-10)
 
 
+TENDON = """
+<mujoco><worldbody>
+  <body name="a"><joint name="j1" type="hinge"/><geom size="0.1"/></body>
+  <body name="b"><joint name="j2" type="hinge"/><geom size="0.1"/></body>
+</worldbody>
+<tendon><fixed name="t"><joint joint="j1" coef="{c1}"/><joint joint="j2" coef="0.5"/></fixed></tendon>
+{equality}
+<actuator><motor name="drive" tendon="t"/></actuator></mujoco>"""
+
+
+def test_tendon_actuator_with_coupled_joints_is_one_actuator(tmp_path):
+    """Equality j1 = j2 and tendon 0.5 j1 + 0.5 j2: one actuator on j2 (the joint the
+    equality follows) whose value is the tendon length; with coefficients 1.5 and 0.5
+    the length is twice the joint's value, which a note says."""
+    equality = '<equality><joint joint1="j1" joint2="j2"/></equality>'
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        m = load_mechanism(write(tmp_path, TENDON.format(c1=0.5, equality=equality)))
+    assert not [w for w in caught if issubclass(w.category, FileFormatWarning)]
+    assert m.actuator_names == ["j2"] and m.joint("j2").actuator.hardware_id == "drive"
+    assert [(c.joint, c.source) for c in m.couplings] == [("j1", "j2")]
+    with pytest.warns(FileFormatWarning, match="the tendon length is 2 times the joint value"):
+        load_mechanism(write(tmp_path, TENDON.format(c1=1.5, equality=equality)))
+
+
 def test_unsupported_features_warn(tmp_path):
-    text = """
-    <mujoco><worldbody>
-      <body name="a"><joint name="j1" type="hinge"/><geom size="0.1"/></body>
-      <body name="b"><joint name="j2" type="hinge"/><geom size="0.1"/></body>
-    </worldbody>
-    <tendon><fixed name="t"><joint joint="j1" coef="0.5"/><joint joint="j2" coef="0.5"/></fixed></tendon>
-    <equality><joint joint1="j1" joint2="j2"/></equality>
-    <actuator><motor name="drive" tendon="t"/></actuator></mujoco>"""
+    """A tendon whose joints no equality couples: each joint is actuated, with a warning."""
     with pytest.warns(FileFormatWarning) as caught:
-        m = load_mechanism(write(tmp_path, text))
+        m = load_mechanism(write(tmp_path, TENDON.format(c1=0.5, equality="")))
     messages = " ".join(str(w.message) for w in caught)
-    assert "joint equality (a coupling) cannot be expressed" in messages
-    assert "drives tendon 't'" in messages
+    assert "drives tendon 't', whose joints j1, j2 no joint equality couples to one joint" in messages
     assert m.actuator_names == ["j1", "j2"]
 
 
@@ -332,3 +349,28 @@ def test_negative_or_infinite_masses_are_refused_not_replaced(tmp_path, inner, m
       <body name="w" pos="1 0 0">{inner}</body></body></worldbody></mujoco>"""
     with pytest.raises(FileFormatError, match=message):
         quiet_load(write(tmp_path, text))
+
+
+COUPLED = """
+<mujoco><compiler angle="radian"/><worldbody>
+  <body name="a"><joint name="ja" axis="0 0 1"/><geom size="0.01" pos="0.1 0 0"/></body>
+  <body name="b" pos="0 0.3 0"><joint name="jb" axis="0 0 1" ref="0.3"/><geom size="0.01"/></body>
+</worldbody>
+<equality><joint name="eq" joint1="jb" joint2="ja" polycoef="{poly}"/></equality>
+<actuator><motor joint="ja"/></actuator></mujoco>"""
+
+
+def test_joint_equality_is_a_coupling(tmp_path):
+    """polycoef "0 -2 0 0 0": (qb - qb0) = -2 (qa - qa0) with MuJoCo's qpos0 reference,
+    so driving ja by 0.1 rad turns body b by -0.2 rad."""
+    m = quiet_load(write(tmp_path, COUPLED.format(poly="0 -2 0 0 0"))).mechanism
+    (coupling,) = m.couplings
+    assert (coupling.joint, coupling.source, coupling.ratio, coupling.offset) == ("jb", "ja", -2.0, 0.0)
+    state = solve_fk(m, [0.1]).state
+    R_b = quat_to_matrix(state[m.body_index("b"), 3:])
+    assert np.arctan2(R_b[1, 0], R_b[0, 0]) == pytest.approx(-0.2, abs=1e-10)
+
+
+def test_non_linear_joint_equality_is_refused(tmp_path):
+    with pytest.raises(FileFormatError, match=r"equality 'eq': joint equality with non-linear terms"):
+        quiet_load(write(tmp_path, COUPLED.format(poly="0 1 0.5 0 0")))

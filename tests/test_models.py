@@ -32,7 +32,7 @@ CASES = [
     ("reachy_mini/urdf/robot.urdf", {"actuated": REACHY_MOTORS}, 45, 49, 6, 5, JointKind.SPHERICAL, 15),
     ("reachy_mini/mjcf/reachy_mini.xml", {}, 19, 23, 9, 5, JointKind.SPHERICAL, 15),
     ("agility_cassie/cassie.xml", {}, 26, 29, 10, 4, JointKind.SPHERICAL, 22),
-    ("robotiq_2f85/2f85.xml", {}, 15, 16, 2, 2, JointKind.SPHERICAL, 4),
+    ("robotiq_2f85/2f85.xml", {}, 15, 16, 1, 2, JointKind.SPHERICAL, 3),
     ("gepetto_5bar_linkage/robot.urdf", {}, 8, 8, 2, 1, JointKind.FIXED, 3),
     ("gepetto_digit_like/robot.urdf", {}, 36, 38, 6, 3, JointKind.FIXED, 9),
     ("mujoco_testdata_equality/equality_site.xml", {}, 4, 6, 0, 3, None, 3),
@@ -136,12 +136,47 @@ def test_reachy_urdf_closing_frames_coincide_and_match_the_mjcf(imported):
     assert {f"closing_{k}_{s}" for k in range(1, 6) for s in (1, 2)} <= {f.name for f in mjcf.frames}
 
 
-def test_robotiq_actuator_limits_from_servo_range(imported):
+def test_robotiq_one_tendon_actuator_drives_both_fingers_symmetrically(imported):
+    """The 2F-85: one actuator on the tendon ``split = 0.5 right + 0.5 left`` whose joints the
+    equality ``right = left`` couples, so its value is the tendon length (the left driver's
+    angle) with the servo range 0..0.8 rad. Each finger is a planar loop of five pins
+    (driver, coupler, follower, spring link; MuJoCo's connect is the fifth): two degrees of
+    freedom, the spring link's held by a spring in the real gripper. So dof 3 = 2 fingers x 2
+    - 1 coupling, and the actuator leaves the two spring DOFs (Grübler's count: 1).
+    Driven by FK, the fingers close as mirror images through the gripper's y-z plane."""
     m = imported("robotiq_2f85/2f85.xml", {}).mechanism
-    for name in ("right_driver_joint", "left_driver_joint"):
-        actuator = m.joint(name).actuator
-        assert actuator.hardware_id == "fingers_actuator"
-        assert (actuator.lower, actuator.upper) == pytest.approx((0.0, 0.8), abs=1e-9)
+    (actuator_joint,) = m.actuated_joints
+    assert actuator_joint.name == "left_driver_joint"
+    assert actuator_joint.actuator.hardware_id == "fingers_actuator"
+    assert (actuator_joint.actuator.lower, actuator_joint.actuator.upper) == pytest.approx(
+        (0.0, 0.8), abs=1e-9
+    )
+    (coupling,) = m.couplings
+    assert (coupling.joint, coupling.source, coupling.ratio, coupling.offset) == (
+        "right_driver_joint",
+        "left_driver_joint",
+        1.0,
+        0.0,
+    )
+    report = analyse_mobility(m)
+    assert (report.coupling_rows, report.dof, report.dof_with_actuators, report.grubler) == (1, 3, 2, 1)
+    cs = ConstraintSet(m, actuated=False)
+    mirror = np.diag([-1.0, 1.0, 1.0])  # the gripper's fingers mirror through its x = 0 plane
+    previous = m.initial_state()
+    for p in np.linspace(0.0, 0.8, 5):
+        result = solve_fk(m, [p], initial_state=previous)
+        assert result.converged and np.abs(cs.residual(result.state)).max() < 1e-10  # loops closed
+        previous = result.state
+        for part in ("driver", "coupler", "follower", "pad"):
+            right = result.state[m.body_index(f"right_{part}"), :3]
+            left = result.state[m.body_index(f"left_{part}"), :3]
+            np.testing.assert_allclose(right, mirror @ left, atol=1e-7)
+    opened = m.initial_state()
+    gap = [
+        np.linalg.norm(s[m.body_index("right_pad"), :3] - s[m.body_index("left_pad"), :3])
+        for s in (opened, previous)
+    ]
+    assert gap[1] < gap[0] - 0.01  # the pads closed by more than a centimetre
 
 
 def test_models_round_trip_through_the_native_file(imported, tmp_path):

@@ -16,7 +16,7 @@ from looprig.cad_import import (
     load_model,
     save_mechanism,
 )
-from looprig.cad_import.native import mechanism_to_dict
+from looprig.cad_import.native import load_native, mechanism_to_dict
 from looprig.core import (
     ActuatedMotion,
     Actuator,
@@ -371,3 +371,23 @@ def test_unbounded_limits_cross_the_file_boundary_as_null():
     assert limit_from_file(limit_to_file(-1.25), -np.inf) == -1.25
     with pytest.raises(ValueError, match="NaN"):
         limit_to_file(np.nan)
+
+
+def test_couplings_round_trip_and_are_validated(tmp_path):
+    from looprig.core.mechanism import Coupling
+
+    base = build("slider_crank")
+    revolute = [j.name for j in base.joints if j.kind == JointKind.REVOLUTE]
+    slider = next(j.name for j in base.joints if j.kind == JointKind.PRISMATIC)
+    couplings = [Coupling("c", slider, revolute[0], ratio=0.01, offset=-0.125)]
+    m = Mechanism(base.bodies, base.joints, base.frames, name="coupled", couplings=couplings)
+    path = save_mechanism(m, tmp_path / "c.looprig.json")
+    (again,) = load_native(path).mechanism.couplings
+    expected = ("c", slider, revolute[0], 0.01, -0.125)
+    assert (again.name, again.joint, again.source, again.ratio, again.offset) == expected
+    data = json.loads(path.read_text())
+    data["couplings"][0]["source"] = "nothing"
+    path.write_text(json.dumps(data))
+    with pytest.raises(FileFormatError, match="coupling 'c' source: no joint 'nothing'"):
+        load_native(path)
+    assert "couplings" not in json.loads(save_mechanism(base, tmp_path / "b.looprig.json").read_text())

@@ -1,6 +1,5 @@
 """URDF import: joint kinds, frames, inertials, meshes, closures, actuators, errors."""
 
-import warnings
 from pathlib import Path
 
 import numpy as np
@@ -339,21 +338,51 @@ def test_not_xml_and_hostile_xml(tmp_path):
         load_mechanism(write(tmp_path, "<mujoco/>"), format="urdf")
 
 
-def test_floating_base_and_mimic_note(tmp_path):
+def test_floating_base(tmp_path):
     path = write(
         tmp_path,
         robot(
             '<link name="a"><inertial><mass value="1"/></inertial></link>'
-            '<link name="b"><inertial><mass value="1"/></inertial></link>'
-            + joint("j", "revolute", "a", "b", extra='<mimic joint="x"/>')
+            '<link name="b"><inertial><mass value="1"/></inertial></link>' + joint("j", "revolute", "a", "b")
         ),
     )
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
-        m = load_mechanism(path, floating_base=True)
-    assert any("mimics" in str(w.message) for w in caught)
+    m = load_mechanism(path, floating_base=True)
     assert m.bodies[0].name == "world" and m.bodies[0].grounded
     assert m.joint("world_to_a").kind == JointKind.FREE
+
+
+def test_mimic_is_a_coupling(tmp_path):
+    """<mimic joint="j1" multiplier="-0.5" offset="0.2"/> on j2: q_j2 = -0.5 q_j1 + 0.2 (file
+    values). The zero pose violates it (offset), so the loader assembles j2 to 0.2 rad;
+    driving j1 by FK then moves j2 as the mimic says."""
+    body = (
+        LINKS.split('<link name="d">')[0]
+        + joint("j1", "revolute", "a", "b", axis="0 0 1")
+        + joint(
+            "j2",
+            "revolute",
+            "a",
+            "c",
+            xyz="0.1 0 0",
+            axis="0 0 1",
+            extra='<mimic joint="j1" multiplier="-0.5" offset="0.2"/>',
+        )
+        + '<transmission name="t"><joint name="j1"/></transmission>'
+    )
+    imported = load_model(write(tmp_path, robot(body)))
+    m = imported.mechanism
+    (coupling,) = m.couplings
+    assert (coupling.joint, coupling.source, coupling.ratio) == ("j2", "j1", -0.5)
+    q1, q2 = imported.joint_offsets["j1"], imported.joint_offsets["j2"]  # file values, assembled
+    assert q2 == pytest.approx(-0.5 * q1 + 0.2, abs=1e-9) and q2 != 0  # assembly tolerance
+    assert coupling.offset == pytest.approx(0.0, abs=1e-9)  # about the assembled pose
+    state = solve_fk(m, [0.4]).state  # j1 turned 0.4 rad from its assembled value
+    R_c = quat_to_matrix(state[m.body_index("c"), 3:])
+    assert np.arctan2(R_c[1, 0], R_c[0, 0]) == pytest.approx(-0.5 * (q1 + 0.4) + 0.2, abs=1e-9)
+    with pytest.raises(FileFormatError, match=r"<mimic>: mimics 'x', which is no revolute"):
+        load_mechanism(
+            write(tmp_path, robot(AB + joint("j", "revolute", "a", "b", extra='<mimic joint="x"/>')))
+        )
 
 
 def test_closures_argument_and_xml_extension(tmp_path):

@@ -120,34 +120,74 @@ def boxer_closed_form(p, R, branch) -> np.ndarray:
     return q - 2 * np.pi * np.round(q[0] / (2 * np.pi))
 
 
-def test_boxer_hand_pose_through_an_exact_gimbal_singularity():
-    """Hand position and orientation from a joint motion whose roll passes pi/2 exactly
-    at sample 100 (yaw and pitch axes aligned), starting 0.3-1.2 rad from the file pose.
-    Every other sample matches the closed form on the branch the motion is on (no flip
-    to the mirror solution (q1 + pi, pi - q2, q3 + pi)); at the singular sample the
-    roll, the elbow and q1 + q3 are exact, the split of the sum is the solver's."""
-    rate, singular = 200.0, 100
-    t = np.arange(201) / rate
+#: The Boxer clip's rate [Hz] and the sample at which its roll is exactly pi/2.
+BOXER_RATE, BOXER_SINGULAR_SAMPLE = 200.0, 100
+
+
+def boxer_clip_through_the_singularity() -> tuple[np.ndarray, TrackSamples]:
+    """Joint angles (201, 4) [rad] of a 1 s motion whose roll passes pi/2 exactly at
+    ``BOXER_SINGULAR_SAMPLE``, starting 0.3-1.2 rad from the file pose, and the hand
+    track (position and orientation) they give."""
+    t = np.arange(201) / BOXER_RATE
     q = np.stack(
         [
             0.3 + 0.5 * np.sin(np.pi * t),
-            np.pi / 2 + 0.6 * np.sin(np.pi * (t - t[singular])),
+            np.pi / 2 + 0.6 * np.sin(np.pi * (t - t[BOXER_SINGULAR_SAMPLE])),
             -0.4 + 0.6 * np.sin(1.5 * np.pi * t),
             0.8 - 0.5 * np.sin(np.pi * t),
         ],
         -1,
     )
-    assert q[singular, 1] == np.pi / 2
+    assert q[BOXER_SINGULAR_SAMPLE, 1] == np.pi / 2
     p, R = boxer_hand(q)
+    return q, TrackSamples(t, {"hand": p}, {"hand": R})
+
+
+def test_boxer_hand_pose_through_an_exact_gimbal_singularity():
+    """Hand position and orientation tracked through an exact gimbal lock (yaw and
+    pitch axes aligned at one sample). Every other sample matches the closed form on
+    the branch the motion is on (no flip to the mirror solution (q1 + pi, pi - q2,
+    q3 + pi)); at the singular sample the roll, the elbow and q1 + q3 are exact, the
+    split of the sum is the solver's."""
+    q, clip = boxer_clip_through_the_singularity()
+    singular, rate, t = BOXER_SINGULAR_SAMPLE, BOXER_RATE, clip.times
+    p, R = clip.positions["hand"], clip.rotations["hand"]
     branch = np.where(np.arange(len(t)) < singular, 1.0, -1.0)
     expected = boxer_closed_form(p, R, branch)
     regular = np.arange(len(t)) != singular
     assert np.abs(expected[regular] - q[regular]).max() < 1e-9  # the closed form inverts the motion
     mapping = RetargetMapping((TargetSpec("hand", "hand", ALL_AXES, ALL_AXES),), rate=rate)
-    result = retarget(build("boxer"), TrackSamples(t, {"hand": p}, {"hand": R}), mapping)
+    result = retarget(build("boxer"), clip, mapping)
     curves = result.curves.values
     assert np.abs(curves[regular] - expected[regular]).max() < 1e-6
     at = curves[singular]
     assert abs((at[0] + at[2]) - (expected[singular, 0] + expected[singular, 2])) < 1e-6
     assert np.abs(at[[1, 3]] - expected[singular, [1, 3]]).max() < 1e-6
     assert result.unreachable.sum() == 0
+
+
+def _body_speeds(states: np.ndarray, rate: float) -> np.ndarray:
+    """Each body's angular speed between consecutive states (F - 1, n) [rad/s]: the
+    angle of R_k^T R_k+1 times the rate (what the velocity barrier measures)."""
+    R = (
+        Rotation.from_quat(states[:, :, [4, 5, 6, 3]].reshape(-1, 4))
+        .as_matrix()
+        .reshape(states.shape[:2] + (3, 3))
+    )
+    steps = Rotation.from_matrix((np.swapaxes(R[:-1], -1, -2) @ R[1:]).reshape(-1, 3, 3))
+    return steps.magnitude().reshape(len(states) - 1, -1) * rate
+
+
+def test_a_velocity_barrier_the_motion_respects_changes_nothing():
+    """The Boxer through its exact singularity, with the body angular-velocity barrier
+    on (limit 4.5 rad/s, above every body's speed in the motion): the curves are those
+    of the run without it, for a weak and a strong barrier."""
+    _, clip = boxer_clip_through_the_singularity()
+    hand = (TargetSpec("hand", "hand", ALL_AXES, ALL_AXES),)
+    free = retarget(build("boxer"), clip, RetargetMapping(hand, rate=BOXER_RATE))
+    limit = 4.5  # [rad/s]
+    assert _body_speeds(free.states, BOXER_RATE).max() < 0.95 * limit
+    for weight in (1e-5, 1.0):
+        mapping = RetargetMapping(hand, rate=BOXER_RATE, velocity_weight=weight, max_angular_velocity=limit)
+        barrier = retarget(build("boxer"), clip, mapping)
+        assert np.abs(barrier.curves.values - free.curves.values).max() < 1e-8

@@ -11,8 +11,9 @@ uses what it read (limit check, conversion to values, a second export).
 Outcome classes: ``ok`` (read, and the result is consistent), ``clean`` (a one-line LooprigError
 naming the file), ``traceback`` (any other exception, or an error that spans lines or does not
 name the file), ``hang`` (more than 10 s), ``wrong`` (read without complaint but inconsistent:
-values not finite, shapes that disagree, ticks that are not whole numbers). The normal run tries a
-quick slice; ``LOOPRIG_FUZZ=1`` runs 12,000 cases and prints the counts.
+values not finite, shapes that disagree, ticks that are not whole numbers, or a second export and
+read that changes values, times, ticks or the recorded violations). The normal run tries a quick
+slice; ``LOOPRIG_FUZZ=1`` runs 12,000 cases and prints the counts.
 """
 
 import json
@@ -265,15 +266,22 @@ def use(kind: str, path: Path, out: Path) -> bool:
         return use("plain_csv", data, out)
     if kind in ("csv", "plain_csv", "json"):
         curves = (read_json if kind == "json" else read_csv)(path)
-        all_violations(curves)
-        write_json(curves, out, allow_violations=True)
-        return consistent_curves(curves) and consistent_curves(read_json(out))
+        recorded = write_json(curves, out, allow_violations=True)
+        again = read_json(out)  # a second round trip must lose nothing
+        return (
+            consistent_curves(curves)
+            and recorded == all_violations(curves)
+            and np.array_equal(again.values, curves.values)
+            and np.array_equal(again.times, curves.times)
+            and list(again.carried_violations) == recorded
+        )
     if kind.startswith("dxl"):
         ticks = (read_dynamixel_json if kind == "dxl_json" else read_dynamixel_csv)(path)
         whole = ticks.ticks.dtype.kind == "i" and ticks.ticks.shape == (ticks.times.size, len(ticks.names))
         curves = ticks.to_curves()
         write_dynamixel_json(curves, out, ticks.settings, allow_violations=True)
-        return whole and consistent_curves(curves)
+        again = read_dynamixel_json(out)  # values back to the same ticks
+        return whole and consistent_curves(curves) and np.array_equal(again.ticks, ticks.ticks)
     header = read_c_header(path)
     return (
         header.values.shape[1] == len(header.names)

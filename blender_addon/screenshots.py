@@ -5,9 +5,10 @@ GPU for viewport captures or Workbench/EEVEE renders) at a few frames after
 Retarget + Bake: the robot at rest with the target's path, the robot
 following the target, and a frame where the crank motor is over its velocity
 limit and tinted red by the bake (the tint is the object colour, shown
-through an Object Info material here). The baked actuator curves are plotted
-from the scene's F-curves with ``looprig.plotting`` (the Graph Editor overlay
-itself is drawn only in a window).
+through an Object Info material here), and one where it is beyond its range
+(violet). The Graph Editor's overlay is drawn only in a window, so its content
+is drawn here with Pillow from the same data: the baked F-curves and the
+band geometry of :mod:`.overlay_geometry` (:func:`draw_graph_editor`).
 
 Run from the repository root::
 
@@ -139,16 +140,119 @@ def render(path: Path, frame: int) -> None:
     bpy.ops.render.render(write_still=True)
 
 
-def plot_baked(path: Path) -> None:
-    """The baked actuator curves (from the scene's F-curves) with the velocity-limit band."""
-    from looprig.blender_addon import bake
-    from looprig.blender_addon.operators_robot import checked_model
+#: Graph Editor look (Blender's default theme): background, grid, text, key points.
+GRAPH_BACKGROUND, GRAPH_GRID, GRAPH_TEXT = (48, 48, 48), (62, 62, 62), (205, 205, 205)
+GRAPH_SECONDS = (150, 150, 150)
+MARKER_COLOUR = (240, 240, 240)
 
-    from looprig.plotting import PlotSettings, plot_curves
 
-    model = checked_model(bpy.context)
-    curves = bake.read_baked_curves(bpy.context, model)
-    plot_curves(curves, path, settings=PlotSettings(width=8.0, row_height=2.4, dpi=90))
+def _rgb(colour, alpha=None):
+    rgb = tuple(round(255 * float(c)) for c in colour[:3])
+    return rgb if alpha is None else (*rgb, round(255 * alpha))
+
+
+def _baked_curves(context):
+    """Per baked F-curve of the scene's robot: (label, frames, values, colour, extreme mask),
+    and the bake summary lines."""
+    from looprig.blender_addon import animation, bake
+
+    robot = context.scene.looprig.robot.name
+    root = bake.baked_root(robot)
+    ad = root.animation_data
+    bag = animation.channelbag(ad.action, ad.action_slot)
+    items = [a for a in context.scene.looprig.actuators if a.robot == robot]
+    curves = []
+    for item in items:
+        for path in (bake.value_path(item.name), bake.velocity_path(item.name)):
+            fc = bag.fcurves.find(path)
+            frames, values = animation.read_fcurve(fc)
+            extreme = np.array([k.type == "EXTREME" for k in fc.keyframe_points])
+            curves.append((path, frames, values, tuple(fc.color), extreme))
+    return curves, items, bake.bake_record(root)
+
+
+def draw_graph_editor(context, path: Path, size=(960, 440)) -> None:
+    """The Graph Editor's content after a bake, drawn from the scene's data: the baked
+    F-curves (their colours, EXTREME keys), the velocity-limit band and violating
+    intervals from :mod:`.overlay_geometry` (what the Graph Editor's draw handler draws,
+    which needs a window), and the violation markers with frame and seconds."""
+    from looprig.blender_addon.overlay_geometry import (
+        BAND_COLOUR,
+        OVER_COLOUR,
+        VIOLATION_COLOUR,
+        band_rectangles,
+        velocity_overlay,
+    )
+    from PIL import Image, ImageDraw, ImageFont
+
+    curves, items, record = _baked_curves(context)
+    fps, first = record["fps"], record["frame_start"]
+    width, height = size
+    left, right, top, bottom = 60, 20, 34, 54
+    x0 = min(float(f[0]) for _, f, _, _, _ in curves)
+    x1 = max(float(f[-1]) for _, f, _, _, _ in curves)
+    limits = [a.velocity_limit for a in items if a.velocity_limit > 0]
+    high = max([float(np.max(np.abs(v))) for _, _, v, _, _ in curves] + limits) * 1.15
+    geometries = []  # what the draw handler draws, from the same data and geometry
+    for item in items:
+        if item.velocity_limit > 0:
+            _, frames, values, _, _ = next(c for c in curves if c[0] == f'["{item.name} velocity"]')
+            geometries.append((velocity_overlay(frames, values, item.velocity_limit), item.velocity_limit))
+    image = Image.new("RGBA", size, GRAPH_BACKGROUND)
+    draw = ImageDraw.Draw(image)
+    font = ImageFont.load_default(size=13)
+
+    def xy(frame, value):
+        u = left + (frame - x0) / (x1 - x0) * (width - left - right)
+        return u, top + (high - value) / (2 * high) * (height - top - bottom)
+
+    for frame in range(int(np.ceil(x0 / 5) * 5), int(x1) + 1, 5):  # grid and frame ruler
+        u, _ = xy(frame, 0)
+        draw.line([(u, top), (u, height - bottom)], fill=GRAPH_GRID)
+        if frame % 10 == 0:
+            draw.text((u, height - bottom + 4), str(frame), fill=GRAPH_TEXT, font=font, anchor="mt")
+            seconds = (frame - first) / fps
+            draw.text(
+                (u, height - bottom + 19), f"{seconds:.2f} s", fill=GRAPH_SECONDS, font=font, anchor="mt"
+            )
+    step = 10 ** np.floor(np.log10(high / 3))
+    step *= next(k for k in (1, 2, 5, 10) if high / (k * step) <= 4)
+    for value in np.arange(-np.floor(high / step), np.floor(high / step) + 1) * step:
+        _, v = xy(x0, value)
+        draw.line([(left, v), (width - right, v)], fill=GRAPH_GRID)
+        draw.text((left - 6, v), f"{value:.3g}", fill=GRAPH_TEXT, font=font, anchor="rm")
+    shading = Image.new("RGBA", size, (0, 0, 0, 0))
+    for geometry, limit in geometries:
+        for a0, b0, a1, b1 in band_rectangles(geometry, limit):
+            ImageDraw.Draw(shading).rectangle(
+                [xy(a0, b1), xy(a1, b0)], fill=_rgb(VIOLATION_COLOUR, VIOLATION_COLOUR[3])
+            )
+    image.alpha_composite(shading)
+    for geometry, _limit in geometries:
+        for a0, b0, a1, b1 in geometry.band:
+            draw.line([xy(a0, b0), xy(a1, b1)], fill=_rgb(BAND_COLOUR), width=2)
+        for piece in geometry.over:
+            draw.line([xy(a, b) for a, b in piece], fill=_rgb(OVER_COLOUR), width=5)
+    for _label, frames, values, colour, extreme in curves:
+        draw.line([xy(f, v) for f, v in zip(frames, values, strict=True)], fill=_rgb(colour), width=2)
+        for f, v, is_extreme in zip(frames, values, extreme, strict=True):
+            u, w = xy(f, v)
+            r = 3 if is_extreme else 2
+            draw.ellipse([u - r, w - r, u + r, w + r], fill=(255, 220, 130) if is_extreme else (0, 0, 0))
+    robot = context.scene.looprig.robot.name
+    for marker in context.scene.timeline_markers:
+        if marker.name.startswith(f"looprig {robot}: "):
+            u, _ = xy(marker.frame, 0)
+            draw.line([(u, top), (u, height - bottom)], fill=MARKER_COLOUR)
+            draw.text((u + 4, top + 4), marker.name, fill=MARKER_COLOUR, font=font, anchor="lt")
+    legend = left
+    for label, _, _, colour, _ in curves:
+        draw.rectangle([legend, 10, legend + 12, 22], fill=_rgb(colour))
+        draw.text((legend + 18, 16), label, fill=GRAPH_TEXT, font=font, anchor="lm")
+        legend += 30 + font.getbbox(label)[2]
+    note = "frames (seconds from the first baked frame)"
+    draw.text((width - right, 16), note, fill=GRAPH_TEXT, font=font, anchor="rm")
+    image.convert("RGB").save(path)
 
 
 def main(argv=None) -> int:
@@ -169,8 +273,15 @@ def main(argv=None) -> int:
     ):
         render(out / name, frame)
         written.append(out / name)
-    plot_baked(out / "blender_baked_curves.png")
-    written.append(out / "blender_baked_curves.png")
+    draw_graph_editor(bpy.context, out / "blender_graph_editor.png")
+    written.append(out / "blender_graph_editor.png")
+    # a range limit too: the crank turns past 1 rad from frame 9 on and is tinted violet there
+    joint = bpy.context.scene.looprig.robot.objects["crank_joint"].looprig_joint
+    joint.use_range, joint.lower_angle, joint.upper_angle = True, -1.0, 1.0
+    if bpy.ops.looprig.bake() != {"FINISHED"}:
+        raise SystemExit(f"bake failed: {bpy.context.scene.looprig.status}")
+    render(out / "blender_demo_frame45_over_range.png", 45)
+    written.append(out / "blender_demo_frame45_over_range.png")
     for path in written:
         print(path.relative_to(ROOT) if path.is_relative_to(ROOT) else path)
     addon.unregister()

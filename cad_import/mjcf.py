@@ -318,9 +318,22 @@ def _read_mjcf(path, text: str | None, settings: ImportSettings) -> TreeModel:
             tree_joint[j] = spec_joint
             previous, T_prev_body = child, np.eye(4)
 
-    # meshes
+    # meshes and colours
     mesh_type = int(mujoco.mjtGeom.mjGEOM_MESH)
     links_by_name = {link.name: link for link in links}
+
+    def geom_rgba(g: int):
+        mat = int(model.geom_matid[g])
+        rgba = np.clip(model.mat_rgba[mat] if mat >= 0 else model.geom_rgba[g], 0.0, 1.0)  # display only
+        return tuple(float(str(np.float32(c))) for c in rgba)  # MuJoCo's float32, as written
+
+    chosen: dict[str, tuple[bool, int]] = {}  # body -> (visual, geom): its first visual geom, else first geom
+    for g in range(model.ngeom):
+        body = body_names[int(model.geom_bodyid[g])]
+        if body not in chosen or (visual_geom[g] and not chosen[body][0]):
+            chosen[body] = (bool(visual_geom[g]), g)
+    for body, (_, g) in chosen.items():
+        links_by_name[body].color = geom_rgba(g)
     for g in range(model.ngeom):
         if int(model.geom_type[g]) != mesh_type or model.geom_dataid[g] < 0:
             continue
@@ -333,8 +346,7 @@ def _read_mjcf(path, text: str | None, settings: ImportSettings) -> TreeModel:
         )
         T_body_geom = _pose(model.geom_pos[g], model.geom_quat[g])
         visual = visual_geom[g]
-        mat = int(model.geom_matid[g])
-        rgba = model.mat_rgba[mat] if mat >= 0 else model.geom_rgba[g]
+        rgba = geom_rgba(g)
         links_by_name[body_names[int(model.geom_bodyid[g])]].meshes.append(
             MeshRef(
                 _mesh_path(model, spec, m),

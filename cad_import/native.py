@@ -116,6 +116,7 @@ NATIVE_SCHEMA = {
                     },
                     "grounded": {"type": "boolean", "default": False},
                     "mesh": {"type": ["string", "null"], "description": "display mesh path or URI"},
+                    "color": {**_quat, "description": "display colour r, g, b, a in [0, 1] (optional)"},
                     "T_body_mesh": {**_mat, "description": "mesh file -> body coordinates (may scale)"},
                     "meshes": {
                         "description": "every mesh of the body (the importers' visual and collision meshes)",
@@ -239,6 +240,8 @@ def mechanism_to_dict(mechanism: Mechanism, meshes=None, base_dir=None) -> dict:
         }
         if not np.array_equal(b.T_body_mesh, np.eye(4)):
             entry["T_body_mesh"] = _floats(b.T_body_mesh)
+        if b.color is not None:
+            entry["color"] = [float(c) for c in b.color]
         if meshes and meshes.get(b.name):
             entry["meshes"] = [
                 {
@@ -427,6 +430,7 @@ class _Reader:
         inertia = entry.get("inertia")
         mesh = entry.get("mesh")
         T = entry.get("T_body_mesh")
+        color = entry.get("color")
         meshes = []
         for k, m in enumerate(self.get(entry, "meshes", where, [], list)):
             w = f"{where}.meshes[{k}]"
@@ -455,6 +459,7 @@ class _Reader:
             grounded=grounded,
             mesh=None if mesh is None else self.path_in(mesh, f"{where}.mesh"),
             T_body_mesh=np.eye(4) if T is None else self.numbers(T, (4, 4), f"{where}.T_body_mesh"),
+            color=None if color is None else tuple(self.numbers(color, (4,), f"{where}.color")),
         )
         return body, meshes
 

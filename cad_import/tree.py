@@ -122,6 +122,7 @@ class LinkSpec:
     meshes: list[MeshRef] = field(default_factory=list)
     element: str = ""
     line: int | None = None
+    color: tuple[float, float, float, float] | None = None  # display rgba in [0, 1]
 
 
 @dataclass
@@ -528,6 +529,7 @@ def build_mechanism(model: TreeModel, settings: ImportSettings = DEFAULT_SETTING
                 grounded=link.name in model.roots,
                 mesh=visual.path if visual else None,
                 T_body_mesh=visual.T_link_mesh if visual else np.eye(4),
+                color=link.color if link.color is not None else (visual.rgba if visual else None),
             )
         )
     info = []

@@ -32,7 +32,7 @@ acceleration="..."/>`` element, the YAML side file's ``name_mot`` or the
 
 Not supported: ``<mimic>`` (coupled joints; the joint stays independent, with
 a warning), joint ``<dynamics>``/``<safety_controller>``/``<calibration>``,
-``<gazebo>`` extensions, primitive geometry as display, materials by name.
+``<gazebo>`` extensions, primitive geometry as display.
 """
 
 from __future__ import annotations
@@ -123,9 +123,36 @@ def _read_inertial(doc: XmlDocument, link, spec: LinkSpec) -> bool:
     return True
 
 
+def _rgba(doc: XmlDocument, material) -> tuple[float, float, float, float] | None:
+    """The ``<color rgba>`` of a ``<material>`` element, each component in [0, 1]."""
+    color = None if material is None else material.find("color")
+    if color is None:
+        return None
+    rgba = doc.floats(color, "rgba", 4)
+    if np.any((rgba < 0) | (rgba > 1)):
+        raise doc.error(color, f"rgba={color.get('rgba')!r}: components must lie in [0, 1]")
+    return tuple(float(c) for c in rgba)
+
+
+def named_materials(doc: XmlDocument, root) -> dict[str, tuple[float, float, float, float] | None]:
+    """The robot-level ``<material name>`` colours, which visuals may refer to by name."""
+    return {m.get("name"): _rgba(doc, m) for m in root.findall("material") if m.get("name")}
+
+
+def _material(doc: XmlDocument, element, named) -> tuple[float, float, float, float] | None:
+    """The colour of a visual: its own ``<material><color>``, else the named material's."""
+    material = element.find("material")
+    if material is None:
+        return None
+    return _rgba(doc, material) or named.get(material.get("name"))
+
+
 def _read_meshes(
-    doc: XmlDocument, link, spec: LinkSpec, base: Path, package_paths, settings, notes: list[str]
+    doc: XmlDocument, link, spec: LinkSpec, base: Path, package_paths, settings, notes: list[str], named=None
 ) -> None:
+    named = named or {}
+    for visual in link.findall("visual"):  # the body's colour: its first coloured visual's
+        spec.color = spec.color or _material(doc, visual, named)
     for role in ("visual", "collision"):
         for element in link.findall(role):
             geometry = element.find("geometry")
@@ -143,11 +170,7 @@ def _read_meshes(
                 path = uri
             else:
                 path = str(resolved)
-            rgba = None
-            material = element.find("material")
-            color = None if material is None else material.find("color")
-            if color is not None:
-                rgba = tuple(float(c) for c in doc.floats(color, "rgba", 4, [0.8, 0.8, 0.8, 1.0]))
+            rgba = _material(doc, element, named)
             T = _origin(doc, element) @ np.diag([*scale, 1.0])
             spec.meshes.append(MeshRef(path, T, role, rgba))
 
@@ -202,12 +225,13 @@ def read_urdf(
     base = path.parent
     notes: list[str] = []
 
+    materials = named_materials(doc, root)
     links: list[LinkSpec] = []
     for link in root.findall("link"):
         name = doc.text_attr(link, "name", required=True)
         spec = LinkSpec(name=name, element=describe(link), line=doc.line(link))
         has_inertial = _read_inertial(doc, link, spec)
-        _read_meshes(doc, link, spec, base, package_paths, settings, notes)
+        _read_meshes(doc, link, spec, base, package_paths, settings, notes, materials)
         if not has_inertial:
             note = _mass_from_meshes(spec, settings, path)
             if note:
@@ -299,8 +323,12 @@ def read_urdf(
     # actuators: <transmission>, <looprig_actuator>, YAML name_mot, argument
     actuated_names: list[tuple[str, object]] = []
     for transmission in root.findall("transmission"):
+        motor = transmission.find("actuator")  # its name is the motor's: the curve's hardware id
         for element in transmission.findall("joint"):
-            actuated_names.append((doc.text_attr(element, "name", required=True), element))
+            name = doc.text_attr(element, "name", required=True)
+            actuated_names.append((name, element))
+            if motor is not None and motor.get("name") and name in joint_by_name:
+                joint_by_name[name].hardware_id = motor.get("name")
     for element in root.findall("looprig_actuator"):
         name = doc.text_attr(element, "joint", required=True)
         actuated_names.append((name, element))

@@ -114,6 +114,8 @@ class Body:
     mass: [kg], positive. inertia: (3, 3) about the CoM in body axes [kg m^2], optional.
     grounded: fixed to the world. mesh: a path or URI for display, optional;
     T_body_mesh: (4, 4) pose of the mesh in body coordinates.
+    color: display colour (r, g, b, a) in [0, 1] as the file gives it (URDF
+    ``<material>``, MJCF ``rgba`` or material), optional.
     """
 
     name: str
@@ -124,6 +126,7 @@ class Body:
     grounded: bool = False
     mesh: str | None = None
     T_body_mesh: np.ndarray = field(default_factory=lambda: np.eye(4))
+    color: tuple[float, float, float, float] | None = None
 
 
 @dataclass(frozen=True, eq=False)
@@ -223,6 +226,15 @@ def _vector(value, what: str, shape=(3,)) -> np.ndarray:
     return array
 
 
+def _color(value, what: str) -> tuple[float, float, float, float] | None:
+    if value is None:
+        return None
+    rgba = _vector(value, what, (4,))
+    if np.any((rgba < 0) | (rgba > 1)):
+        raise MechanismError(f"{what}: components must lie in [0, 1], got {rgba.tolist()}")
+    return tuple(float(c) for c in rgba)
+
+
 def _unit_quaternion(value, what: str) -> np.ndarray:
     q = _vector(value, what, (4,))
     norm = np.linalg.norm(q)
@@ -300,6 +312,7 @@ class Mechanism:
             grounded=bool(body.grounded),
             mesh=body.mesh,
             T_body_mesh=_vector(body.T_body_mesh, f"{what} T_body_mesh", (4, 4)),
+            color=_color(body.color, f"{what} color"),
         )
 
     def _checked_joint(self, joint: Joint) -> Joint:

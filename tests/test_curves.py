@@ -98,8 +98,14 @@ def test_from_mechanism_unwraps_angles_but_not_displacements():
         [ground, arm, slider],
         [
             Joint("spin", JointKind.REVOLUTE, "ground", "arm", actuator=Actuator(hardware_id=3)),
-            Joint("push", JointKind.PRISMATIC, "ground", "slider", axis=np.array([0, 1.0, 0]),
-                  actuator=Actuator(ActuatedMotion.DISPLACEMENT, lower=-5, upper=5)),
+            Joint(
+                "push",
+                JointKind.PRISMATIC,
+                "ground",
+                "slider",
+                axis=np.array([0, 1.0, 0]),
+                actuator=Actuator(ActuatedMotion.DISPLACEMENT, lower=-5, upper=5),
+            ),
         ],
     )
     ramp = np.linspace(0.0, 4 * np.pi, 41)
@@ -247,16 +253,22 @@ def random_curves(draw):
     n_frames = draw(st.integers(1, 40))
     n_act = draw(st.integers(1, 3))
     elems = st.floats(-3.0, 3.0, allow_nan=False)
-    values = np.array(draw(st.lists(st.lists(elems, min_size=n_act, max_size=n_act),
-                                    min_size=n_frames, max_size=n_frames)))
+    values = np.array(
+        draw(st.lists(st.lists(elems, min_size=n_act, max_size=n_act), min_size=n_frames, max_size=n_frames))
+    )
     lower = draw(st.lists(st.floats(-3, 0) | st.just(-np.inf), min_size=n_act, max_size=n_act))
     upper = draw(st.lists(st.floats(0, 3) | st.just(np.inf), min_size=n_act, max_size=n_act))
     vel = draw(st.lists(st.floats(0.5, 50) | st.just(np.inf), min_size=n_act, max_size=n_act))
     acc = draw(st.lists(st.floats(1, 500) | st.just(np.inf), min_size=n_act, max_size=n_act))
     rate = draw(st.sampled_from([10.0, 50.0, 100.0]))
     return ActuatorCurves(
-        np.arange(n_frames) / rate, values, tuple(f"j{a}" for a in range(n_act)),
-        lower=lower, upper=upper, velocity_limit=vel, acceleration_limit=acc,
+        np.arange(n_frames) / rate,
+        values,
+        tuple(f"j{a}" for a in range(n_act)),
+        lower=lower,
+        upper=upper,
+        velocity_limit=vel,
+        acceleration_limit=acc,
     )
 
 
@@ -279,8 +291,10 @@ def test_violation_intervals_are_disjoint_sorted_and_exactly_the_bad_runs(curves
     found = check_limits(curves, check)
     assert_disjoint_and_sorted(found, curves.names)
     tol = lambda bound: check.rtol * max(1.0, abs(bound))  # noqa: E731
-    rates = {"velocity": (curves.velocities(method), curves.velocity_limit),
-             "acceleration": (curves.accelerations(method), curves.acceleration_limit)}
+    rates = {
+        "velocity": (curves.velocities(method), curves.velocity_limit),
+        "acceleration": (curves.accelerations(method), curves.acceleration_limit),
+    }
     t = curves.times
     for a, name in enumerate(curves.names):
         x = curves.values[:, a]
@@ -296,19 +310,26 @@ def test_violation_intervals_are_disjoint_sorted_and_exactly_the_bad_runs(curves
 
 
 @settings(max_examples=60, deadline=None)
-@given(st.lists(st.tuples(st.sampled_from(["a", "b"]), st.floats(0, 10), st.floats(0, 2),
-                          st.floats(-5, 5)), max_size=12))
+@given(
+    st.lists(
+        st.tuples(st.sampled_from(["a", "b"]), st.floats(0, 10), st.floats(0, 2), st.floats(-5, 5)),
+        max_size=12,
+    )
+)
 def test_merged_violations_are_disjoint_and_sorted(specs):
     items = [
-        Violation(name, "velocity", start, start + length, peak, math.copysign(1.0, peak or 1.0),
-                  start, "rad/s")
+        Violation(
+            name, "velocity", start, start + length, peak, math.copysign(1.0, peak or 1.0), start, "rad/s"
+        )
         for name, start, length, peak in specs
     ]
     merged = merge_violations(items[: len(items) // 2], items[len(items) // 2 :])
     assert_disjoint_and_sorted(merged, ["a", "b"])
     for v in items:  # every input interval lies inside one merged interval
-        assert any(m.actuator == v.actuator and m.start_time <= v.start_time
-                   and v.end_time <= m.end_time for m in merged)
+        assert any(
+            m.actuator == v.actuator and m.start_time <= v.start_time and v.end_time <= m.end_time
+            for m in merged
+        )
 
 
 # --------------------------------------------------------------------------- resampling

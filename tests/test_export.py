@@ -56,13 +56,15 @@ def curves_strategy(draw, max_abs=3.0):
     n_act = draw(st.integers(1, 3))
     units = draw(st.lists(st.sampled_from(["rad", "m"]), min_size=n_act, max_size=n_act))
     scale = np.array([max_abs if u == "rad" else 0.1 * max_abs for u in units])
-    raw = draw(st.lists(st.lists(st.floats(-1, 1), min_size=n_act, max_size=n_act),
-                        min_size=n_frames, max_size=n_frames))
+    raw = draw(
+        st.lists(
+            st.lists(st.floats(-1, 1), min_size=n_act, max_size=n_act), min_size=n_frames, max_size=n_frames
+        )
+    )
     rate = draw(st.sampled_from([24.0, 50.0, 60.0, 100.0, 1000.0]))
     start = draw(st.sampled_from([0.0, 1.5, 10.0 / 3.0]))
     prefix = draw(st.sampled_from(["j", "crank joint, left #", "motor/"]))
-    ids = draw(st.lists(st.integers(0, 252) | st.none() | st.just("bus0:3"),
-                        min_size=n_act, max_size=n_act))
+    ids = draw(st.lists(st.integers(0, 252) | st.none() | st.just("bus0:3"), min_size=n_act, max_size=n_act))
     limit = st.floats(0.1, 100) | st.just(np.inf)
     return ActuatorCurves(
         start + np.arange(n_frames) / rate,
@@ -79,8 +81,11 @@ def curves_strategy(draw, max_abs=3.0):
 
 def linear_motors(curves, metres_per_revolution=0.8) -> DynamixelSettings:
     """Settings giving every metre actuator a pinion, so all map to ticks."""
-    motors = {n: DynamixelMotor(metres_per_revolution=metres_per_revolution)
-              for n, u in zip(curves.names, curves.units, strict=True) if u == "m"}
+    motors = {
+        n: DynamixelMotor(metres_per_revolution=metres_per_revolution)
+        for n, u in zip(curves.names, curves.units, strict=True)
+        if u == "m"
+    }
     return DynamixelSettings(motors=motors)
 
 
@@ -137,8 +142,7 @@ def test_c_header_round_trips(tmp_path, curves, kind):
         with pytest.raises(CurvesError, match="fixed rate"):
             write_c_header(curves, path, CHeaderSettings(kind=kind, dynamixel=dxl))
         return
-    write_c_header(curves, path, CHeaderSettings(kind=kind, dynamixel=dxl),
-                   allow_violations=True)
+    write_c_header(curves, path, CHeaderSettings(kind=kind, dynamixel=dxl), allow_violations=True)
     back = read_c_header(path)
     assert back.names == curves.names and back.rate_hz == pytest.approx(rate)
     if kind == "ticks":
@@ -174,8 +178,7 @@ def test_tick_conversion_known_values():
     x = np.array([[0.0, 0.0], [np.pi / 2, np.pi / 2], [-np.pi, 0.01]])
     motors = [DynamixelMotor(), DynamixelMotor(100, -1, metres_per_revolution=0.04)]
     ticks = values_to_ticks(x, ["rad", "m"], motors)
-    assert ticks.tolist() == [[2048, 100], [3072, 100 - round(np.pi / 2 / 0.04 * 4096)],
-                              [0, 100 - 1024]]
+    assert ticks.tolist() == [[2048, 100], [3072, 100 - round(np.pi / 2 / 0.04 * 4096)], [0, 100 - 1024]]
 
 
 def test_velocity_units():
@@ -193,8 +196,7 @@ def test_velocity_units():
 
 def test_ticks_file_states_the_model_and_velocity_limit(tmp_path):
     t = np.arange(11) / 10
-    curves = ActuatorCurves(t, 0.5 * np.sin(t)[:, None], ("wrist",), velocity_limit=5.0,
-                            hardware_ids=(4,))
+    curves = ActuatorCurves(t, 0.5 * np.sin(t)[:, None], ("wrist",), velocity_limit=5.0, hardware_ids=(4,))
     write_dynamixel_json(curves, tmp_path / "w.json")
     doc = json.loads((tmp_path / "w.json").read_text())
     assert doc["format"] == "looprig-dynamixel-ticks" and doc["version"] == 1
@@ -241,8 +243,11 @@ def fast_curves() -> ActuatorCurves:
     t = 0, 0.5 and 1 s: three intervals."""
     t = np.arange(101) / 100
     return ActuatorCurves(
-        t, np.column_stack([np.sin(2 * np.pi * t), 0.2 * np.sin(2 * np.pi * t)]),
-        ("elbow", "shoulder"), velocity_limit=[5.0, 5.0], hardware_ids=(1, 2),
+        t,
+        np.column_stack([np.sin(2 * np.pi * t), 0.2 * np.sin(2 * np.pi * t)]),
+        ("elbow", "shoulder"),
+        velocity_limit=[5.0, 5.0],
+        hardware_ids=(1, 2),
     )
 
 
@@ -363,12 +368,16 @@ def test_c_header_compiles_and_holds_the_python_values(tmp_path):
     """Two headers (ticks, float) in one strict C99 program print what Python computed."""
     t = np.arange(51) / 50
     curves = ActuatorCurves(
-        t, np.column_stack([np.sin(2 * np.pi * t), 0.3 * t, 0.02 * np.cos(t)]),
-        ("crank joint", "wrist", "lift"), units=("rad", "rad", "m"),
-        velocity_limit=[7.0, 1.0, 0.1], hardware_ids=(1, 2, 3),
+        t,
+        np.column_stack([np.sin(2 * np.pi * t), 0.3 * t, 0.02 * np.cos(t)]),
+        ("crank joint", "wrist", "lift"),
+        units=("rad", "rad", "m"),
+        velocity_limit=[7.0, 1.0, 0.1],
+        hardware_ids=(1, 2, 3),
     )
-    dxl = DynamixelSettings(motors={"wrist": DynamixelMotor(1000, -1),
-                                    "lift": DynamixelMotor(metres_per_revolution=0.05)})
+    dxl = DynamixelSettings(
+        motors={"wrist": DynamixelMotor(1000, -1), "lift": DynamixelMotor(metres_per_revolution=0.05)}
+    )
     write_c_header(curves, tmp_path / "ticks.h", CHeaderSettings(dynamixel=dxl, source="test"))
     write_c_header(curves, tmp_path / "floats.h", CHeaderSettings(kind="float", prefix="show"))
     (tmp_path / "main.c").write_text(
@@ -387,9 +396,20 @@ def test_c_header_compiles_and_holds_the_python_values(tmp_path):
     )
     exe = tmp_path / "main"
     subprocess.run(
-        ["gcc", "-std=c99", "-Wall", "-Wextra", "-pedantic", "-Werror", "-o", str(exe),
-         str(tmp_path / "main.c")],
-        check=True, capture_output=True, text=True,
+        [
+            "gcc",
+            "-std=c99",
+            "-Wall",
+            "-Wextra",
+            "-pedantic",
+            "-Werror",
+            "-o",
+            str(exe),
+            str(tmp_path / "main.c"),
+        ],
+        check=True,
+        capture_output=True,
+        text=True,
     )
     run = subprocess.run([str(exe)], check=True, capture_output=True, text=True)
     lines = run.stdout.splitlines()
@@ -398,9 +418,9 @@ def test_c_header_compiles_and_holds_the_python_values(tmp_path):
     for a, name in enumerate(curves.names):
         tick_line, float_line = lines[1 + 2 * a], lines[2 + 2 * a]
         assert tick_line.startswith(f"{name} {a + 1} ")
-        assert [int(x) for x in tick_line[len(name):].split()[1:]] == ticks[:, a].tolist()
+        assert [int(x) for x in tick_line[len(name) :].split()[1:]] == ticks[:, a].tolist()
         assert float_line.startswith(name)
-        printed = np.array([float(x) for x in float_line[len(name):].split()], np.float32)
+        printed = np.array([float(x) for x in float_line[len(name) :].split()], np.float32)
         np.testing.assert_array_equal(printed, curves.values[:, a].astype(np.float32))  # %.9g
 
 
@@ -577,16 +597,24 @@ def test_plain_csv_side_file_must_match_its_csv(tmp_path):
         ("e.csv", b"time [s],a [rad]\n0,1\n0.1\n", r"line 3: bad row length"),
         ("f.csv", b'# lower: ["x"]\ntime [s],a [rad]\n0,1\n', r"f\.csv.*'lower' entry 1 must be a number"),
         ("g.csv", b"# violation: 5\ntime [s],a [rad]\n0,1\n", r"g\.csv' line 1: a violation record must be"),
-        ("h.csv", b'# hardware_ids: [[1]]\ntime [s],a [rad]\n0,1\n', r"'hardware_ids' entry 1 must be"),
+        ("h.csv", b"# hardware_ids: [[1]]\ntime [s],a [rad]\n0,1\n", r"'hardware_ids' entry 1 must be"),
         ("a.json", b'{"actuators": 5}', r"a\.json.*'actuators' must be a non-empty list"),
-        ("b.json", b'[1, 2]', r"b\.json.*expected a JSON object"),
-        ("c.json", b'{"times": [0, 1], "actuators": [{"name": "a", "unit": "rad", "values": [0, Infinity]}]}',
-         r"c\.json.*'actuators\[0\]\.values' holds inf"),
-        ("d.json", b'{"times": [0], "actuators": [{"name": 7, "unit": "rad", "values": [0]}]}',
-         r"d\.json.*'actuators\[\]\.name'"),
-        ("e.json", b'{"times": [0], "actuators": [{"name": "a", "unit": "rad", "values": [0]}], '
-                   b'"violations": [3]}',
-         r"e\.json.*violations\[0\]"),
+        ("b.json", b"[1, 2]", r"b\.json.*expected a JSON object"),
+        (
+            "c.json",
+            b'{"times": [0, 1], "actuators": [{"name": "a", "unit": "rad", "values": [0, Infinity]}]}',
+            r"c\.json.*'actuators\[0\]\.values' holds inf",
+        ),
+        (
+            "d.json",
+            b'{"times": [0], "actuators": [{"name": 7, "unit": "rad", "values": [0]}]}',
+            r"d\.json.*'actuators\[\]\.name'",
+        ),
+        (
+            "e.json",
+            b'{"times": [0], "actuators": [{"name": "a", "unit": "rad", "values": [0]}], "violations": [3]}',
+            r"e\.json.*violations\[0\]",
+        ),
     ],
 )
 def test_hostile_curves_files_give_one_line_naming_the_file(tmp_path, name, content, fragment):
@@ -609,23 +637,55 @@ def test_hostile_dynamixel_and_header_files_give_one_line_naming_the_file(tmp_pa
     ticks = doc["ticks"][0]
     header = good_h.read_text()
     cases = [
-        (read_dynamixel_json, "inf.json", json.dumps({**doc, "ticks": [[2048, math.inf, *ticks[2:]]]}),
-         r"'ticks' holds inf"),
-        (read_dynamixel_json, "zero.json", json.dumps({**doc, "zero_offset_ticks": [math.inf]}),
-         r"zero_offset_ticks must be a whole number"),
-        (read_dynamixel_json, "half.json", json.dumps({**doc, "ticks": [[0.5] * len(doc["times"])]}),
-         r"ticks must be whole numbers"),
-        (read_dynamixel_json, "big.json", json.dumps({**doc, "ticks": [[2**70] * len(doc["times"])]}),
-         r"ticks must be whole numbers in -2147483648\.\.2147483647"),
-        (read_dynamixel_json, "range.json", json.dumps({**doc, "tick_range": [0, "x"]}),
-         r"tick_range must be"),
+        (
+            read_dynamixel_json,
+            "inf.json",
+            json.dumps({**doc, "ticks": [[2048, math.inf, *ticks[2:]]]}),
+            r"'ticks' holds inf",
+        ),
+        (
+            read_dynamixel_json,
+            "zero.json",
+            json.dumps({**doc, "zero_offset_ticks": [math.inf]}),
+            r"zero_offset_ticks must be a whole number",
+        ),
+        (
+            read_dynamixel_json,
+            "half.json",
+            json.dumps({**doc, "ticks": [[0.5] * len(doc["times"])]}),
+            r"ticks must be whole numbers",
+        ),
+        (
+            read_dynamixel_json,
+            "big.json",
+            json.dumps({**doc, "ticks": [[2**70] * len(doc["times"])]}),
+            r"ticks must be whole numbers in -2147483648\.\.2147483647",
+        ),
+        (
+            read_dynamixel_json,
+            "range.json",
+            json.dumps({**doc, "tick_range": [0, "x"]}),
+            r"tick_range must be",
+        ),
         (read_dynamixel_json, "bytes.json", b"\xff\xfe{}", r"not UTF-8"),
-        (read_dynamixel_csv, "units.csv", good_csv.read_text().replace('units: ["rad"]', 'units: ["deg"]'),
-         r"unit 'deg' is not one of"),
-        (read_c_header, "values.h", header.replace("10240,", "10240x,", 1),
-         r"array looprig_crank value \d+ '10240x'"),
-        (read_c_header, "count.h", header.replace("FRAME_COUNT 41", "FRAME_COUNT 99999999999999999999999"),
-         r"holds 41 values, not 99999999999999999999999 frames"),
+        (
+            read_dynamixel_csv,
+            "units.csv",
+            good_csv.read_text().replace('units: ["rad"]', 'units: ["deg"]'),
+            r"unit 'deg' is not one of",
+        ),
+        (
+            read_c_header,
+            "values.h",
+            header.replace("10240,", "10240x,", 1),
+            r"array looprig_crank value \d+ '10240x'",
+        ),
+        (
+            read_c_header,
+            "count.h",
+            header.replace("FRAME_COUNT 41", "FRAME_COUNT 99999999999999999999999"),
+            r"holds 41 values, not 99999999999999999999999 frames",
+        ),
         (read_c_header, "rate.h", header.replace("RATE_HZ 20", "RATE_HZ inf"), r"LOOPRIG_RATE_HZ is 'inf'"),
         (read_c_header, "names.h", header.replace('"crank"', "crank"), r"looprig_names is not a list"),
     ]

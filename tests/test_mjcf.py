@@ -374,3 +374,17 @@ def test_joint_equality_is_a_coupling(tmp_path):
 def test_non_linear_joint_equality_is_refused(tmp_path):
     with pytest.raises(FileFormatError, match=r"equality 'eq': joint equality with non-linear terms"):
         quiet_load(write(tmp_path, COUPLED.format(poly="0 1 0.5 0 0")))
+
+
+def test_body_colours_from_rgba_and_materials(tmp_path):
+    """Body.color: the body's first visual geom's material or rgba, else its first geom's."""
+    text = """
+    <mujoco><asset><material name="blue" rgba="0 0 1 1"/></asset><worldbody>
+      <body name="a"><joint type="hinge"/><geom size="0.1" rgba="0.25 0.5 0.75 1"/>
+        <geom size="0.1" material="blue" contype="0" conaffinity="0"/></body>
+      <body name="b" pos="1 0 0"><joint type="hinge"/><geom size="0.1" rgba="1 0 0 0.5"/></body>
+    </worldbody></mujoco>"""
+    m = quiet_load(write(tmp_path, text)).mechanism
+    assert m.bodies[m.body_index("a")].color == (0.0, 0.0, 1.0, 1.0)
+    assert m.bodies[m.body_index("b")].color == (1.0, 0.0, 0.0, 0.5)
+    assert m.bodies[m.body_index("world")].color is None

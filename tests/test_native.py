@@ -391,3 +391,16 @@ def test_couplings_round_trip_and_are_validated(tmp_path):
     with pytest.raises(FileFormatError, match="coupling 'c' source: no joint 'nothing'"):
         load_native(path)
     assert "couplings" not in json.loads(save_mechanism(base, tmp_path / "b.looprig.json").read_text())
+
+
+def test_body_colour_round_trips_and_is_validated(tmp_path):
+    base = build("fourbar")
+    bodies = [
+        Body(b.name, b.position, b.orientation, b.mass, b.inertia, b.grounded, color=(0.1, 0.2, 0.3, 1.0))
+        for b in base.bodies
+    ]
+    m = Mechanism(bodies, base.joints, base.frames, name="coloured")
+    path = save_mechanism(m, tmp_path / "c.looprig.json")
+    assert [b.color for b in load_native(path).mechanism.bodies] == [(0.1, 0.2, 0.3, 1.0)] * len(bodies)
+    with pytest.raises(MechanismError, match=r"color: components must lie in \[0, 1\]"):
+        Mechanism([Body("g", grounded=True, color=(1.5, 0, 0, 1))], [])

@@ -15,9 +15,14 @@ matplotlib_image = pytest.importorskip("matplotlib.image")
 def two_actuators(velocity_limit=(5.0, 0.1)) -> ActuatorCurves:
     t = np.arange(201) / 100
     return ActuatorCurves(
-        t, np.column_stack([np.sin(2 * np.pi * t), 0.05 * np.cos(3 * t)]),
-        ("crank_joint", "slider"), units=("rad", "m"), velocity_limit=velocity_limit,
-        lower=[-0.9, -np.inf], upper=[0.95, np.inf], hardware_ids=(1, 2),
+        t,
+        np.column_stack([np.sin(2 * np.pi * t), 0.05 * np.cos(3 * t)]),
+        ("crank_joint", "slider"),
+        units=("rad", "m"),
+        velocity_limit=velocity_limit,
+        lower=[-0.9, -np.inf],
+        upper=[0.95, np.inf],
+        hardware_ids=(1, 2),
     )
 
 
@@ -39,8 +44,9 @@ def test_plot_writes_a_png_of_the_requested_size(tmp_path):
 
 def test_violations_are_shaded_only_when_present(tmp_path):
     loose = two_actuators(velocity_limit=(100.0, 100.0))
-    loose = ActuatorCurves(loose.times, loose.values, loose.names, loose.units,
-                           velocity_limit=loose.velocity_limit)
+    loose = ActuatorCurves(
+        loose.times, loose.values, loose.names, loose.units, velocity_limit=loose.velocity_limit
+    )
     assert check_limits(loose) == []
     plot_curves(loose, tmp_path / "clean.png")
     tight = two_actuators()

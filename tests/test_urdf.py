@@ -436,3 +436,26 @@ def test_zero_velocity_limit_is_a_limit_not_none(tmp_path):
     actuated = passive.replace("</robot>", '<transmission name="t"><joint name="j"/></transmission></robot>')
     with pytest.raises(FileFormatError, match=r"joint 'j': actuated joint with velocity limit 0"):
         load_mechanism(write(tmp_path, actuated))
+
+
+def test_colours_from_named_and_inline_materials_and_motor_names(tmp_path):
+    """A visual's <material> colour (inline, or the robot-level material it names) becomes
+    Body.color and the mesh's rgba; a <transmission>'s <actuator name> is the hardware id."""
+    body = (
+        '<material name="steel"><color rgba="0.5 0.55 0.6 1"/></material>'
+        '<link name="a"><visual><geometry><box size="1 1 1"/></geometry>'
+        '<material name="steel"/></visual></link>'
+        '<link name="b"><inertial><mass value="1"/></inertial>'
+        '<visual><geometry><box size="1 1 1"/></geometry>'
+        '<material name="red"><color rgba="1 0 0 0.5"/></material></visual></link>'
+        '<link name="c"><inertial><mass value="1"/></inertial></link>'
+        + joint("j", "revolute", "a", "b", axis="0 0 1")
+        + joint("k", "revolute", "b", "c", axis="0 0 1")
+        + '<transmission name="t"><joint name="j"/><actuator name="servo_7"/></transmission>'
+    )
+    m = load_mechanism(write(tmp_path, robot(body)))
+    assert [b.color for b in m.bodies] == [(0.5, 0.55, 0.6, 1.0), (1.0, 0.0, 0.0, 0.5), None]
+    assert m.joint("j").actuator.hardware_id == "servo_7"
+    bad = body.replace('rgba="1 0 0 0.5"', 'rgba="2 0 0 1"')
+    with pytest.raises(FileFormatError, match=r"components must lie in \[0, 1\]"):
+        load_mechanism(write(tmp_path, robot(bad)))

@@ -357,3 +357,55 @@ def test_fuzz_curves_readers(tmp_path, capsys):
     assert sum(counts.values()) == CASES
     assert counts["traceback"] == 0 and counts["hang"] == 0 and counts["wrong"] == 0, "\n".join(examples)
     assert counts["clean"] > CASES // 4  # the mutations do reach the readers' checks
+
+
+# --------------------------------------------------------------------------- writers
+WRITERS = {
+    "csv": (write_csv, read_csv),
+    "plain_csv": (write_plain_csv, read_csv),
+    "json": (write_json, read_json),
+    "dxl_csv": (write_dynamixel_csv, read_dynamixel_csv),
+    "dxl_json": (write_dynamixel_json, read_dynamixel_json),
+}
+MAGNITUDES = [0.0, 1e-300, 1.0, 3.2, 7.0, 1e3, 1e9, 1e18, 1e150, 1e300, 1.7e308]
+
+
+def test_writers_never_write_garbage_for_any_finite_curves(tmp_path):
+    """Random finite curves (up to 1.7e308), limits and servo settings: every writer either
+    writes a file that reads back to the same samples, ticks within the register and every
+    violation recorded, or raises one LooprigError line and leaves the previous file intact."""
+    rng = random.Random(7)
+    outcomes: Counter = Counter()
+    for case in range(300 if not FULL else 3000):
+        frames = rng.randint(1, 12)
+        times = np.cumsum([rng.choice([1e-3, 0.05, 1.0]) for _ in range(frames)])
+        scale = rng.choice(MAGNITUDES)
+        values = np.array([[rng.uniform(-1, 1) * scale, rng.uniform(-4, 4)] for _ in range(frames)])
+        limit = rng.choice([np.inf, 0.5, 10.0])
+        curves = ActuatorCurves(
+            times, values, ("a", "b"), lower=-limit, upper=limit, velocity_limit=rng.choice([np.inf, 2.0])
+        )
+        mode = rng.choice(["position", "extended_position"])
+        name = rng.choice(sorted(WRITERS))
+        write, read = WRITERS[name]
+        path = tmp_path / f"{case}.{name}"
+        path.write_text("previous")
+        options = {"allow_violations": rng.random() < 0.7}
+        if name.startswith("dxl"):
+            options["settings"] = DynamixelSettings(mode=mode)
+        try:
+            recorded = write(curves, path, **options)
+        except LooprigError as exc:
+            assert "\n" not in str(exc) and path.read_text() == "previous", (case, str(exc))
+            outcomes["refused"] += 1
+            continue
+        back = read(path)
+        if name.startswith("dxl"):
+            assert np.all(np.abs(back.ticks) <= 2**31 - 1)
+            np.testing.assert_allclose(back.to_values(), values, atol=np.pi / 4096 * (1 + 1e-9), rtol=1e-15)
+            assert list(back.violations) == recorded
+        else:
+            np.testing.assert_array_equal(back.values, values)
+            assert list(back.carried_violations) == recorded
+        outcomes["written"] += 1
+    assert outcomes["written"] > 0 and outcomes["refused"] > 0, outcomes

@@ -10,7 +10,7 @@ For an armature object in the robot collection:
   kind follows from the free axes, in the bone's axes: rotation axes not
   locked (``lock_rotation``, IK locks, a Limit Rotation with min = max) and
   location axes not locked (``lock_location``, connected bones never
-  translate) — see :func:`.robot_model.generic_joint_kind`. A revolute bone
+  translate) — see :func:`.robot_records.generic_joint_kind`. A revolute bone
   takes its actuator range from a Limit Rotation on its axis unless set;
 * an **IK constraint** whose target is a bone of the same armature closes a
   loop: a spherical joint (fixed with "Rotation" on) between the owner's
@@ -24,10 +24,11 @@ from __future__ import annotations
 import math
 
 import numpy as np
+from looprig.core.mechanism import JointKind
 
-from . import robot_model as rm
 from .mesh_mass import object_mass
-from .robot_model import BodyRecord, JointRecord, Problem
+from .robot_model import rigid_part
+from .robot_records import INFO, BodyRecord, JointRecord, Problem, generic_joint_kind
 from .scene_data import actuator_record, to_metres
 
 LOCK_TOLERANCE = 1e-9
@@ -104,7 +105,7 @@ def read_armature(arm, record, depsgraph, s: float) -> None:
         BodyRecord(
             name=base,
             object_name=arm.name,
-            T_world_object=rm.rigid_part(T_world_arm),
+            T_world_object=rigid_part(T_world_arm),
             mass=base_settings.mass if base_settings.mass > 0 else 1.0,
             grounded=True,
         )
@@ -138,7 +139,7 @@ def read_armature(arm, record, depsgraph, s: float) -> None:
             elif c.type == "IK" and not c.mute and c.target is not None and c.target != arm:
                 record.problems.append(
                     Problem(
-                        rm.INFO,
+                        INFO,
                         f"IK constraint {c.name!r} targets {c.target.name!r}, not a bone of this rig: "
                         "it closes no loop (add a retarget target for it instead)",
                         arm.name,
@@ -149,10 +150,10 @@ def read_armature(arm, record, depsgraph, s: float) -> None:
 
 def _bone_joint(arm, pb, parent: str, child: str, T: np.ndarray) -> JointRecord:
     linear, angular = _locks(pb, pb.bone)
-    found = rm.generic_joint_kind(linear, angular)
+    found = generic_joint_kind(linear, angular)
     name = f"{child}.joint"
     joint = JointRecord(name, arm.name, None, parent, child, T.copy(), bone_name=pb.name)
-    T = rm.rigid_part(T)  # joint axes without the armature's scale
+    T = rigid_part(T)  # joint axes without the armature's scale
     if isinstance(found, str):
         joint.problem = "bone locks: " + found.replace("GENERIC constraint", "bone").replace(
             "lock axes (limits with lower = upper)",
@@ -160,7 +161,7 @@ def _bone_joint(arm, pb, parent: str, child: str, T: np.ndarray) -> JointRecord:
         )
         return joint
     kind, axis, secondary = found
-    if kind == rm.JointKind.FREE:
+    if kind == JointKind.FREE:
         joint.problem = "no axis locked: lock the bone's rotations (and location) to make it a joint"
         return joint
     joint.kind = kind.value
@@ -168,7 +169,7 @@ def _bone_joint(arm, pb, parent: str, child: str, T: np.ndarray) -> JointRecord:
     joint.secondary_axis = None if secondary is None else T[:3, secondary].copy()
     actuator = actuator_record(pb.looprig_joint, kind.value)
     limit = _limit_rotation(pb)
-    if actuator is not None and kind == rm.JointKind.REVOLUTE and not pb.looprig_joint.use_range and limit:
+    if actuator is not None and kind == JointKind.REVOLUTE and not pb.looprig_joint.use_range and limit:
         a = "xyz"[axis]
         if getattr(limit, f"use_limit_{a}"):
             # the limit holds the local angle (rest = 0); the actuator measures from the current pose
@@ -193,9 +194,9 @@ def _ik_closure(arm, pb, c, pose_world, T_world_arm) -> JointRecord:
     owner = bone_body_name(arm, pb.name)
     point = np.array(pb.tail if c.use_tail else pb.head, float)
     anchor = T_world_arm @ np.append(point, 1.0)
-    T = rm.rigid_part(pose_world[pb.name])
+    T = rigid_part(pose_world[pb.name])
     T[:3, 3] = anchor[:3]
-    kind = rm.JointKind.FIXED if c.use_rotation else rm.JointKind.SPHERICAL
+    kind = JointKind.FIXED if c.use_rotation else JointKind.SPHERICAL
     joint = JointRecord(f"{owner}.ik", arm.name, kind.value, owner, target, T, bone_name=pb.name)
     head = pose_world[c.subtarget][:3, 3]
     gap = float(np.linalg.norm(head - anchor[:3]))

@@ -32,7 +32,7 @@ from looprig.core.export import DynamixelSettings
 from looprig.core.readoff import ActuatorReadout
 
 from . import animation, motor_feedback
-from .robot_model import RobotModel
+from .robot_records import RobotModel
 
 MARKER_PREFIX = "looprig: "
 BAKE_KEY = "looprig_bake"

@@ -18,9 +18,9 @@ from __future__ import annotations
 import hashlib
 import json
 
-from . import robot_model as rm
 from .mesh_mass import mesh_digest, object_mesh
 from .rest import rest_channels
+from .robot_records import RobotModel
 from .scene_data import EXACT_KEY, MESHES_KEY, NAME_KEY, idprop_to_python, unit_scale
 from .scene_graph import read_model
 
@@ -41,7 +41,7 @@ _UI_PROPERTIES = {
 #: Custom properties of an object that the reader uses.
 READ_KEYS = (EXACT_KEY, MESHES_KEY, NAME_KEY)
 
-_models: dict[int, tuple[str, rm.RobotModel]] = {}
+_models: dict[int, tuple[str, RobotModel]] = {}
 
 
 def _plain(value):
@@ -150,7 +150,7 @@ def fingerprint(context, collection) -> str:
     return digest.hexdigest()
 
 
-def robot_model(context, collection) -> rm.RobotModel:
+def robot_model(context, collection) -> RobotModel:
     """The checked model of the robot in ``collection``: the cached one while its fingerprint
     holds, else read again (and cached)."""
     key = collection.session_uid

@@ -11,10 +11,11 @@ times that constant matrix.
 from __future__ import annotations
 
 import numpy as np
-from looprig.core.rotations import quat_from_matrix
+from looprig.core.rotations import pose_from_matrix, pose_matrix, quat_from_matrix
 
 from . import animation
-from .robot_model import RobotModel, continuous_quaternions, rigid_part, state_matrices, states_from_matrices
+from .robot_model import rigid_part
+from .robot_records import RobotModel
 from .sampling import Clip, Source, sample_world_matrices
 from .scene_data import unit_scale
 from .scene_graph import animated_objects
@@ -35,18 +36,14 @@ def sample_states(context, model: RobotModel, clip: Clip, progress=None) -> np.n
     mechanism = model.mechanism
     matrices = sample_world_matrices(context, body_sources(model), clip.frames, progress)
     T = np.stack(
-        [
-            np.array([rigid_part(m) for m in matrices[name] @ np.linalg.inv(model.T_body_object[name])])
-            for name in mechanism.body_names
-        ],
-        axis=1,
+        [matrices[name] @ np.linalg.inv(model.T_body_object[name]) for name in mechanism.body_names], axis=1
     )
-    return states_from_matrices(T)
+    return pose_from_matrix(T)
 
 
 def object_world_matrices(model: RobotModel, states: np.ndarray) -> dict[str, np.ndarray]:
     """Per body name, (F, 4, 4) world matrices [m] of its object for states (F, n, 7)."""
-    T_world_body = state_matrices(states)
+    T_world_body = pose_matrix(states)
     return {
         name: T_world_body[:, i] @ model.T_body_object[name]
         for i, name in enumerate(model.mechanism.body_names)
@@ -55,8 +52,17 @@ def object_world_matrices(model: RobotModel, states: np.ndarray) -> dict[str, np
 
 def quaternion_keys(local: np.ndarray):
     """Location (F, 3) and continuous unit quaternions (F, 4) of local matrices (F, 4, 4)."""
-    R = np.array([rigid_part(m)[:3, :3] for m in local])
-    return local[:, :3, 3].copy(), continuous_quaternions(quat_from_matrix(R))
+    return local[:, :3, 3].copy(), continuous_quaternions(quat_from_matrix(rigid_part(local)[:, :3, :3]))
+
+
+def continuous_quaternions(q: np.ndarray) -> np.ndarray:
+    """(F, 4) quaternions with signs flipped so consecutive ones have a positive dot product
+    (the same rotations; keeps interpolated F-curves from taking the long way round)."""
+    q = np.array(q, dtype=float)
+    if len(q) > 1:
+        flips = np.cumprod(np.where(np.sum(q[1:] * q[:-1], axis=1) < 0, -1.0, 1.0))
+        q[1:] *= flips[:, None]
+    return q
 
 
 def write_robot_motion(context, collection, model: RobotModel, states: np.ndarray, frames: np.ndarray):

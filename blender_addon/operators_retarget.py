@@ -20,7 +20,7 @@ from mathutils import Euler
 
 from . import animation, bake, motion
 from .operators_robot import RobotError, checked_model, robot_collection
-from .robot_model import RobotModel
+from .robot_records import RobotModel
 from .sampling import Clip, Source, iter_world_matrices, make_clip, samples_from_matrices, track_samples
 from .scene_data import unit_scale
 from .scene_graph import animated_objects

@@ -7,7 +7,7 @@ from bpy.props import BoolProperty, EnumProperty, StringProperty
 from bpy_extras.io_utils import ExportHelper, ImportHelper
 from looprig.core.errors import LooprigError
 
-from . import robot_model as rm
+from . import robot_records as rr
 from .armature import bone_body_name
 from .demo_scene import setup_demo
 from .model_cache import robot_model
@@ -28,10 +28,10 @@ def robot_collection(context):
     return collection
 
 
-def store_report(settings, model: rm.RobotModel) -> None:
+def store_report(settings, model: rr.RobotModel) -> None:
     """Put a check's problems and mobility into ``scene.looprig`` for the panel."""
     settings.problems.clear()
-    order = {rm.ERROR: 0, rm.WARNING: 1, rm.INFO: 2}
+    order = {rr.ERROR: 0, rr.WARNING: 1, rr.INFO: 2}
     for p in sorted(model.problems, key=lambda p: order.get(p.severity, 3)):
         item = settings.problems.add()
         item.severity, item.message = p.severity, p.message
@@ -47,7 +47,7 @@ def store_report(settings, model: rm.RobotModel) -> None:
     settings.check_actuators = m.actuators if m else 0
 
 
-def checked_model(context, operator=None) -> rm.RobotModel:
+def checked_model(context, operator=None) -> rr.RobotModel:
     """Check the robot (read again only when it changed, see :mod:`.model_cache`); store the
     report; raise RobotError naming the first error."""
     collection = robot_collection(context)
@@ -85,7 +85,7 @@ class LOOPRIG_OT_check_robot(bpy.types.Operator):
             f"{m.actuators} actuator(s), {m.loops} loop(s)",
         )
         for p in model.problems:
-            if p.severity == rm.WARNING:
+            if p.severity == rr.WARNING:
                 self.report({"WARNING"}, p.describe())
         return {"FINISHED"}
 

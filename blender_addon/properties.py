@@ -226,6 +226,8 @@ class LOOPRIG_PG_scene(bpy.types.PropertyGroup):
     use_com: BoolProperty(name="Centre of Mass", description="Add a centre-of-mass target")
     com_target: PointerProperty(name="CoM Target", type=bpy.types.Object)
     com_weight: FloatVectorProperty(name="CoM Weight", size=3, min=0.0, default=(1.0, 1.0, 0.0))
+    # ----- retarget settings: BEGIN. Solver and regularization settings, one property per
+    # core.settings setting of the same name; to be generated from RETARGET_SETTINGS as one block.
     state_weight: FloatProperty(
         name="State Weight",
         description="Keeps each frame near the previous one (paper: 2e-4)",
@@ -253,6 +255,7 @@ class LOOPRIG_PG_scene(bpy.types.PropertyGroup):
         default=0.0,
         precision=6,
     )
+    # ----- retarget settings: END
     use_scene_range: BoolProperty(name="Scene Range", default=True)
     frame_start: IntProperty(name="Start", default=1)
     frame_end: IntProperty(name="End", default=250)

@@ -99,26 +99,26 @@ def store_rest(ob) -> None:
         ob[REST_KEY] = current_channels(ob)
 
 
+#: Transform channels kept for the rest pose (the rotation mode first: it picks the rotation).
+_CHANNELS = ("rotation_mode", "location", "rotation_quaternion", "rotation_euler", "scale")
+
+
+def _set_channels(owner, values: dict, extra=()) -> None:
+    for key in (*_CHANNELS, *extra):
+        setattr(owner, key, values[key])
+
+
 def apply_rest(ob) -> None:
     """Set an object's transform channels (and pose bones') back to the stored rest values."""
     rest = idprop_to_python(ob.get(REST_KEY))
     if not rest:
         return
-    ob.rotation_mode = rest["rotation_mode"]
-    ob.location = rest["location"]
-    ob.rotation_quaternion = rest["rotation_quaternion"]
-    ob.rotation_euler = rest["rotation_euler"]
-    ob.rotation_axis_angle = rest["rotation_axis_angle"]
-    ob.scale = rest["scale"]
+    _set_channels(ob, rest, ("rotation_axis_angle",))
     for name, b in rest.get("bones", {}).items():
         pb = ob.pose.bones.get(name)
         if pb is None:
             continue
-        pb.rotation_mode = b["rotation_mode"]
-        pb.location = b["location"]
-        pb.rotation_quaternion = b["rotation_quaternion"]
-        pb.rotation_euler = b["rotation_euler"]
-        pb.scale = b["scale"]
+        _set_channels(pb, b)
         for name, influence in b.get("influence", {}).items():
             if name in pb.constraints:
                 pb.constraints[name].influence = influence

@@ -1,239 +1,55 @@
-"""A robot read from a scene, as plain data, and the checks run on it (no bpy).
+"""Checks of a robot read from a scene and the Mechanism built from it (no bpy).
 
-The scene readers (:mod:`.scene_graph`) turn Blender objects into the plain
-records below; :func:`build_robot` turns those into a
-:class:`~looprig.core.mechanism.Mechanism` and a list of :class:`Problem`\\ s,
-each naming the object to click. Everything here is pure Python and numpy so
-it is unit-tested without Blender.
-
-Conventions: metres, radians, kilograms, world z up; 4x4 matrices ``T_a_b``
-map b coordinates into a coordinates; quaternions ``(w, x, y, z)``.
+:func:`build_robot` turns the plain records of :mod:`.robot_records` into a
+:class:`~looprig.core.mechanism.Mechanism` and a list of
+:class:`~.robot_records.Problem`\\ s, each naming the object to click; the
+geometry helpers below serve the readers and writers. Everything here is pure
+Python and numpy so it is unit-tested without Blender.
 """
 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
 
 import numpy as np
 from looprig.cad_import.errors import FileFormatError
 from looprig.cad_import.meshes import triangle_mass_properties
 from looprig.core import analyse_mobility
 from looprig.core.errors import LooprigError
-from looprig.core.mechanism import (
-    ActuatedMotion,
-    Actuator,
-    Body,
-    Frame,
-    Joint,
-    JointKind,
-    Mechanism,
+from looprig.core.mechanism import ActuatedMotion, Actuator, Body, Frame, Joint, JointKind, Mechanism
+from looprig.core.rotations import nearest_rotation, quat_from_matrix
+from looprig.core.rotations import pose_matrix as state_pose_matrix
+from scipy.sparse import coo_array
+from scipy.sparse.csgraph import connected_components, shortest_path
+
+from .robot_records import (
+    ERROR,
+    INFO,
+    WARNING,
+    BodyRecord,
+    FrameRecord,
+    JointRecord,
+    Problem,
+    RobotModel,
+    RobotRecord,
 )
-from looprig.core.rotations import quat_from_matrix, quat_to_matrix
-
-ERROR, WARNING, INFO = "ERROR", "WARNING", "INFO"
-
-#: Rigid Body Constraint types and the joint kind each one is.
-CONSTRAINT_KINDS = {
-    "FIXED": JointKind.FIXED,
-    "POINT": JointKind.SPHERICAL,
-    "HINGE": JointKind.REVOLUTE,
-    "SLIDER": JointKind.PRISMATIC,
-    "PISTON": JointKind.CYLINDRICAL,
-}
-#: GENERIC constraints: the kind follows from which axes are locked.
-GENERIC_TYPES = ("GENERIC", "GENERIC_SPRING")
-AXES = "xyz"
-
-
-@dataclass(frozen=True)
-class Problem:
-    """One finding of a robot check.
-
-    severity: ``"ERROR"`` (the robot cannot be solved), ``"WARNING"`` or
-    ``"INFO"``. object_name: the Blender object to select (may be empty);
-    bone_name: the bone within it, for armature rigs.
-    """
-
-    severity: str
-    message: str
-    object_name: str = ""
-    bone_name: str = ""
-
-    def describe(self) -> str:
-        where = self.object_name + (f":{self.bone_name}" if self.bone_name else "")
-        return f"{where}: {self.message}" if where else self.message
-
-
-@dataclass
-class BodyRecord:
-    """A body read from the scene.
-
-    name: unique body name (an object name, or ``armature:bone``).
-    T_world_object: (4, 4) the object's (or bone's) world matrix [m], may scale.
-    mass: [kg] or None when it follows from ``volume_properties`` and ``density``.
-    com_world: (3,) centre of mass [m] or None for the object origin.
-    inertia_world: (3, 3) about the CoM in world axes [kg m^2], or None.
-    mesh: display mesh file of the body, with T_object_mesh (4, 4) mapping file
-    coordinates into the object's. mesh_refs: every mesh file of the body
-    (``{"path", "T_object_mesh" (16,), "role", "rgba"}``), as a file import found them.
-    exact: the float64 values a file import wrote, used while the object is
-    where the import put it (Blender stores single precision).
-    """
-
-    name: str
-    object_name: str
-    T_world_object: np.ndarray
-    mass: float | None
-    grounded: bool = False
-    com_world: np.ndarray | None = None
-    inertia_world: np.ndarray | None = None
-    mesh: str | None = None
-    T_object_mesh: np.ndarray | None = None
-    bone_name: str = ""
-    exact: dict | None = None
-    mesh_refs: list[dict] = field(default_factory=list)
-    order: int = 1 << 30
-
-
-@dataclass
-class ActuatorRecord:
-    """Actuator settings as edited in the panel (SI units; 0 velocity/acceleration = none)."""
-
-    motion: str = "angle"
-    lower: float = -math.inf
-    upper: float = math.inf
-    velocity_limit: float = math.inf
-    acceleration_limit: float = math.inf
-    hardware_id: int | str | None = None
-    zero_offset_ticks: int = 2048
-    direction: int = 1
-    metres_per_revolution: float | None = None
-
-
-@dataclass
-class JointRecord:
-    """A joint read from a constraint object (or a bone).
-
-    kind: a :class:`JointKind` value, or None when ``problem`` says why not.
-    T_world_joint: (4, 4) the constraint object's world matrix [m]: the anchor
-    is its origin, axes its local axes. axis / secondary_axis: world (3,).
-    """
-
-    name: str
-    object_name: str
-    kind: str | None
-    parent: str | None
-    child: str | None
-    T_world_joint: np.ndarray
-    axis: np.ndarray = field(default_factory=lambda: np.array([0.0, 0.0, 1.0]))
-    secondary_axis: np.ndarray | None = None
-    actuator: ActuatorRecord | None = None
-    bone_name: str = ""
-    problem: str = ""
-    exact: dict | None = None
-    order: int = 1 << 30
-
-    @property
-    def anchor(self) -> np.ndarray:
-        return np.asarray(self.T_world_joint, float)[:3, 3]
-
-
-@dataclass
-class FrameRecord:
-    """A named frame: an Empty parented to a body (position/orientation world)."""
-
-    name: str
-    object_name: str
-    body: str
-    T_world_frame: np.ndarray
-    exact: dict | None = None
-    order: int = 1 << 30
-
-
-@dataclass
-class RobotRecord:
-    """Everything read from one robot collection."""
-
-    name: str
-    bodies: list[BodyRecord] = field(default_factory=list)
-    joints: list[JointRecord] = field(default_factory=list)
-    frames: list[FrameRecord] = field(default_factory=list)
-    problems: list[Problem] = field(default_factory=list)
-
-
-@dataclass
-class RobotModel:
-    """The outcome of :func:`build_robot`.
-
-    mechanism: None when an ERROR problem prevents it. meshes: per body name, the
-    mesh files as (path, T_body_mesh (4, 4), role, rgba). T_body_object: per body
-    name, (4, 4) the object's matrix in body coordinates (scale included), to
-    turn solved body poses back into object matrices. mobility: the
-    :class:`~looprig.core.mobility.MobilityReport` or None.
-    """
-
-    record: RobotRecord
-    mechanism: Mechanism | None
-    problems: list[Problem]
-    T_body_object: dict[str, np.ndarray] = field(default_factory=dict)
-    mobility: object | None = None
-    meshes: dict[str, list[tuple]] = field(default_factory=dict)
-
-    @property
-    def ok(self) -> bool:
-        return self.mechanism is not None and not any(p.severity == ERROR for p in self.problems)
-
-    def errors(self) -> list[Problem]:
-        return [p for p in self.problems if p.severity == ERROR]
 
 
 # --------------------------------------------------------------------------- geometry
 def rigid_part(T: np.ndarray) -> np.ndarray:
-    """(4, 4) the rotation (polar factor, scale and shear removed) and translation of T."""
+    """(..., 4, 4) the rotation (polar factor: scale and shear removed, right-handed) and
+    translation of T (..., 4, 4)."""
     T = np.asarray(T, dtype=float)
-    U, _, Vt = np.linalg.svd(T[:3, :3])
-    R = U @ Vt
-    if np.linalg.det(R) < 0:  # a mirrored object: keep a right-handed frame
-        U[:, -1] *= -1
-        R = U @ Vt
-    out = np.eye(4)
-    out[:3, :3], out[:3, 3] = R, T[:3, 3]
+    out = np.zeros_like(T)
+    out[..., :3, :3] = nearest_rotation(T[..., :3, :3])
+    out[..., :3, 3] = T[..., :3, 3]
+    out[..., 3, 3] = 1.0
     return out
 
 
 def pose_matrix(position, orientation) -> np.ndarray:
     """(4, 4) from a position (3,) [m] and a unit quaternion (4,) wxyz."""
-    T = np.eye(4)
-    T[:3, :3] = quat_to_matrix(np.asarray(orientation, float))
-    T[:3, 3] = position
-    return T
-
-
-def state_matrices(states: np.ndarray) -> np.ndarray:
-    """(..., n, 4, 4) body poses of states (..., n, 7) ``[c, q]``."""
-    states = np.asarray(states, dtype=float)
-    T = np.zeros(states.shape[:-1] + (4, 4))
-    T[..., :3, :3] = quat_to_matrix(states[..., 3:])
-    T[..., :3, 3] = states[..., :3]
-    T[..., 3, 3] = 1.0
-    return T
-
-
-def states_from_matrices(T_world_body: np.ndarray) -> np.ndarray:
-    """(..., n, 7) states of body poses (..., n, 4, 4) (rotation parts orthonormal)."""
-    T = np.asarray(T_world_body, dtype=float)
-    return np.concatenate([T[..., :3, 3], quat_from_matrix(T[..., :3, :3])], axis=-1)
-
-
-def continuous_quaternions(q: np.ndarray) -> np.ndarray:
-    """(F, 4) quaternions with signs flipped so consecutive ones have a positive dot product
-    (the same rotations; keeps interpolated F-curves from taking the long way round)."""
-    q = np.array(q, dtype=float)
-    for f in range(1, len(q)):
-        if np.dot(q[f], q[f - 1]) < 0:
-            q[f] = -q[f]
-    return q
+    return state_pose_matrix(np.concatenate([np.asarray(position, float), np.asarray(orientation, float)]))
 
 
 def mesh_mass_properties(vertices: np.ndarray, triangles: np.ndarray, density: float = 1.0):
@@ -253,44 +69,6 @@ def mesh_mass_properties(vertices: np.ndarray, triangles: np.ndarray, density: f
     except FileFormatError:
         return empty
     return props.mass / density, props.com, props.inertia
-
-
-def generic_joint_kind(
-    linear_locked: tuple[bool, bool, bool], angular_locked: tuple[bool, bool, bool]
-) -> tuple[JointKind, int, int | None] | str:
-    """Joint kind of a GENERIC constraint from its locked axes (local x, y, z).
-
-    Returns ``(kind, axis, secondary)`` with axis indices into the constraint
-    object's local axes, or an error message listing the supported patterns.
-    """
-    L = [i for i in range(3) if not linear_locked[i]]
-    A = [i for i in range(3) if not angular_locked[i]]
-    if not L and not A:
-        return JointKind.FIXED, 2, None
-    if not L and len(A) == 1:
-        return JointKind.REVOLUTE, A[0], None
-    if not L and len(A) == 2:
-        return JointKind.UNIVERSAL, A[0], A[1]
-    if not L and len(A) == 3:
-        return JointKind.SPHERICAL, 2, None
-    if len(L) == 1 and not A:
-        return JointKind.PRISMATIC, L[0], None
-    if len(L) == 1 and A == L:
-        return JointKind.CYLINDRICAL, L[0], None
-    if len(L) == 3 and not A:
-        return JointKind.PARALLEL, 2, None
-    if len(L) == 2 and len(A) == 1 and A[0] not in L:
-        return JointKind.PLANAR, A[0], None
-    if len(L) == 3 and len(A) == 3:
-        return JointKind.FREE, 2, None
-    free = ", ".join([f"linear {AXES[i]}" for i in L] + [f"angular {AXES[i]}" for i in A])
-    return (
-        f"GENERIC constraint with free axes ({free}) is no looprig joint; lock axes "
-        "(limits with lower = upper) so that the free ones are: one angular (revolute), "
-        "two angular (universal), three angular (spherical), one linear (prismatic), "
-        "one linear and the same angular (cylindrical), two linear and the third "
-        "angular (planar), three linear (parallel), none (fixed) or all (free)"
-    )
 
 
 def exact_value(shown: float, exact, rel: float = 2e-6) -> float:
@@ -314,65 +92,54 @@ def matrix_matches(T: np.ndarray, T_exact, atol: float = 2e-6) -> bool:
 
 
 # --------------------------------------------------------------------------- graph checks
-def _union_find(names):
-    parent = {n: n for n in names}
-
-    def find(x):
-        while parent[x] != x:
-            parent[x] = parent[parent[x]]
-            x = parent[x]
-        return x
-
-    return parent, find
+def _graph(names: list[str], edges: list[tuple[str, str]]):
+    """Undirected sparse adjacency of ``names`` with ``edges`` (pairs of names)."""
+    index = {n: i for i, n in enumerate(names)}
+    rows = [index[a] for a, _ in edges]
+    cols = [index[b] for _, b in edges]
+    return coo_array((np.ones(len(edges)), (rows, cols)), shape=(len(names),) * 2).tocsr(), index
 
 
 def fixed_joint_cycles(joints: list[JointRecord]) -> list[list[JointRecord]]:
     """Cycles made only of fixed joints: each is a list of the fixed joints closing a loop
-    (the joint that closes it, then the tree path between its two bodies)."""
+    (the joint that closes it, then the path of earlier fixed joints between its bodies)."""
     fixed = [j for j in joints if j.kind == JointKind.FIXED and j.parent and j.child]
-    names = {b for j in fixed for b in (j.parent, j.child)}
-    parent, find = _union_find(names)
-    adjacency: dict[str, list[tuple[str, JointRecord]]] = {n: [] for n in names}
+    names = sorted({b for j in fixed for b in (j.parent, j.child)})
+    tree: list[JointRecord] = []
     cycles = []
     for j in fixed:
-        ra, rb = find(j.parent), find(j.child)
-        if ra == rb:
-            path = _tree_path(adjacency, j.parent, j.child)
-            cycles.append([j, *path])
-        else:
-            parent[ra] = rb
-            adjacency[j.parent].append((j.child, j))
-            adjacency[j.child].append((j.parent, j))
+        graph, index = _graph(names, [(t.parent, t.child) for t in tree])
+        _, predecessors = shortest_path(
+            graph, directed=False, unweighted=True, indices=index[j.parent], return_predecessors=True
+        )
+        node = index[j.child]
+        if predecessors[node] < 0:
+            tree.append(j)
+            continue
+        by_ends = {frozenset((index[t.parent], index[t.child])): t for t in tree}
+        path = []
+        while node != index[j.parent]:
+            previous = predecessors[node]
+            path.append(by_ends[frozenset((previous, node))])
+            node = previous
+        cycles.append([j, *reversed(path)])
     return cycles
-
-
-def _tree_path(adjacency, start: str, goal: str) -> list[JointRecord]:
-    stack = [(start, [])]
-    seen = {start}
-    while stack:
-        node, path = stack.pop()
-        if node == goal:
-            return path
-        for other, joint in adjacency[node]:
-            if other not in seen:
-                seen.add(other)
-                stack.append((other, [*path, joint]))
-    return []
 
 
 def unconnected_components(record: RobotRecord) -> list[list[str]]:
     """Groups of body names joined to no grounded body (each sorted), by joint edges."""
     names = [b.name for b in record.bodies]
-    parent, find = _union_find(names)
-    for j in record.joints:
-        if j.kind is not None and j.parent in parent and j.child in parent:
-            parent[find(j.parent)] = find(j.child)
-    grounded_roots = {find(b.name) for b in record.bodies if b.grounded}
-    groups: dict[str, list[str]] = {}
+    known = set(names)
+    edges = [
+        (j.parent, j.child) for j in record.joints if j.kind is not None and {j.parent, j.child} <= known
+    ]
+    graph, index = _graph(names, edges)
+    _, labels = connected_components(graph, directed=False)
+    grounded = {labels[index[b.name]] for b in record.bodies if b.grounded}
+    groups: dict[int, list[str]] = {}
     for n in names:
-        root = find(n)
-        if root not in grounded_roots:
-            groups.setdefault(root, []).append(n)
+        if labels[index[n]] not in grounded:
+            groups.setdefault(labels[index[n]], []).append(n)
     return [sorted(g) for g in groups.values()]
 
 

@@ -127,7 +127,7 @@ def samples_from_matrices(matrices: dict, clip: Clip) -> TrackSamples:
     positions, rotations = {}, {}
     for name, T in matrices.items():
         positions[name] = T[:, :3, 3].copy()
-        rotations[name] = np.array([rigid_part(m)[:3, :3] for m in T])
+        rotations[name] = rigid_part(T)[:, :3, :3]
     bad = [n for n, p in positions.items() if not np.all(np.isfinite(p))]
     if bad:
         raise ValueError(f"target {bad[0]!r} has non-finite positions")

@@ -13,7 +13,7 @@ import math
 import numpy as np
 from mathutils import Matrix
 
-from .robot_model import ActuatorRecord
+from .robot_records import ActuatorRecord
 
 #: ID property with the float64 values a file import wrote on an object.
 EXACT_KEY = "looprig_exact"

@@ -1,4 +1,4 @@
-"""Scene -> robot: read a robot collection into a :class:`~.robot_model.RobotRecord`.
+"""Scene -> robot: read a robot collection into a :class:`~.robot_records.RobotRecord`.
 
 A robot is a collection:
 
@@ -7,7 +7,7 @@ A robot is a collection:
 * **joints** — objects with a Rigid Body Constraint joining two bodies
   (HINGE revolute about the constraint object's local Z, SLIDER prismatic
   along local X, PISTON cylindrical along local X, POINT spherical, FIXED;
-  GENERIC by its locked axes, see :func:`.robot_model.generic_joint_kind`);
+  GENERIC by its locked axes, see :func:`.robot_records.generic_joint_kind`);
   the constraint object's origin is the anchor;
 * **frames** — Empties parented to a body, as named targets for the retarget.
 
@@ -22,10 +22,21 @@ import bpy
 import numpy as np
 
 from . import armature
-from . import robot_model as rm
 from .mesh_mass import object_mass
 from .rest import rest_pose
-from .robot_model import BodyRecord, FrameRecord, JointRecord, Problem, RobotRecord
+from .robot_model import build_robot, rigid_part
+from .robot_records import (
+    CONSTRAINT_KINDS,
+    GENERIC_TYPES,
+    INFO,
+    BodyRecord,
+    FrameRecord,
+    JointRecord,
+    Problem,
+    RobotModel,
+    RobotRecord,
+    generic_joint_kind,
+)
 from .scene_data import (
     EXACT_KEY,
     MESHES_KEY,
@@ -95,7 +106,7 @@ def animated_objects(collection) -> list:
 
 
 #: Rigid Body Constraint types whose joint may carry a motor (GENERIC: with one free axis).
-MOTOR_TYPES = ("HINGE", "SLIDER", "PISTON", *rm.GENERIC_TYPES)
+MOTOR_TYPES = ("HINGE", "SLIDER", "PISTON", *GENERIC_TYPES)
 
 
 def motor_candidates(collection) -> list[tuple[str, object]]:
@@ -178,7 +189,7 @@ def read_constraint(ob, body_names: dict[str, str], s: float) -> JointRecord | N
     """
     c = ob.rigid_body_constraint
     T = to_metres(ob.matrix_world, s)
-    R = rm.rigid_part(T)[:3, :3]
+    R = rigid_part(T)[:3, :3]
     name, order = robot_name(ob)
     record = JointRecord(name, ob.name, None, None, None, T)
     record.order = order
@@ -204,11 +215,11 @@ def read_constraint(ob, body_names: dict[str, str], s: float) -> JointRecord | N
         return record
     record.parent, record.child = ends
     kind, axis, secondary = None, 2, None
-    if c.type in rm.CONSTRAINT_KINDS:
-        kind = rm.CONSTRAINT_KINDS[c.type]
+    if c.type in CONSTRAINT_KINDS:
+        kind = CONSTRAINT_KINDS[c.type]
         axis = 0 if c.type in ("SLIDER", "PISTON") else 2
-    elif c.type in rm.GENERIC_TYPES:
-        found = rm.generic_joint_kind(
+    elif c.type in GENERIC_TYPES:
+        found = generic_joint_kind(
             tuple(_locked(c, "lin", a) for a in "xyz"), tuple(_locked(c, "ang", a) for a in "xyz")
         )
         if isinstance(found, str):
@@ -251,7 +262,7 @@ def read_robot(context, collection) -> RobotRecord:
         for ob in roles["constraints"]:
             joint = read_constraint(ob, body_names, s)
             if joint is None:
-                record.problems.append(Problem(rm.INFO, "constraint disabled: left out", ob.name))
+                record.problems.append(Problem(INFO, "constraint disabled: left out", ob.name))
             else:
                 record.joints.append(joint)
         for ob in roles["frames"]:
@@ -274,6 +285,6 @@ def read_robot(context, collection) -> RobotRecord:
     return record
 
 
-def read_model(context, collection) -> rm.RobotModel:
+def read_model(context, collection) -> RobotModel:
     """Read and check the robot in ``collection``; see :func:`.robot_model.build_robot`."""
-    return rm.build_robot(read_robot(context, collection))
+    return build_robot(read_robot(context, collection))

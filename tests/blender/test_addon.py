@@ -74,19 +74,20 @@ BLOCKED = r"""
 import importlib.util, json, sys
 for name in ("bpy", "mathutils", "gpu", "bpy_extras"):
     sys.modules[name] = None
+import types
+package = types.ModuleType("looprig_addon")  # the add-on's folder, without its __init__ (registration)
+package.__path__ = [sys.argv[1]]
+sys.modules["looprig_addon"] = package
 loaded = {}
-for name in ("robot_model", "overlay_geometry"):
-    spec = importlib.util.spec_from_file_location("looprig_addon_" + name, sys.argv[1] + "/" + name + ".py")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
+for name in ("robot_records", "robot_model", "overlay_geometry"):
+    module = importlib.import_module("looprig_addon." + name)
     loaded[name] = sorted(n for n in dir(module) if not n.startswith("_"))
 print(json.dumps(loaded))
 """
 
 
 def test_pure_modules_import_without_blender():
-    """robot_model and the overlay geometry are testable without bpy (layer guard)."""
+    """The robot records and checks and the overlay geometry are testable without bpy (layer guard)."""
     out = subprocess.run(
         [sys.executable, "-c", BLOCKED, str(ROOT / "blender_addon")],
         capture_output=True,
@@ -94,5 +95,5 @@ def test_pure_modules_import_without_blender():
         check=True,
     )
     loaded = json.loads(out.stdout.strip().splitlines()[-1])
-    assert "build_robot" in loaded["robot_model"]
+    assert "build_robot" in loaded["robot_model"] and "RobotRecord" in loaded["robot_records"]
     assert "velocity_overlay" in loaded["overlay_geometry"]

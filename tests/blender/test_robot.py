@@ -7,6 +7,7 @@ from helpers import box, constraint, fails, problems, robot_collection, snapshot
 from mathutils import Matrix
 
 from blender_addon import robot_model as rm
+from blender_addon import robot_records as rr
 from blender_addon.scene_graph import read_model
 
 
@@ -249,3 +250,33 @@ def test_add_demo_operator_builds_a_ready_scene():
     settings = bpy.context.scene.looprig
     assert settings.robot.name == "fourbar" and settings.targets[0].frame == "coupler_point"
     assert bpy.ops.looprig.retarget() == {"FINISHED"}
+
+
+def _joint(name, kind, parent, child):
+    return rr.JointRecord(name, name, kind, parent, child, np.eye(4))
+
+
+def test_fixed_joint_cycles_name_the_closing_weld_and_the_path_between_its_bodies():
+    """Welds a-b, b-c, c-d, then d-a closes a cycle through all four; a revolute joint in a
+    loop does not count; a second weld a-c closes another (through a-b-c)."""
+    joints = [
+        _joint("ab", "fixed", "a", "b"),
+        _joint("bc", "fixed", "b", "c"),
+        _joint("hinge", "revolute", "a", "c"),
+        _joint("cd", "fixed", "c", "d"),
+        _joint("da", "fixed", "d", "a"),
+        _joint("ca", "fixed", "c", "a"),
+    ]
+    cycles = rm.fixed_joint_cycles(joints)
+    assert [[j.name for j in c] for c in cycles] == [["da", "cd", "bc", "ab"], ["ca", "bc", "ab"]]
+
+
+def test_unconnected_components_are_the_groups_joined_to_no_grounded_body():
+    bodies = [rr.BodyRecord(n, n, np.eye(4), 1.0, grounded=n == "base") for n in "base a b c d e".split()]
+    joints = [
+        _joint("j1", "revolute", "base", "a"),
+        _joint("j2", "revolute", "b", "c"),
+        _joint("j3", None, "a", "d"),  # not a joint (its problem is reported elsewhere)
+    ]
+    record = rr.RobotRecord("r", bodies=bodies, joints=joints)
+    assert sorted(rm.unconnected_components(record)) == [["b", "c"], ["d"], ["e"]]

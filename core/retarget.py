@@ -16,15 +16,17 @@ import numpy as np
 from scipy.interpolate import CubicSpline
 from scipy.spatial.transform import Rotation, RotationSpline
 
+from .clip import coarse_then_clip, couples_frames
 from .curves import ActuatorCurves, all_violations
 from .errors import LooprigError, TargetError, did_you_mean
 from .ik import IKProblem, IKSettings, IKTargets, solve_ik
 from .linalg import single_threaded_blas
 from .mechanism import Mechanism
+from .readoff import unwrap_sequence
 from .rotations import quat_to_matrix
 from .settings import RETARGET_SETTINGS, RetargetSettings
 from .start import solve_first_frame, start_state
-from .terms import ComObjective, FrameObjective
+from .terms import ComObjective, FrameObjective, Targets
 
 MAPPING_VERSION = 1
 
@@ -344,6 +346,40 @@ def _com_targets(mapping: RetargetMapping, samples: TrackSamples, positions: np.
     return com
 
 
+#: Frames solved together by the clip solver between two progress reports and cancel
+#: checks: an eighth of the clip, within these bounds.
+CLIP_CHUNK = (32, 600)
+
+
+def _take(targets: Targets, frames: np.ndarray) -> Targets:
+    return Targets(
+        targets.positions[frames],
+        targets.rotations[frames],
+        None if targets.com is None else targets.com[frames],
+    )
+
+
+def _solve_in_sequence(problem, positions, rotations, com, rate, progress, cancel, *out):
+    """Frames 1.. one by one, each warm-started from (and compared with) the previous one;
+    fills the output arrays ``out`` (states, actuators, errors, residual, iterations, converged)."""
+    states, act, pos_err, ori_err, com_err, residual, iterations, converged = out
+    frames = len(states)
+    velocities = None
+    for f in range(1, frames):
+        if cancel is not None and cancel():
+            raise RetargetCancelled(f"retarget cancelled at frame {f} of {frames}")
+        targets = IKTargets(positions[f], rotations[f], None if com is None else com[f])
+        result = solve_ik(
+            problem, targets, states[f - 1], previous_actuators=act[f - 1], previous_velocities=velocities
+        )
+        velocities = (result.actuators - act[f - 1]) * rate
+        states[f], act[f] = result.state, result.actuators
+        pos_err[f], ori_err[f], com_err[f] = result.position_error, result.orientation_error, result.com_error
+        residual[f], iterations[f], converged[f] = result.residual, result.iterations, result.converged
+        if progress is not None and (f % 50 == 0 or f == frames - 1):
+            progress(f + 1, frames)
+
+
 def retarget(
     mechanism: Mechanism,
     samples: TrackSamples,
@@ -371,38 +407,72 @@ def retarget(
             f"{clip_times[-1] - clip_times[0]:.3g} s clip; raise the rate"
         )
     state = start_state(mechanism, mapping.start, initial_state)
-    velocities = None
     n_act, k = len(problem.readout.names), len(mapping.targets)
     out_states = np.empty((frames,) + state.shape)
     out_act = np.empty((frames, n_act))
     pos_err, ori_err = np.empty((frames, k)), np.empty((frames, k))
     com_err, residual = np.full(frames, np.nan), np.empty(frames)
     iterations, converged = np.empty(frames, int), np.empty(frames, bool)
-    actuators = None
     with single_threaded_blas():
-        for f in range(frames):
-            if cancel is not None and cancel():
-                raise RetargetCancelled(f"retarget cancelled at frame {f} of {frames}")
-            targets = IKTargets(positions[f], rotations[f], None if com is None else com[f])
-            if f == 0:
-                first = build_problem(mechanism, mapping, settings, first_frame=True)
-                result = solve_first_frame(first, targets, state, mapping.reach_tolerance)
-            else:
-                result = solve_ik(
-                    problem, targets, state, previous_actuators=actuators, previous_velocities=velocities
-                )
-            if f > 0:
-                velocities = (result.actuators - actuators) * mapping.rate
-            state, actuators = result.state, result.actuators
-            out_states[f], out_act[f] = state, actuators
-            pos_err[f], ori_err[f], com_err[f] = (
-                result.position_error,
-                result.orientation_error,
-                result.com_error,
+        targets = IKTargets(positions[0], rotations[0], None if com is None else com[0])
+        first = solve_first_frame(
+            build_problem(mechanism, mapping, settings, first_frame=True),
+            targets,
+            state,
+            mapping.reach_tolerance,
+        )
+        out_states[0], out_act[0] = first.state, first.actuators
+        pos_err[0], ori_err[0], com_err[0] = first.position_error, first.orientation_error, first.com_error
+        residual[0], iterations[0], converged[0] = first.residual, first.iterations, first.converged
+        if progress is not None:
+            progress(1, frames)
+        if couples_frames(problem):
+            _solve_in_sequence(
+                problem,
+                positions,
+                rotations,
+                com,
+                mapping.rate,
+                progress,
+                cancel,
+                out_states,
+                out_act,
+                pos_err,
+                ori_err,
+                com_err,
+                residual,
+                iterations,
+                converged,
             )
-            residual[f], iterations[f], converged[f] = result.residual, result.iterations, result.converged
-            if progress is not None and (f % 50 == 0 or f == frames - 1):
-                progress(f + 1, frames)
+        else:
+            target_batch = Targets(positions, rotations, com)
+            chunk_size = int(np.clip(frames // 8, *CLIP_CHUNK))
+            for start in range(0, frames - 1, chunk_size):
+                if cancel is not None and cancel():
+                    raise RetargetCancelled(f"retarget cancelled at frame {start + 1} of {frames}")
+                chunk = np.arange(start, min(start + chunk_size, frames - 1) + 1)
+                solution = coarse_then_clip(
+                    problem,
+                    samples.times[chunk],
+                    _take(target_batch, chunk),
+                    out_states[start],
+                    settings=settings,
+                )
+                rest = chunk[1:]
+                out_states[rest] = solution.states[1:]
+                residual[rest], converged[rest] = solution.residual[1:], solution.converged[1:]
+                iterations[rest] = solution.iterations[1:]
+                if progress is not None:
+                    progress(int(rest[-1]) + 1, frames)
+            values = problem.readout.read(out_states)
+            values[0] = out_act[0]
+            out_act[:] = unwrap_sequence(values, problem.readout.is_angle)
+            frame_targets = _take(target_batch, np.arange(frames))
+            R = quat_to_matrix(out_states[..., 3:])
+            pos_err[:], ori_err[:] = problem.frame_terms.tracking_errors(out_states, R, frame_targets)
+            if problem.com_term is not None:
+                diff = (problem.com_term.com(out_states) - com) * (problem.com_term.weight > 0)
+                com_err[:] = np.linalg.norm(diff, axis=-1)
     curves = ActuatorCurves.from_mechanism(
         mechanism, out_act, mapping.rate, float(samples.times[0]), unwrap=False
     )

@@ -1,0 +1,251 @@
+"""Whole-clip IK: every frame of a clip solved together, vectorised over frames.
+
+The per-frame solver (:func:`~looprig.core.ik.solve_ik`) pays numpy's per-call
+overhead once per frame and iteration; here it is paid once per iteration for
+all frames: every term linearises the whole batch (the terms' leading axis),
+the KKT systems of all frames are assembled as one (F, K, K) array and solved
+by one batched LAPACK call, and the line search runs per frame on masks.
+
+Frames are independent given their starts when no term compares a frame with
+the previous one (the default: the minimal-motion metric acts around each
+frame's own iterate). The starts come from a coarse sequential pass — the
+per-frame solver on every ``stride``-th frame, warm-started, which resolves
+branches and redundancy by minimal motion along the clip — interpolated to
+every frame (positions linearly, orientations by slerp). Where the problem has
+a unique solution the clip solver converges to the per-frame answer; where it
+is redundant it picks, like the per-frame solver, the solution nearest to its
+start in the minimal-motion metric (the interpolated coarse path instead of
+the previous fine frame). Problems with terms that couple consecutive frames
+(velocity barriers, actuator speed and acceleration terms) are solved frame by
+frame by the caller.
+"""
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from .fk import FKSettings, solve_constraints
+from .ik import IKProblem, IKSettings, IKTargets, build_step, solve_ik
+from .rotations import quat_multiply, quat_normalize, quat_to_matrix, retract
+from .terms import ActuatorBarrier, Reference, Targets, VelocityBarrier
+
+
+def couples_frames(problem: IKProblem) -> bool:
+    """Whether a term of ``problem`` compares a frame with the previous one."""
+    reg = problem.regularization
+    coupled = (VelocityBarrier, ActuatorBarrier)
+    paper_state = reg.state_mode == "paper" and reg.state_weight > 0
+    return paper_state or any(isinstance(t, coupled) for t in problem.objective_terms)
+
+
+@dataclass
+class ClipSolution:
+    """Outcome of :func:`solve_clip` for F frames: states (F, n, 7); iterations,
+    converged (F,); residual (F,) max |C| [m]."""
+
+    states: np.ndarray
+    iterations: np.ndarray
+    converged: np.ndarray
+    residual: np.ndarray
+
+
+def interpolate_states(times_known: np.ndarray, states_known: np.ndarray, times: np.ndarray) -> np.ndarray:
+    """Body states (T, n, 7) at ``times`` from known states (K, n, 7) at increasing
+    ``times_known``: positions linearly, orientations by slerp (shortest arc)."""
+    index = np.clip(np.searchsorted(times_known, times, side="right") - 1, 0, len(times_known) - 2)
+    t0, t1 = times_known[index], times_known[index + 1]
+    u = np.clip((times - t0) / (t1 - t0), 0.0, 1.0)[:, None]
+    a, b = states_known[index], states_known[index + 1]
+    out = np.empty((len(times),) + states_known.shape[1:])
+    out[..., :3] = a[..., :3] + u[..., None] * (b[..., :3] - a[..., :3])
+    qa, qb = a[..., 3:], b[..., 3:]
+    qb = np.where(np.sum(qa * qb, -1, keepdims=True) < 0.0, -qb, qb)
+    # slerp as qa * (qa^-1 qb)^u through the rotation vector of the relative rotation
+    rel = quat_multiply(qa * np.array([1.0, -1.0, -1.0, -1.0]), qb)
+    angle = 2.0 * np.arctan2(np.linalg.norm(rel[..., 1:], axis=-1), rel[..., 0])
+    half = 0.5 * u * angle
+    axis = rel[..., 1:] / np.maximum(np.linalg.norm(rel[..., 1:], axis=-1, keepdims=True), 1e-300)
+    step = np.concatenate([np.cos(half)[..., None], np.sin(half)[..., None] * axis], -1)
+    out[..., 3:] = quat_normalize(quat_multiply(qa, step))
+    return out
+
+
+def solve_clip(
+    problem: IKProblem,
+    targets: Targets,
+    starts: np.ndarray,
+    reference: Reference,
+    settings: IKSettings | None = None,
+) -> ClipSolution:
+    """Solve F frames at once from ``starts`` (F, n, 7).
+
+    targets: batched to F; reference: what each frame's terms compare with
+    (read-off unwrapping; see :func:`couples_frames` for terms that need the
+    previous frame's answer). SQP as in :func:`~looprig.core.ik.solve_ik` —
+    the same KKT step, step cap, l1 merit and gain-ratio damping — per frame on
+    masks, without the second-order correction and chord step (frames that end
+    off the manifold are restored by :func:`~looprig.core.fk.solve_constraints`).
+    """
+    settings = settings or problem.settings
+    cs = problem.constraints
+    tol = settings.constraint_tolerance * cs.length_scale
+    states = np.array(starts, dtype=float)
+    F = len(states)
+    kkt = _KKTBuffer(F, cs.n_vars, cs.n_rows, settings.dual_regularization)
+    inverse_limit = problem.step_scale / settings.max_step
+    damping = np.full(F, settings.primal_regularization)
+    nu = np.zeros(F)
+    iterations = np.zeros(F, dtype=int)
+    converged = np.zeros(F, dtype=bool)
+    active = np.arange(F)
+    step_at = build_step(problem, _point(problem, states, targets, reference, active))
+    value, violation = step_at.value, step_at.violation
+    l1 = np.abs(step_at.constraint).sum(-1)
+    for _ in range(settings.max_iterations):
+        if not len(active):
+            break
+        H, A = step_at.hessian, step_at.constraint_jacobian
+        step = kkt.steps(H, A, step_at.gradient, step_at.constraint, damping[active])
+        step /= np.maximum(1.0, (np.abs(step) * inverse_limit).max(-1, initial=0.0))[:, None]
+        size = np.abs(step).max(-1, initial=0.0)
+        slope = np.einsum("bn,bn->b", step_at.gradient, step)
+        curvature = np.einsum("bn,bn->b", step, np.einsum("bnk,bk->bn", H, step))
+        undamped = damping[active] <= settings.undamped_below
+        stalled = -(slope + 0.5 * curvature) <= settings.objective_tolerance * value
+        done = undamped & ((size <= settings.step_tolerance) | stalled) & (violation <= tol)
+        converged[active[done]] = True
+        keep = ~done
+        if not keep.any():
+            break
+        active, step, slope, curvature = active[keep], step[keep], slope[keep], curvature[keep]
+        value, violation, l1 = value[keep], violation[keep], l1[keep]
+        iterations[active] += 1
+        # l1 merit penalty (Nocedal & Wright 18.36), per frame
+        need = l1 > 0.0
+        raised = 1.1 * (slope + 0.5 * np.maximum(curvature, 0.0)) / (0.9 * np.where(need, l1, 1.0))
+        nu[active] = np.where(need, np.maximum(nu[active], raised), nu[active])
+        merit = value + nu[active] * l1
+        merit_slope = np.minimum(slope - nu[active] * l1, 0.0)
+        alpha = np.ones(len(active))
+        accepted = np.zeros(len(active), dtype=bool)
+        new_states = states[active].copy()
+        new_value, new_violation, new_l1 = value.copy(), violation.copy(), l1.copy()
+        trying = np.arange(len(active))
+        for _ in range(settings.max_backtracks):
+            frames = active[trying]
+            trial = retract(states[frames], cs.tangent_to_bodies(alpha[trying, None] * step[trying]))
+            ev = build_step(problem, _point(problem, trial, targets, reference, frames), derivatives=False)
+            trial_l1 = np.abs(ev.constraint).sum(-1)
+            ok = ev.value + nu[frames] * trial_l1 <= (
+                merit[trying] + 1e-4 * alpha[trying] * merit_slope[trying] + 1e-15 * np.abs(merit[trying])
+            )
+            good = trying[ok]
+            accepted[good] = True
+            new_states[good] = trial[ok]
+            new_value[good], new_violation[good], new_l1[good] = ev.value[ok], ev.violation[ok], trial_l1[ok]
+            trying = trying[~ok]
+            if not len(trying):
+                break
+            alpha[trying] *= 0.5
+        # gain-ratio damping, as in the per-frame solver
+        predicted = -(slope + 0.5 * curvature)
+        gain = np.where(
+            predicted > 1e-300, (value - new_value) / np.where(predicted > 1e-300, predicted, 1.0), 1.0
+        )
+        d = damping[active]
+        full = accepted & (alpha == 1.0)
+        d = np.where(
+            full & ((gain > 0.75) | (predicted <= 1e-300)),
+            np.maximum(d / 10.0, settings.primal_regularization),
+            d,
+        )
+        d = np.where(full & (gain < 0.25), np.minimum(np.maximum(d, 1e-8) * 4.0, 1e6), d)
+        d = np.where(accepted & (alpha < 1.0), np.minimum(np.maximum(d, 1e-8) * 4.0, 1e6), d)
+        d = np.where(~accepted, np.minimum(np.maximum(d, 1e-8) * 100.0, 1e6), d)
+        damping[active] = d
+        states[active] = new_states
+        step_at = build_step(problem, _point(problem, states, targets, reference, active))
+        value, violation = step_at.value, step_at.violation
+        l1 = np.abs(step_at.constraint).sum(-1)
+    residual = np.abs(cs.residual(states)).max(-1, initial=0.0)
+    for f in np.flatnonzero(residual > tol):  # the robot never comes apart
+        restored = solve_constraints(cs, states[f], None, FKSettings(tolerance=settings.constraint_tolerance))
+        states[f], residual[f] = restored.state, restored.residual
+    return ClipSolution(states, iterations, converged & (residual <= tol), residual)
+
+
+class _KKTBuffer:
+    """The stacked KKT matrices ``[[H + eps_p I, A^T], [A, -eps_d I]]`` of up to F frames,
+    allocated once: every iteration overwrites the blocks of the frames still active."""
+
+    def __init__(self, frames: int, n: int, m: int, dual_regularization: float):
+        self.n, self.m = n, m
+        self.K = np.zeros((frames, n + m, n + m))
+        self.K[:, np.arange(n, n + m), np.arange(n, n + m)] = -dual_regularization
+
+    def steps(self, H, A, g, c, damping) -> np.ndarray:
+        """Steps d (B, N) for B frames: H (B, N, N), A (B, m, N), g (B, N), c (B, m),
+        damping (B,) relative to each H's largest diagonal entry (as
+        :class:`~looprig.core.linalg.KKTSystem`)."""
+        n, B = self.n, len(g)
+        K = self.K[:B]
+        scale = np.maximum(np.abs(np.diagonal(H, axis1=1, axis2=2)).max(-1, initial=0.0), 1.0)
+        K[:, :n, :n] = H
+        K[:, np.arange(n), np.arange(n)] += (damping * scale)[:, None]
+        K[:, :n, n:] = np.swapaxes(A, 1, 2)
+        K[:, n:, :n] = A
+        rhs = -np.concatenate([g, c], axis=1)[..., None]
+        return np.linalg.solve(K, rhs)[:, :n, 0]
+
+
+def _point(problem: IKProblem, states, targets: Targets, reference: Reference, frames: np.ndarray):
+    """The terms' point for ``frames`` of the clip (states already selected or not)."""
+    sel = states if len(states) == len(frames) else states[frames]
+    tg = Targets(
+        targets.positions[frames],
+        targets.rotations[frames],
+        None if targets.com is None else targets.com[frames],
+    )
+    ref = Reference(
+        reference.state[frames],
+        reference.R[frames],
+        reference.actuators[frames],
+        None if reference.velocities is None else reference.velocities[frames],
+    )
+    return problem.point(sel, tg, ref)
+
+
+def coarse_then_clip(
+    problem: IKProblem,
+    times: np.ndarray,
+    targets: Targets,
+    first_state: np.ndarray,
+    stride: int = 8,
+    settings: IKSettings | None = None,
+) -> ClipSolution:
+    """Frames 1..F-1 of a clip whose frame 0 is solved (``first_state``).
+
+    The per-frame solver runs on every ``stride``-th frame (and the last),
+    warm-started in order; their states, interpolated, start :func:`solve_clip`
+    on all frames. Returns states for all F frames (frame 0 = ``first_state``).
+    """
+    F = len(times)
+    coarse = np.unique(np.r_[np.arange(0, F, stride), F - 1])
+    known = np.empty((len(coarse),) + first_state.shape)
+    known[0] = state = first_state
+    actuators = problem.readout.read(state)
+    for i, f in enumerate(coarse[1:], start=1):
+        com = None if targets.com is None else targets.com[f]
+        result = solve_ik(
+            problem,
+            IKTargets(targets.positions[f], targets.rotations[f], com),
+            state,
+            previous_actuators=actuators,
+        )
+        known[i] = state = result.state
+        actuators = result.actuators
+    starts = interpolate_states(times[coarse], known, times) if len(coarse) > 1 else known[[0]]
+    starts[coarse] = known
+    R = quat_to_matrix(starts[..., 3:])
+    reference = Reference(starts, R, problem.readout.read(starts, R=R), None)
+    return solve_clip(problem, targets, starts, reference, settings)

@@ -7,7 +7,8 @@ everything the reader looks at: the scene's unit scale; per object of the robot 
 their parents, and meshes carried by its bones) its name, type, parenting, local
 transform channels as the rest pose sets them (:func:`.rest.rest_channels`), the
 custom properties a file import kept, looprig body and joint settings, rigid body and rigid body constraint
-settings, constraints and modifiers, and the digest of its mesh; per armature its bones
+settings, constraints and modifiers, its display colour (before looprig's tint) and the
+digest of its mesh; per armature its bones
 (rest matrices, connection, parent) and pose bones (channels, locks, constraints,
 looprig settings). A change to any of them builds the model again; anything else
 (the frame, the tint colours, the selection) reuses it.
@@ -22,7 +23,7 @@ from .mesh_mass import mesh_digest, object_mesh
 from .rest import rest_channels
 from .robot_records import RobotModel
 from .scene_data import EXACT_KEY, MESHES_KEY, NAME_KEY, idprop_to_python, unit_scale
-from .scene_graph import read_model
+from .scene_graph import body_color, read_model
 
 #: Property identifiers that say how something is shown or picked, never what it is.
 _UI_PROPERTIES = {
@@ -99,6 +100,8 @@ def _object_part(ob, depsgraph) -> tuple:
         tuple(rna_values(c) for c in ob.constraints),
         tuple(rna_values(m) for m in ob.modifiers),
     ]
+    if ob.type in ("MESH", "EMPTY"):
+        part.append(body_color(ob))
     if ob.type == "MESH":
         with object_mesh(ob, depsgraph) as mesh:
             part.append(mesh_digest(mesh))

@@ -200,6 +200,7 @@ def _body(record: BodyRecord, problems: list[Problem]) -> tuple[Body, np.ndarray
                 mass=mass,
                 inertia=inertia,
                 grounded=record.grounded,
+                color=record.color,
                 mesh=record.mesh,
                 T_body_mesh=np.eye(4)
                 if exact.get("T_body_mesh") is None
@@ -238,6 +239,7 @@ def _body(record: BodyRecord, problems: list[Problem]) -> tuple[Body, np.ndarray
         mass=float(mass),
         inertia=inertia,
         grounded=record.grounded,
+        color=record.color,
         mesh=record.mesh,
         T_body_mesh=T_body_object @ (np.eye(4) if record.T_object_mesh is None else record.T_object_mesh)
         if record.mesh

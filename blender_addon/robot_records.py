@@ -62,7 +62,8 @@ class BodyRecord:
     coordinates into the object's. mesh_refs: every mesh file of the body
     (``{"path", "T_object_mesh" (16,), "role", "rgba"}``), as a file import found them.
     exact: the float64 values a file import wrote, used while the object is
-    where the import put it (Blender stores single precision).
+    where the import put it (Blender stores single precision). color: display
+    colour (r, g, b, a) in [0, 1], or None.
     """
 
     name: str
@@ -77,6 +78,7 @@ class BodyRecord:
     bone_name: str = ""
     exact: dict | None = None
     mesh_refs: list[dict] = field(default_factory=list)
+    color: tuple[float, float, float, float] | None = None
     order: int = 1 << 30
 
 

@@ -187,8 +187,10 @@ def build_mechanism(context, mechanism, meshes=None, name: str | None = None):
         if mesh is None:  # a massless link without geometry: an Empty, nothing to render
             ob.empty_display_type = "PLAIN_AXES"
             ob.empty_display_size = 0.5 * size / s
-        elif colours:
-            apply_colours(ob, colours)
+        elif colours or body.color is not None:
+            apply_colours(ob, colours or [body.color])
+        if body.color is not None:
+            ob.color = body.color
         _name(ob, body.name, index)
         ob.matrix_world = object_world_matrix(T_world_body, s)
         settings = ob.looprig_body
@@ -208,6 +210,9 @@ def build_mechanism(context, mechanism, meshes=None, name: str | None = None):
         }
         if body.inertia is not None:
             exact["inertia"] = _flat(body.inertia)
+        exact["object_color"] = [float(c) for c in ob.color]
+        if body.color is not None:
+            exact["color"] = [float(c) for c in body.color]
         ob[EXACT_KEY] = exact
         refs = (meshes or {}).get(body.name, [])
         if refs:

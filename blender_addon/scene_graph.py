@@ -23,6 +23,7 @@ import numpy as np
 
 from . import armature
 from .mesh_mass import object_mass
+from .motor_feedback import COLOR_KEY
 from .rest import rest_pose
 from .robot_model import build_robot, rigid_part
 from .robot_records import (
@@ -157,6 +158,7 @@ def read_body(ob, depsgraph, s: float) -> BodyRecord:
         T_object_mesh = np.asarray(exact["T_object_mesh"], float).reshape(4, 4)
     name, order = robot_name(ob)
     record = BodyRecord(
+        color=body_color(ob),
         name=name,
         object_name=ob.name,
         T_world_object=T,
@@ -171,6 +173,18 @@ def read_body(ob, depsgraph, s: float) -> BodyRecord:
     )
     record.order = order
     return record
+
+
+def body_color(ob) -> tuple[float, float, float, float] | None:
+    """A body object's display colour: the file's while the object keeps the colour the import
+    gave it (None if the file had none), else the object colour once set (before looprig's
+    tint); None for an object left white."""
+    shown = np.asarray(ob[COLOR_KEY] if COLOR_KEY in ob.keys() else ob.color, float)
+    exact = ob.get(EXACT_KEY) or {}
+    if "object_color" in exact and np.allclose(shown, exact["object_color"], atol=1e-6):
+        color = exact.get("color")
+        return None if color is None else tuple(float(c) for c in color)
+    return None if np.allclose(shown, 1.0) else tuple(float(c) for c in shown)
 
 
 # --------------------------------------------------------------------------- joints

@@ -1,6 +1,7 @@
 """Imports keep what the file says: motors (picked at import, edited after), colours, massless
 links as Empties."""
 
+import json
 import warnings
 
 import bpy
@@ -88,3 +89,17 @@ def test_a_massless_link_without_geometry_is_an_empty_and_still_a_body(tmp_path)
     model = robot_model(bpy.context, collection)
     assert model.ok and "gimbal" in model.mechanism.body_names
     assert model.mobility.dof == 2
+
+
+def test_a_colour_set_in_blender_reaches_the_exported_robot(demo, tmp_path):
+    """The demo's bars are coloured by hand; the tint of a bake does not leak into the file."""
+    assert bpy.ops.looprig.retarget() == {"FINISHED"}  # bakes and tints the crank
+    bpy.context.scene.frame_set(25)
+    path = tmp_path / "fourbar.looprig.json"
+    assert bpy.ops.looprig.export_robot(filepath=str(path), write_meshes=False) == {"FINISHED"}
+    colours = {b["name"]: b.get("color") for b in json.loads(path.read_text())["bodies"]}
+    assert colours["crank"] == pytest.approx([0.9, 0.6, 0.2, 1.0], abs=1e-6)  # not the red tint
+    demo.objects["rocker"].color = (0.1, 0.2, 0.3, 1.0)
+    assert bpy.ops.looprig.export_robot(filepath=str(path), write_meshes=False) == {"FINISHED"}
+    colours = {b["name"]: b.get("color") for b in json.loads(path.read_text())["bodies"]}
+    assert colours["rocker"] == pytest.approx([0.1, 0.2, 0.3, 1.0], abs=1e-6)

@@ -164,18 +164,9 @@ def download_wheels(platform: str, abi: str, pins=(), cache: Path = CACHE) -> li
     if not folder.is_dir():
         cache.mkdir(parents=True, exist_ok=True)
         partial = Path(tempfile.mkdtemp(prefix=f".{folder.name}-", dir=cache))
-        command = [
-            sys.executable,
-            "-m",
-            "pip",
-            "download",
-            "--quiet",
-            "--dest",
-            str(partial),
-            *args,
-            *request,
-        ]
-        result = subprocess.run(command, capture_output=True, text=True)
+        # --no-cache-dir: this cache is the one copy (pip's own would hold the same 600 MB again)
+        pip = [sys.executable, "-m", "pip", "download", "--quiet", "--no-cache-dir", "--dest", str(partial)]
+        result = subprocess.run([*pip, *args, *request], capture_output=True, text=True)
         if result.returncode != 0:
             shutil.rmtree(partial)
             lines = [line for line in result.stderr.splitlines() if line.startswith("ERROR")]

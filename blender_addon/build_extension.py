@@ -251,8 +251,8 @@ def build(output: Path, platforms: list[str], cache: Path = CACHE) -> list[Path]
     output.mkdir(parents=True, exist_ok=True)
     ext = blender_ext_path()
     wheels_by_platform, skipped = collect_wheels(platforms, cache)
-    for platform, reason in skipped.items():
-        print(f"not built: {platform} ({reason})", file=sys.stderr)
+    for reason in skipped.values():
+        print(f"not built: {reason}", file=sys.stderr)
     built = sorted(wheels_by_platform)
     with tempfile.TemporaryDirectory(prefix="looprig-extension-") as tmp:
         addon = stage_addon(Path(tmp))

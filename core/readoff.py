@@ -106,13 +106,14 @@ class JointReadout:
     def jacobian(
         self, state: np.ndarray, R: np.ndarray, column_of_body: np.ndarray, n_vars: int
     ) -> np.ndarray:
-        """d(joint values)/d(tangent) (K, n_vars) at one state (n, 7) (see :meth:`blocks`)."""
+        """d(joint values)/d(tangent) (..., K, n_vars) at states (..., n, 7) (see :meth:`blocks`)."""
         blocks_parent, blocks_child = self.blocks(state, R)
-        J = np.zeros((len(self.names), n_vars))
+        J = np.zeros(blocks_parent.shape[:-1] + (n_vars,))
+        rows = np.arange(len(self.names))
         for bodies, blocks in ((self.parent, blocks_parent), (self.child, blocks_child)):
             col = column_of_body[bodies]
             free = np.flatnonzero(col >= 0)
-            J[free[:, None], col[free, None] + np.arange(6)] += blocks[free]
+            J[..., rows[free, None], col[free, None] + np.arange(6)] += blocks[..., free, :]
         return J
 
 

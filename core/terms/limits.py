@@ -101,12 +101,7 @@ class ActuatorBarrier(Term):
         )
         if not derivatives:
             return Linearization(value, None, None, values)
-        J = np.stack(
-            [
-                self.readout.jacobian(point.state[b], point.R[b], point.column_of_body, point.n_vars)
-                for b in range(point.batch)
-            ]
-        )
+        J = self.readout.jacobian(point.state, point.R, point.column_of_body, point.n_vars)
         gradient = np.einsum("ban,ba->bn", J, dg)
         hessian = np.swapaxes(J, -1, -2) @ (d2g[:, :, None] * J)
         return Linearization(value, gradient, hessian, values, J, d2g)

@@ -157,12 +157,7 @@ class MinimalMotion(Term):
         hessian[:, cols, cols] = scale * self._eps * np.tile(self._body_metric, len(self.free_bodies))
         if len(self.readout.names):
             J = (
-                np.stack(
-                    [
-                        self.readout.jacobian(point.state[b], point.R[b], point.column_of_body, N)
-                        for b in range(point.batch)
-                    ]
-                )
+                self.readout.jacobian(point.state, point.R, point.column_of_body, N)
                 * self._row_scale[:, None]
             )
             hessian += scale * (np.swapaxes(J, -1, -2) @ J)
@@ -192,12 +187,7 @@ class MotorRest(LeastSquaresTerm):
         r = self._row_scale * (values - self.rest)
         if not jacobian:
             return r, None
-        J = np.stack(
-            [
-                self.readout.jacobian(point.state[b], point.R[b], point.column_of_body, point.n_vars)
-                for b in range(point.batch)
-            ]
-        )
+        J = self.readout.jacobian(point.state, point.R, point.column_of_body, point.n_vars)
         return r, J * self._row_scale[:, None]
 
 

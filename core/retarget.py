@@ -9,7 +9,7 @@ comes out assembled; frames whose targets could not be met are flagged.
 
 import dataclasses
 import json
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 
 import numpy as np
@@ -21,7 +21,7 @@ from .curves import ActuatorCurves, all_violations
 from .errors import LooprigError, TargetError, did_you_mean
 from .ik import IKProblem, IKSettings, IKTargets, solve_ik
 from .linalg import single_threaded_blas
-from .mechanism import Mechanism
+from .mechanism import Actuator, JointKind, Mechanism
 from .readoff import unwrap_sequence
 from .rotations import quat_to_matrix
 from .settings import RETARGET_SETTINGS, RetargetSettings
@@ -98,6 +98,7 @@ class RetargetMapping(RetargetSettings):
     targets: tuple[TargetSpec, ...]
     com: ComSpec | None = None
     start: Mapping[str, float] | None = None  # actuator name -> value [rad | m] at the clip's start
+    motors: tuple[str, ...] | None = None  # the joints that are motors (default: as the robot file says)
 
     def __post_init__(self):
         super().__post_init__()
@@ -119,7 +120,7 @@ class RetargetMapping(RetargetSettings):
         version = data.get("version", MAPPING_VERSION)
         if version != MAPPING_VERSION:
             raise TargetError(f"{source}: unsupported mapping version {version!r}")
-        known = {"targets", "com", "start", "version"} | {s.name for s in RETARGET_SETTINGS}
+        known = {"targets", "com", "start", "motors", "version"} | {s.name for s in RETARGET_SETTINGS}
         for key in data:
             if key not in known:
                 raise TargetError(f"{source}: " + did_you_mean("mapping key", key, known))
@@ -137,7 +138,13 @@ class RetargetMapping(RetargetSettings):
             )
             com = _record(ComSpec, c, f"{source}: com")
         start = dict(_object(data["start"], f"{source}: start")) if data.get("start") is not None else None
-        return cls(targets=targets, com=com, start=start, **settings)
+        motors = data.get("motors")
+        if motors is not None:
+            motors = _list(motors, f"{source}: motors")
+            if not all(isinstance(name, str) for name in motors):
+                raise TargetError(f"{source}: motors must be a list of joint names, got {motors!r}")
+            motors = tuple(motors)
+        return cls(targets=targets, com=com, start=start, motors=motors, **settings)
 
     def save(self, path) -> None:
         with open(path, "w", encoding="utf-8") as file:
@@ -346,6 +353,42 @@ def _com_targets(mapping: RetargetMapping, samples: TrackSamples, positions: np.
     return com
 
 
+def with_motors(mechanism: Mechanism, motors: Sequence[str] | None = None) -> Mechanism:
+    """The mechanism as retargeted, with its motors decided.
+
+    ``motors`` names the motor joints exactly: a named joint without an actuator
+    gets a plain one (an angle for a revolute joint, a displacement for a
+    prismatic one; no limits), an actuated joint not named becomes passive.
+    Without ``motors``, a robot whose file declares no motor (a URDF without
+    transmissions) gets one on every revolute and prismatic joint, so every joint
+    gets a curve.
+    """
+    one_coordinate = {JointKind.REVOLUTE: "angle", JointKind.PRISMATIC: "displacement"}
+    if motors is None:
+        if mechanism.actuated_joints:
+            return mechanism
+        motors = [j.name for j in mechanism.joints if j.kind in one_coordinate]
+    names = {j.name for j in mechanism.joints}
+    for name in motors:
+        if name not in names:
+            raise TargetError("mapping motors: " + did_you_mean("joint", name, names))
+    joints = []
+    for joint in mechanism.joints:
+        if joint.name not in motors:
+            joint = dataclasses.replace(joint, actuator=None)
+        elif joint.actuator is None:
+            if joint.kind not in one_coordinate:
+                raise TargetError(
+                    f"mapping motors: joint {joint.name!r} is {joint.kind.value}; "
+                    "only revolute and prismatic joints can be made motors"
+                )
+            joint = dataclasses.replace(joint, actuator=Actuator(motion=one_coordinate[joint.kind]))
+        joints.append(joint)
+    return Mechanism(
+        mechanism.bodies, joints, mechanism.frames, name=mechanism.name, couplings=mechanism.couplings
+    )
+
+
 #: Frames solved together by the clip solver between two progress reports and cancel
 #: checks: an eighth of the clip, within these bounds.
 CLIP_CHUNK = (32, 600)
@@ -389,11 +432,13 @@ def retarget(
     progress: Callable[[int, int], None] | None = None,
     cancel: Callable[[], bool] | None = None,
 ) -> RetargetResult:
-    """Solve every frame of a clip; see the module docstring.
+    """Solve every frame of a clip; see the module docstring. The motors are those of
+    :func:`with_motors` (``mapping.motors``, else the file's, else every joint).
 
     progress(frame, total) is called every few frames; cancel() returning True
     raises :class:`RetargetCancelled`.
     """
+    mechanism = with_motors(mechanism, mapping.motors)
     problem = build_problem(mechanism, mapping, settings)
     clip_times = np.asarray(samples.times, dtype=float)
     samples = samples.resampled(mapping.rate)

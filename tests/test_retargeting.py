@@ -198,3 +198,26 @@ def test_walker_keeps_its_com_over_the_stance_foot():
     assert horizontal(without.states).max() > 1e-2
     assert with_com.position_error[:, :2].max() < 5e-3  # the feet
     assert with_com.residual.max() < 1e-9
+
+
+def test_a_robot_without_motors_gets_a_curve_for_every_joint_and_the_mapping_can_name_them():
+    """A URDF without transmissions declares no motor: every revolute/prismatic joint is
+    read off; ``motors`` in the mapping picks the motors exactly."""
+    import dataclasses
+
+    from looprig.core.retarget import with_motors
+
+    arm = build("two_link_arm")
+    passive = type(arm)(arm.bodies, [dataclasses.replace(j, actuator=None) for j in arm.joints], arm.frames)
+    t = np.linspace(0.0, 0.5, 61)
+    tip = np.stack([0.5 * np.cos(0.3 * t), 0.5 * np.sin(0.3 * t), 0 * t], -1)
+    samples = TrackSamples(t, {"tip": tip}, {"tip": np.tile(np.eye(3), (61, 1, 1))})
+    every = retarget(passive, samples, RetargetMapping((TargetSpec("tip", "tip"),), rate=120.0))
+    assert list(every.curves.names) == [j.name for j in arm.joints]
+    assert every.position_error.max() < 1e-8
+    named = RetargetMapping((TargetSpec("tip", "tip"),), rate=120.0, motors=(arm.joints[0].name,))
+    one = retarget(arm, samples, named)
+    assert list(one.curves.names) == [arm.joints[0].name]
+    assert np.allclose(one.curves.values[:, 0], every.curves.values[:, 0], atol=1e-9)
+    with pytest.raises(TargetError, match="mapping motors: no joint 'wrist'"):
+        with_motors(arm, ("wrist",))

@@ -133,6 +133,8 @@ def plot_curves_file(curves_path, output) -> Path:
 
 #: A frame whose largest constraint residual exceeds this [m] has a robot that came apart.
 RESIDUAL_TOLERANCE_M = 1e-6
+#: Most frames a retarget solves (clip duration x rate); one million is 14 minutes at 1200 Hz.
+MAX_FRAMES = 1_000_000
 #: Every file a retarget run writes into its folder (see looprig.outputs.StagedSet).
 REPORT_NAME, REFUSED_REPORT_NAME, PLOT_NAME = "report.json", "report.refused.json", "curves.png"
 RUN_OUTPUT_NAMES = (
@@ -142,6 +144,35 @@ RUN_OUTPUT_NAMES = (
     "looprig-job.json",  # a batch job's stamp (looprig.batch)
     REPORT_NAME,
 )
+
+
+def number_text(value) -> str:
+    """A report number for people; None stands for a value that was not finite."""
+    return "non-finite" if value is None else f"{value:.3g}"
+
+
+def json_ready(value):
+    """``value`` with every non-finite float replaced by None (JSON has no NaN or infinity)."""
+    if isinstance(value, dict):
+        return {k: json_ready(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [json_ready(v) for v in value]
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    return value
+
+
+def check_frame_count(samples, rate: float) -> int:
+    """The number of frames a clip resampled at ``rate`` [Hz] has; refuses more than :data:`MAX_FRAMES`."""
+    times = samples.times
+    duration = float(times[-1] - times[0]) if len(times) > 1 else 0.0
+    frames = duration * rate + 1.0
+    if not math.isfinite(frames) or frames > MAX_FRAMES:
+        raise LooprigError(
+            f"a {duration:.4g} s clip at {rate:g} Hz is {frames:.3g} frames, more than looprig's limit of "
+            f"{MAX_FRAMES:,}; lower the rate"
+        )
+    return int(frames)
 
 
 @dataclass(frozen=True)
@@ -188,16 +219,15 @@ def findings_of(
     frames, unreachable = summary["frames"], summary["unreachable_frames"]
     if unreachable:
         all_frames = unreachable == frames
-        message = f"{unreachable} of {frames} frames unreachable (position error up to " + (
-            f"{summary['max_position_error_m']:.3g} m)"
-        )
+        worst = number_text(summary["max_position_error_m"])
+        message = f"{unreachable} of {frames} frames unreachable (position error up to {worst} m)"
         blocking = (all_frames and not allow_unreachable) or strict
-        found.append(
-            Finding("unreachable", message, blocking, "--allow-unreachable" if all_frames else "no --strict")
-        )
-    if summary["max_residual"] > RESIDUAL_TOLERANCE_M:
+        override = "--allow-unreachable" if all_frames else "no --strict"
+        found.append(Finding("unreachable", message, blocking, override))
+    residual = summary["max_residual"]
+    if residual is None or residual > RESIDUAL_TOLERANCE_M:
         message = (
-            f"the robot came apart: constraint residual {summary['max_residual']:.3g} m "
+            f"the robot came apart: constraint residual {number_text(residual)} m "
             f"> {RESIDUAL_TOLERANCE_M:g} m"
         )
         found.append(Finding("residual", message, not allow_unassembled, "--allow-unassembled"))
@@ -247,8 +277,10 @@ def retarget_to_folder(
     from .core.retarget import retarget
     from .outputs import OutputError, StagedSet, write_text
 
+    check_frame_count(samples, mapping.rate)
     result = retarget(mechanism, samples, mapping, progress=progress)
     summary = result.summary()
+    summary = json_ready(summary)
     report = json.dumps(summary, indent=2, allow_nan=False) + "\n"
     found = findings_of(summary, strict, allow_unassembled, allow_unreachable)
     outputs = StagedSet(outdir, RUN_OUTPUT_NAMES, last=REPORT_NAME, inputs=inputs)

@@ -109,9 +109,9 @@ def print_retarget(outcome: app.RetargetOutcome) -> None:
     print_actuator_table(summary)
     print(
         f"{summary['frames']} frames at {summary['rate_hz']:g} Hz: max position error "
-        f"{summary['max_position_error_m']:.3g} m, max orientation error "
-        f"{summary['max_orientation_error_rad']:.3g} rad, max constraint residual "
-        f"{summary['max_residual']:.3g} m, unreachable frames {summary['unreachable_frames']}"
+        f"{app.number_text(summary['max_position_error_m'])} m, max orientation error "
+        f"{app.number_text(summary['max_orientation_error_rad'])} rad, max constraint residual "
+        f"{app.number_text(summary['max_residual'])} m, unreachable frames {summary['unreachable_frames']}"
     )
     for path in outcome.written:
         print(f"wrote {path}")
@@ -207,7 +207,10 @@ def cmd_check(args) -> int:
         print(v.describe())
     if not violations:
         print(f"{curves.n_actuators} actuators, {curves.n_frames} frames: within limits")
-    return EXIT_REFUSED if violations and args.strict else 0
+    if violations and args.strict:
+        print(f"looprig: error: {args.curves}: {len(violations)} limit violation(s)", file=sys.stderr)
+        return EXIT_REFUSED
+    return 0
 
 
 def cmd_export(args) -> int:

@@ -281,3 +281,34 @@ def test_warnings_print_as_one_line_for_people(capsys):
     ]
     shown = warnings.showwarning
     assert main(["info", "fourbar"]) == 0 and warnings.showwarning is shown  # restored after a command
+
+
+# ---------------------------------------------------------------- found by the CLI fuzz
+
+
+def test_check_strict_says_why_it_exits_3(capsys, tmp_path):
+    t = np.linspace(0.0, 1.0, 101)
+    path = tmp_path / "fast.csv"
+    write_csv(
+        ActuatorCurves(t, np.sin(8 * t)[:, None], ("m",), velocity_limit=1.0), path, allow_violations=True
+    )
+    code, out, err = run(capsys, "check", path, "--strict")
+    assert code == 3 and "velocity" in out
+    assert "limit violation(s)" in one_line_error(err)
+
+
+def test_a_rate_that_would_make_too_many_frames_is_refused_before_solving(capsys, tmp_path, shot):
+    code, _, err = retarget(capsys, shot, tmp_path / "o", "--rate", "1e12")
+    assert code == 2 and "more than looprig's limit" in one_line_error(err)
+
+
+def test_a_target_offset_that_overflows_is_one_line_not_a_traceback(capsys, tmp_path, shot):
+    tracks, mapping, _, _ = shot
+    doc = json.loads(Path(mapping).read_text())
+    doc["targets"][0]["offset_position"] = [0.0, 0.0, 1e308]
+    path = tmp_path / "huge.map.json"
+    path.write_text(json.dumps(doc))
+    code, _, err = run(capsys, "retarget", "fourbar", tracks, "--map", path, "-o", tmp_path / "o", "--quiet")
+    assert code in (2, 3)
+    one_line_error(err)
+    assert not (tmp_path / "o" / "curves.csv").exists()

@@ -200,9 +200,13 @@ class DynamixelBus:
         return value
 
     def torque(self, on: bool) -> None:
+        """Torque Enable(64) on every servo, each write tried again after a lost status packet."""
         for dxl_id in self.ids:
-            result, error = self.packets.write1ByteTxRx(self.port, dxl_id, ADDR_TORQUE_ENABLE, int(on))
-            self._check(dxl_id, f"torque {'on' if on else 'off'}", result, error)
+            _retried(self._torque, dxl_id, on)
+
+    def _torque(self, dxl_id: int, on: bool) -> None:
+        result, error = self.packets.write1ByteTxRx(self.port, dxl_id, ADDR_TORQUE_ENABLE, int(on))
+        self._check(dxl_id, f"torque {'on' if on else 'off'}", result, error)
 
     def present(self) -> np.ndarray:
         """(A,) Present Position(132) ticks (signed), by one sync read."""
@@ -333,6 +337,9 @@ def _stop(bus: DynamixelBus, on_stop: str) -> None:
     """Leave the servos in the documented state (best effort: the bus may be what failed)."""
     try:
         if on_stop == "torque-off":
+            # a Ctrl-C inside an SDK call leaves its transaction open: free the port first
+            bus.port.is_using = False
+            bus.port.clearPort()
             bus.torque(False)
     finally:
         bus.close()

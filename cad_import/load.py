@@ -96,6 +96,7 @@ def load_model(
     density: float | None = None,
     placeholder_mass: float | None = None,
     missing_meshes: str | None = None,
+    meshes: bool | None = None,
 ) -> ImportedModel:
     """Import a mechanism file; the :class:`ImportedModel` keeps meshes and notes.
 
@@ -106,7 +107,8 @@ def load_model(
     closure_kind: joint closing ``closing_<id>_1/_2`` frame pairs (URDF).
     sidecar: YAML closure file for a URDF, ``"auto"`` to look beside it, None for none.
     floating_base: join the URDF root to a grounded ``world`` by a free joint.
-    density [kg/m^3], placeholder_mass [kg], missing_meshes ("error"/"warn"):
+    density [kg/m^3], placeholder_mass [kg], missing_meshes ("error"/"warn"),
+    meshes (False: only what masses need, for kinematics-only commands):
     see :class:`ImportSettings`.
     The initial configuration is the assembled one (all closures met), see
     :mod:`looprig.cad_import.tree`.
@@ -121,6 +123,7 @@ def load_model(
             ("density", density),
             ("placeholder_mass", placeholder_mass),
             ("missing_meshes", missing_meshes),
+            ("meshes", meshes),
         )
         if value is not None
     }

@@ -84,14 +84,14 @@ def _mujoco_error(path, error: Exception, stage: str) -> FileFormatError:
     return FileFormatError(path, f"MuJoCo {stage} failed: {problem}", line=line)
 
 
-def compile_mjcf(path, text: str | None = None):
+def compile_mjcf(path, text: str | None = None, meshes: bool = True):
     """``(spec, model, visual)`` for an MJCF file (or its text). Errors as FileFormatError.
 
     visual: (ngeom,) bool, the geoms that collide with nothing (display only).
-    Collisions are looprig's business nowhere, so mesh geoms are compiled as
-    non-colliding: MuJoCo then builds no convex hulls, which is most of the time
-    a meshed model takes to compile (masses, inertias and mesh frames are the
-    same). MuJoCo's warnings are collected rather than written to
+    meshes=False leaves out the mesh geoms whose body's inertia does not come from
+    its geoms (an explicit ``<inertial>``): reading and processing meshes is most of
+    the time a meshed model takes to compile, and kinematics and masses do not
+    need them. MuJoCo's warnings are collected rather than written to
     ``MUJOCO_LOG.TXT``; a NaN in the file is an error.
     """
     mujoco = _mujoco()
@@ -112,13 +112,11 @@ def compile_mjcf(path, text: str | None = None):
             raise
         except Exception as error:  # MuJoCo raises ValueError; be safe with others
             raise _mujoco_error(path, error, "parsing") from None
-        _check_mesh_files(spec, path)
         _check_masses(spec, path)
-        roles = []
-        for geom in spec.geoms:
-            roles.append((geom, geom.contype == 0 and geom.conaffinity == 0))
-            if geom.type == mujoco.mjtGeom.mjGEOM_MESH:
-                geom.contype = geom.conaffinity = 0
+        if not meshes:
+            _drop_unneeded_meshes(mujoco, spec)
+        _check_mesh_files(spec, path)
+        roles = [(geom, geom.contype == 0 and geom.conaffinity == 0) for geom in spec.geoms]
         try:
             model = spec.compile()
         except Exception as error:
@@ -165,6 +163,23 @@ def _check_utf8(data: bytes, path) -> None:
     except UnicodeDecodeError as error:
         line = data.count(b"\n", 0, error.start) + 1
         raise FileFormatError(path, f"not UTF-8 text: {error.reason}", line=line) from None
+
+
+def _drop_unneeded_meshes(mujoco, spec) -> None:
+    """Delete the mesh geoms no mass depends on, then the meshes no geom uses."""
+    from_geoms = spec.compiler.inertiafromgeom
+    for body in spec.bodies:
+        if from_geoms == mujoco.mjtInertiaFromGeom.mjINERTIAFROMGEOM_TRUE or (
+            from_geoms == mujoco.mjtInertiaFromGeom.mjINERTIAFROMGEOM_AUTO and not body.explicitinertial
+        ):
+            continue
+        for geom in list(body.geoms):
+            if geom.type == mujoco.mjtGeom.mjGEOM_MESH:
+                spec.delete(geom)
+    used = {geom.meshname for geom in spec.geoms if geom.type == mujoco.mjtGeom.mjGEOM_MESH}
+    for mesh in list(spec.meshes):
+        if mesh.name not in used:
+            spec.delete(mesh)
 
 
 def _check_mesh_files(spec, path) -> None:
@@ -242,7 +257,7 @@ def read_mjcf(path, *, text: str | None = None, settings: ImportSettings = DEFAU
 def _read_mjcf(path, text: str | None, settings: ImportSettings) -> TreeModel:
     mujoco = _mujoco()
     path = Path(path)
-    spec, model, visual_geom = compile_mjcf(path, text)
+    spec, model, visual_geom = compile_mjcf(path, text, settings.meshes)
     data = mujoco.MjData(model)
     mujoco.mj_kinematics(model, data)
     notes: list[str] = []

@@ -76,7 +76,10 @@ class ImportSettings:
     assemble_starts: how many starts the assembly tries (the file's pose, then
     poses with the tree's joints bent) before declaring the loops open.
     missing_meshes: ``"error"`` (default) or ``"warn"``: what a mesh file that
-    does not exist causes.
+    does not exist causes. meshes: False reads only the meshes masses depend on
+    (links and bodies without inertial data): no mesh references, no mesh
+    colours, much faster for meshed MJCF files — for commands that need the
+    kinematics only (``looprig info``).
     """
 
     placeholder_mass: float = 1e-6
@@ -85,6 +88,7 @@ class ImportSettings:
     assemble_iterations: int = 100
     assemble_starts: int = 4
     missing_meshes: str = "error"
+    meshes: bool = True
 
 
 DEFAULT_SETTINGS = ImportSettings()

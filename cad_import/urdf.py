@@ -148,12 +148,20 @@ def _material(doc: XmlDocument, element, named) -> tuple[float, float, float, fl
 
 
 def _read_meshes(
-    doc: XmlDocument, link, spec: LinkSpec, base: Path, package_paths, settings, notes: list[str], named=None
+    doc: XmlDocument,
+    link,
+    spec: LinkSpec,
+    base: Path,
+    package_paths,
+    settings,
+    notes: list[str],
+    named=None,
+    roles=("visual", "collision"),
 ) -> None:
     named = named or {}
     for visual in link.findall("visual"):  # the body's colour: its first coloured visual's
         spec.color = spec.color or _material(doc, visual, named)
-    for role in ("visual", "collision"):
+    for role in roles:
         for element in link.findall(role):
             geometry = element.find("geometry")
             mesh = None if geometry is None else geometry.find("mesh")
@@ -231,7 +239,8 @@ def read_urdf(
         name = doc.text_attr(link, "name", required=True)
         spec = LinkSpec(name=name, element=describe(link), line=doc.line(link))
         has_inertial = _read_inertial(doc, link, spec)
-        _read_meshes(doc, link, spec, base, package_paths, settings, notes, materials)
+        roles = ("visual", "collision") if settings.meshes or not has_inertial else ()
+        _read_meshes(doc, link, spec, base, package_paths, settings, notes, materials, roles)
         if not has_inertial:
             note = _mass_from_meshes(spec, settings, path)
             if note:

@@ -189,3 +189,20 @@ def test_models_round_trip_through_the_native_file(imported, tmp_path):
         for body_a, body_b in zip(result.mechanism.bodies, again.mechanism.bodies, strict=True):
             assert body_a.mesh == body_b.mesh
             np.testing.assert_array_equal(body_a.position, body_b.position)
+
+
+@pytest.mark.parametrize(("relative", "options"), [(c[0], c[1]) for c in CASES], ids=[c[0] for c in CASES])
+def test_kinematics_only_load_gives_the_same_mechanism(imported, relative, options):
+    """meshes=False (what `looprig info` needs) reads only the meshes masses depend on; the
+    bodies, masses, inertias, joints and initial pose are the same."""
+    full = imported(relative, options).mechanism
+    lean = load(relative, meshes=False, **options).mechanism
+    assert [b.name for b in lean.bodies] == [b.name for b in full.bodies]
+    np.testing.assert_allclose(lean.initial_state(), full.initial_state(), atol=1e-12)
+    np.testing.assert_allclose(lean.masses, full.masses, rtol=1e-12)
+    for a, b in zip(lean.bodies, full.bodies, strict=True):
+        assert (a.inertia is None) == (b.inertia is None)
+        if a.inertia is not None:
+            np.testing.assert_allclose(a.inertia, b.inertia, rtol=1e-9, atol=1e-15)
+    assert [(j.name, j.kind) for j in lean.joints] == [(j.name, j.kind) for j in full.joints]
+    assert lean.actuator_names == full.actuator_names

@@ -33,7 +33,7 @@ def load_mechanism(source: str):
         raise LooprigError(f"{source!r} is neither a file nor a reference mechanism ({', '.join(NAMES)})")
     from .cad_import import load_mechanism as load_file
 
-    return load_file(source)
+    return load_file(source, meshes=False)  # kinematics and masses; no mesh is displayed here
 
 
 def load_samples(path):

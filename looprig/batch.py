@@ -338,7 +338,7 @@ def _run_on_dask(jobs: Sequence[Job], address: str, finished) -> None:
         ) from None
     try:
         client = Client(address, timeout="10s")
-    except (OSError, TimeoutError) as error:
+    except (OSError, TimeoutError, ValueError) as error:  # ValueError: an address distributed cannot parse
         raise LooprigError(f"cannot reach the Dask scheduler at {address}: {error}") from None
     with client:
         futures = {

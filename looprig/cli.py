@@ -21,6 +21,7 @@ Errors print one line; ``--debug`` shows the traceback.
 
 import argparse
 import json
+import math
 import subprocess
 import sys
 import time
@@ -246,6 +247,24 @@ def cmd_demo(args) -> int:
     return code
 
 
+def positive_int(text: str) -> int:
+    """argparse type: a whole number >= 1."""
+    if not text.strip().isdigit() or int(text) < 1:
+        raise argparse.ArgumentTypeError(f"must be a whole number >= 1, got {text!r}")
+    return int(text)
+
+
+def seconds(text: str) -> float:
+    """argparse type: a finite duration >= 0 [s]."""
+    try:
+        value = float(text)
+    except ValueError:
+        value = math.nan
+    if not math.isfinite(value) or value < 0.0:
+        raise argparse.ArgumentTypeError(f"must be a finite number of seconds >= 0, got {text!r}")
+    return value
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="looprig",
@@ -316,7 +335,7 @@ def build_parser() -> argparse.ArgumentParser:
     jobs = sub.add_parser("batch", help="retarget many shots in parallel from a jobs file")
     jobs.add_argument("jobs", help="jobs file (JSON; see docs/pipeline.md)")
     jobs.add_argument("--scheduler", help="address of a running Dask scheduler, e.g. tcp://10.0.0.5:8786")
-    jobs.add_argument("--workers", type=int, help="local worker processes (default: CPU count)")
+    jobs.add_argument("--workers", type=positive_int, help="local worker processes (default: CPU count)")
     jobs.add_argument("--summary", help="summary file (default: batch-summary.json beside JOBS)")
     jobs.add_argument("--quiet", action="store_true")
     jobs.set_defaults(func=cmd_batch)
@@ -337,7 +356,9 @@ def build_parser() -> argparse.ArgumentParser:
         default=0.25,
         help="homing speed as a fraction of each servo's velocity limit (default 0.25)",
     )
-    player.add_argument("--settle", type=float, default=0.25, help="hold the first sample this long [s]")
+    player.add_argument(
+        "--settle", type=seconds, default=0.25, help="hold the first sample this long [s] (default 0.25)"
+    )
     player.add_argument("--dry-run", action="store_true", help="print what would be sent; open nothing")
     player.add_argument("--quiet", action="store_true")
     player.set_defaults(func=cmd_play)

@@ -229,3 +229,17 @@ def test_maya_export_then_batch_on_a_cluster_equals_a_serial_run(cluster, tmp_pa
         curves = read_csv(farm)
         assert np.allclose(curves.times, times + 1 / 24)  # Maya's frame 1 is at 1/24 s
         assert np.abs(curves.column("crank_joint") - theta).max() < 1e-6
+
+
+def test_a_bad_scheduler_address_and_worker_count_are_one_line_exit_2(shots, capsys):
+    folder, answers = shots
+    jobs = jobs_file(folder, "none", list(answers)[:1], name="none.json")
+    assert main(["batch", str(jobs), "--scheduler", "no-port-here"]) == 2
+    err = capsys.readouterr().err
+    assert err.strip().splitlines() == [
+        "looprig: error: cannot reach the Dask scheduler at no-port-here: missing port number in address "
+        "'no-port-here'"
+    ]
+    with pytest.raises(SystemExit) as exit_info:
+        main(["batch", str(jobs), "--workers", "0"])
+    assert exit_info.value.code == 2 and "must be a whole number >= 1" in capsys.readouterr().err

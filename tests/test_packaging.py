@@ -24,6 +24,9 @@ OPTIONAL = {
     "networkx": "cad",
     "PIL": "cad",
     "matplotlib": "plot",
+    "distributed": "batch",
+    "dask": "batch",
+    "dynamixel_sdk": "hardware",
 }
 
 BLOCKED = r"""
@@ -45,6 +48,7 @@ FEATURES = {
         "from looprig.core.curves import ActuatorCurves; from looprig.plotting import plot_curves; "
         "plot_curves(ActuatorCurves([0.0, 1.0], [[0.0], [1.0]], ('a',)), 'p.png')",
     ),
+    "play": ("hardware", "from looprig.play import DynamixelBus; DynamixelBus('/dev/null', 57600, [1])"),
 }
 
 
@@ -74,6 +78,7 @@ def test_extras_hold_the_optional_packages_and_dev_holds_every_extra():
 def test_the_app_imports_without_any_extra():
     code = BLOCKED.format(blocked=sorted(OPTIONAL)) + (
         "import looprig, looprig.core, looprig.cli, looprig.demo, looprig.plotting, looprig.cad_import\n"
+        "import looprig.app, looprig.batch, looprig.play\n"
         "print(json.dumps(sorted(m for m, v in sys.modules.items() if v is not None)))\n"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT)

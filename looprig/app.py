@@ -275,9 +275,10 @@ def retarget_to_folder(
     """
     from .core.curves import LimitViolationError, all_violations
     from .core.retarget import retarget
-    from .outputs import OutputError, StagedSet, write_text
+    from .outputs import OutputError, StagedSet, output_folder, write_text
 
     check_frame_count(samples, mapping.rate)
+    output_folder(outdir, inputs)  # a bad output folder is found before the solve, not after
     result = retarget(mechanism, samples, mapping, progress=progress)
     summary = result.summary()
     summary = json_ready(summary)

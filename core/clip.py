@@ -91,7 +91,6 @@ def solve_clip(
     tol = settings.constraint_tolerance * cs.length_scale
     states = np.array(starts, dtype=float)
     F = len(states)
-    kkt = _KKTBuffer(F, cs.n_vars, cs.n_rows, settings.dual_regularization)
     inverse_limit = problem.step_scale / settings.max_step
     damping = np.full(F, settings.primal_regularization)
     nu = np.zeros(F)
@@ -99,6 +98,7 @@ def solve_clip(
     converged = np.zeros(F, dtype=bool)
     active = np.arange(F)
     step_at = build_step(problem, _point(problem, states, targets, reference, active))
+    kkt = _KKTBuffer(F, cs.n_vars, step_at.constraint.shape[1], settings.dual_regularization)
     value, violation = step_at.value, step_at.violation
     l1 = np.abs(step_at.constraint).sum(-1)
     for _ in range(settings.max_iterations):
@@ -227,7 +227,8 @@ def coarse_then_clip(
 
     The per-frame solver runs on every ``stride``-th frame (and the last),
     warm-started in order; their states, interpolated, start :func:`solve_clip`
-    on all frames. Returns states for all F frames (frame 0 = ``first_state``).
+    on all frames; a second sweep starts every frame from its predecessor's
+    answer. Returns states for all F frames (frame 0 = ``first_state``).
     """
     F = len(times)
     coarse = np.unique(np.r_[np.arange(0, F, stride), F - 1])
@@ -246,6 +247,16 @@ def coarse_then_clip(
         actuators = result.actuators
     starts = interpolate_states(times[coarse], known, times) if len(coarse) > 1 else known[[0]]
     starts[coarse] = known
-    R = quat_to_matrix(starts[..., 3:])
-    reference = Reference(starts, R, problem.readout.read(starts, R=R), None)
-    return solve_clip(problem, targets, starts, reference, settings)
+    first = solve_clip(problem, targets, starts, _reference(problem, starts), settings)
+    # second sweep: every frame again from its predecessor's answer, as the per-frame
+    # solver starts it; frames the targets determine do not move, frames where they do
+    # not (an exact singularity, a redundant chain) take the per-frame solver's choice
+    shifted = np.concatenate([first_state[None], first.states[:-1]])
+    second = solve_clip(problem, targets, shifted, _reference(problem, shifted), settings)
+    second.iterations += first.iterations
+    return second
+
+
+def _reference(problem: IKProblem, states: np.ndarray) -> Reference:
+    R = quat_to_matrix(states[..., 3:])
+    return Reference(states, R, problem.readout.read(states, R=R), None)

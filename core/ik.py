@@ -117,8 +117,9 @@ class IKProblem:
     Build once per clip; pass per-frame :class:`IKTargets` to :func:`solve_ik`.
     ``frames``, ``com`` and ``regularization`` are compiled into :attr:`terms`
     (frame task, CoM task, regularizers, actuator barriers); ``terms`` adds any
-    further :class:`~looprig.core.terms.Term` (built for this mechanism). The joint
-    constraints are the equality term :attr:`constraint_term`.
+    further :class:`~looprig.core.terms.Term` (built for this mechanism): objectives,
+    or equality terms held like the joint constraints (:attr:`constraint_term`;
+    all of them: :attr:`equality_terms`).
     """
 
     mechanism: Mechanism
@@ -156,10 +157,11 @@ class IKProblem:
             compiled.append(VelocityBarrier(free, reg.velocity_weight, reg.velocity_threshold))
         if len(self.readout.names) and (reg.actuator_weight > 0 or reg.acceleration_weight > 0):
             compiled.append(ActuatorBarrier(self.readout, self.actuator_limits, reg))
-        for term in self.terms:
-            if term.kind == TermKind.EQUALITY:
-                raise TargetError(f"term {term.name!r}: extra equality terms are not supported")
-        self.objective_terms: list[Term] = compiled + list(self.terms)
+        extra = [t for t in self.terms if t.kind != TermKind.EQUALITY]
+        self.objective_terms: list[Term] = compiled + extra
+        self.equality_terms: list[Term] = [self.constraint_term] + [
+            t for t in self.terms if t.kind == TermKind.EQUALITY
+        ]
         # translations are measured in mean joint distances L, so a step of L [m] counts as 1 [rad]
         self.step_scale = np.tile(
             np.r_[np.full(3, 1.0 / self.constraints.length_scale), np.ones(3)], len(free)
@@ -204,7 +206,7 @@ class IKProblem:
     def report(self, point: Point) -> list[tuple[str, str, str, np.ndarray]]:
         """Every term's errors at ``point``: (term, kind, label with unit, (B,) values)."""
         rows = []
-        for term in [*self.objective_terms, self.constraint_term]:
+        for term in [*self.objective_terms, *self.equality_terms]:
             for label, values in term.errors(point).items():
                 rows.append((term.name, term.kind.value, label, values))
         return rows
@@ -244,8 +246,13 @@ def build_step(problem: IKProblem, point: Point, derivatives: bool = True) -> Li
         if derivatives:
             gradient += lin.gradient
             hessian += lin.hessian
-    constraints = problem.constraint_term.linearize(point, derivatives)
-    return LinearizedStep(point, value, gradient, hessian, constraints.residual, constraints.jacobian)
+    equalities = [term.linearize(point, derivatives) for term in problem.equality_terms]
+    if len(equalities) == 1:
+        residual, jacobian = equalities[0].residual, equalities[0].jacobian
+    else:
+        residual = np.concatenate([e.residual for e in equalities], axis=-1)
+        jacobian = np.concatenate([e.jacobian for e in equalities], axis=-2) if derivatives else None
+    return LinearizedStep(point, value, gradient, hessian, residual, jacobian)
 
 
 def _single(targets: IKTargets) -> Targets:

@@ -17,16 +17,17 @@ from scipy.interpolate import CubicSpline
 from scipy.spatial.transform import Rotation, RotationSpline
 
 from .clip import coarse_then_clip, couples_frames
+from .constraints import mean_joint_distance
 from .curves import ActuatorCurves, all_violations
 from .errors import LooprigError, TargetError, did_you_mean
 from .ik import IKProblem, IKSettings, IKTargets, solve_ik
 from .linalg import single_threaded_blas
 from .mechanism import Actuator, JointKind, Mechanism
-from .readoff import unwrap_sequence
+from .readoff import ActuatorReadout, unwrap_sequence
 from .rotations import quat_to_matrix
 from .settings import RETARGET_SETTINGS, RetargetSettings
 from .start import solve_first_frame, start_state
-from .terms import ComObjective, FrameObjective, Targets
+from .terms import ComObjective, FrameObjective, MotorLock, Targets
 
 MAPPING_VERSION = 1
 
@@ -99,6 +100,7 @@ class RetargetMapping(RetargetSettings):
     com: ComSpec | None = None
     start: Mapping[str, float] | None = None  # actuator name -> value [rad | m] at the clip's start
     motors: tuple[str, ...] | None = None  # the joints that are motors (default: as the robot file says)
+    hold: tuple[str, ...] = ()  # motors locked at their value at the clip's start
 
     def __post_init__(self):
         super().__post_init__()
@@ -120,7 +122,7 @@ class RetargetMapping(RetargetSettings):
         version = data.get("version", MAPPING_VERSION)
         if version != MAPPING_VERSION:
             raise TargetError(f"{source}: unsupported mapping version {version!r}")
-        known = {"targets", "com", "start", "motors", "version"} | {s.name for s in RETARGET_SETTINGS}
+        known = {"targets", "com", "start", "motors", "hold", "version"} | {s.name for s in RETARGET_SETTINGS}
         for key in data:
             if key not in known:
                 raise TargetError(f"{source}: " + did_you_mean("mapping key", key, known))
@@ -144,7 +146,10 @@ class RetargetMapping(RetargetSettings):
             if not all(isinstance(name, str) for name in motors):
                 raise TargetError(f"{source}: motors must be a list of joint names, got {motors!r}")
             motors = tuple(motors)
-        return cls(targets=targets, com=com, start=start, motors=motors, **settings)
+        hold = _list(data.get("hold", []), f"{source}: hold")
+        if not all(isinstance(name, str) for name in hold):
+            raise TargetError(f"{source}: hold must be a list of motor names, got {hold!r}")
+        return cls(targets=targets, com=com, start=start, motors=motors, hold=tuple(hold), **settings)
 
     def save(self, path) -> None:
         with open(path, "w", encoding="utf-8") as file:
@@ -291,11 +296,13 @@ def build_problem(
     mapping: RetargetMapping,
     settings: IKSettings | None = None,
     first_frame: bool = False,
+    held: np.ndarray | None = None,
 ) -> IKProblem:
     """The IK problem a mapping defines (frame targets in mapping order, CoM).
 
     first_frame: without the terms that compare with a previous frame (velocity
-    barriers, acceleration cost): the first frame has none.
+    barriers, acceleration cost): the first frame has none. held: the values
+    (len(mapping.hold),) [rad | m] the mapping's ``hold`` motors are locked at.
     """
     frames = [FrameObjective(t.frame, t.position_weight, t.orientation_weight) for t in mapping.targets]
     com = ComObjective(mapping.com.weight) if mapping.com is not None else None
@@ -304,7 +311,13 @@ def build_problem(
         regularization = dataclasses.replace(
             regularization, velocity_weight=0.0, acceleration_weight=0.0, rate=None
         )
-    return IKProblem(mechanism, frames, com, regularization, settings or IKSettings())
+    terms = ()
+    if mapping.hold:
+        if held is None:
+            held = _held_values(mechanism, mapping, mechanism.initial_state())
+        motors = [mechanism.actuator_names.index(name) for name in mapping.hold]
+        terms = (MotorLock(ActuatorReadout(mechanism), motors, held, mean_joint_distance(mechanism)),)
+    return IKProblem(mechanism, frames, com, regularization, settings or IKSettings(), terms)
 
 
 def _target_arrays(mapping: RetargetMapping, samples: TrackSamples):
@@ -389,6 +402,17 @@ def with_motors(mechanism: Mechanism, motors: Sequence[str] | None = None) -> Me
     )
 
 
+def _held_values(mechanism: Mechanism, mapping: RetargetMapping, state: np.ndarray):
+    """The values [rad | m] of the mapping's ``hold`` motors at ``state`` (None: no hold)."""
+    if not mapping.hold:
+        return None
+    names = mechanism.actuator_names
+    missing = [name for name in mapping.hold if name not in names]
+    if missing:
+        raise TargetError("mapping hold: " + did_you_mean("motor", missing[0], names))
+    return ActuatorReadout(mechanism).read(state)[[names.index(name) for name in mapping.hold]]
+
+
 #: Frames solved together by the clip solver between two progress reports and cancel
 #: checks: an eighth of the clip, within these bounds.
 CLIP_CHUNK = (32, 600)
@@ -439,7 +463,9 @@ def retarget(
     raises :class:`RetargetCancelled`.
     """
     mechanism = with_motors(mechanism, mapping.motors)
-    problem = build_problem(mechanism, mapping, settings)
+    state = start_state(mechanism, mapping.start, initial_state)
+    held = _held_values(mechanism, mapping, state)
+    problem = build_problem(mechanism, mapping, settings, held=held)
     clip_times = np.asarray(samples.times, dtype=float)
     samples = samples.resampled(mapping.rate)
     positions, rotations, com = _target_arrays(mapping, samples)
@@ -451,7 +477,6 @@ def retarget(
             f"a rate of {mapping.rate:g} Hz leaves one frame of a "
             f"{clip_times[-1] - clip_times[0]:.3g} s clip; raise the rate"
         )
-    state = start_state(mechanism, mapping.start, initial_state)
     n_act, k = len(problem.readout.names), len(mapping.targets)
     out_states = np.empty((frames,) + state.shape)
     out_act = np.empty((frames, n_act))
@@ -461,7 +486,7 @@ def retarget(
     with single_threaded_blas():
         targets = IKTargets(positions[0], rotations[0], None if com is None else com[0])
         first = solve_first_frame(
-            build_problem(mechanism, mapping, settings, first_frame=True),
+            build_problem(mechanism, mapping, settings, first_frame=True, held=held),
             targets,
             state,
             mapping.reach_tolerance,

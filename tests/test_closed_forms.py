@@ -190,4 +190,6 @@ def test_a_velocity_barrier_the_motion_respects_changes_nothing():
     for weight in (1e-5, 1.0):
         mapping = RetargetMapping(hand, rate=BOXER_RATE, velocity_weight=weight, max_angular_velocity=limit)
         barrier = retarget(build("boxer"), clip, mapping)
-        assert np.abs(barrier.curves.values - free.curves.values).max() < 1e-8
+        # to the solver's step tolerance (1e-7): the run without a barrier is solved as a
+        # whole clip, the run with one frame by frame
+        assert np.abs(barrier.curves.values - free.curves.values).max() < 1e-7

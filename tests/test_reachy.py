@@ -95,14 +95,15 @@ def head_motion(centre, rate: float = 100.0):
     return times, R, centre + shift - np.einsum("fij,j->fi", R, centre)
 
 
-def retarget_head(path: Path, times, R, t):
-    """looprig's default retarget of the head frame ``xl_330`` moved by x -> R x + t."""
+def retarget_head(path: Path, times, R, t, hold=()):
+    """looprig's default retarget of the head frame ``xl_330`` moved by x -> R x + t
+    (``hold``: motors locked at their start)."""
     mechanism = load_mechanism(path) if path.suffix == ".xml" else load_mechanism(path, actuated=MOTORS)
     frame = mechanism.frame("xl_330")
     R0 = Rotation.from_quat(frame.orientation[[1, 2, 3, 0]]).as_matrix()
     track = TrackSamples(times, {"head": np.einsum("fij,j->fi", R, frame.position) + t}, {"head": R @ R0})
     mapping = RetargetMapping(
-        (TargetSpec("head", "xl_330", (1, 1, 1), (1, 1, 1)),), rate=1 / (times[1] - times[0])
+        (TargetSpec("head", "xl_330", (1, 1, 1), (1, 1, 1)),), rate=1 / (times[1] - times[0]), hold=hold
     )
     result = retarget(mechanism, track, mapping)
     names = mechanism.actuator_names
@@ -122,3 +123,18 @@ def test_head_clip_stewart_motors_match_the_closed_form_for_the_body_yaw_reached
     assert np.abs(got - expected).max() < 1e-5
     assert result.position_error.max() < 1e-8 and result.orientation_error.max() < 1e-8
     assert result.unreachable.sum() == 0
+
+
+@pytest.mark.parametrize("path", [MJCF, URDF], ids=["mjcf", "urdf"])
+def test_held_motors_stay_put_and_the_stewart_matches_the_yaw_held_closed_form(path):
+    """With the body yaw and the antennas held (the mapping's ``hold``), they keep their
+    start values exactly and the six Stewart motors match the closed form for the
+    unturned base to 1e-5 rad at every sample."""
+    legs, _, centre = head_geometry()
+    times, R, t = head_motion(centre)
+    result, curves = retarget_head(path, times, R, t, hold=("yaw_body", "left_antenna", "right_antenna"))
+    for name in ("yaw_body", "left_antenna", "right_antenna"):
+        assert np.abs(curves[name]).max() < 1e-9
+    got = np.stack([curves[name] for name in STEWART], -1)
+    assert np.abs(got - stewart_angles(legs, R, t)).max() < 1e-5
+    assert result.position_error.max() < 1e-8 and result.unreachable.sum() == 0

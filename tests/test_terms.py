@@ -38,6 +38,7 @@ from looprig.core.terms import (
     JointConstraints,
     LeastSquaresTerm,
     MinimalMotion,
+    MotorLock,
     MotorRest,
     Point,
     Reference,
@@ -115,6 +116,15 @@ def case_motor_rest(rng):
     return term, _point(problem, states, states, _fourbar_targets(rng, com=False))
 
 
+def case_motor_lock(rng):
+    m = build("dancer")
+    problem = IKProblem(m)
+    motors = np.array([0, 3, 5])
+    term = MotorLock(problem.readout, motors, rng.normal(size=3), problem.constraints.length_scale)
+    states = _random_states(m, rng, 0.2)
+    return term, _point(problem, states, states, _fourbar_targets(rng, com=False))
+
+
 def case_velocity_barrier(rng):
     m = build("boxer")
     problem = IKProblem(m)
@@ -158,6 +168,7 @@ CASES = [
     case_frame_task,
     case_minimal_motion,
     case_motor_rest,
+    case_motor_lock,
     case_com_task,
     case_state_regularizer,
     case_velocity_barrier,

@@ -4,7 +4,7 @@ See :mod:`.base` for the protocol; one module per family.
 """
 
 from .base import LeastSquaresTerm, Linearization, Point, Reference, Targets, Term, TermKind
-from .equality import JointConstraints
+from .equality import JointConstraints, MotorLock
 from .limits import ActuatorBarrier, ActuatorLimits, actuator_barrier
 from .regularizers import (
     MinimalMotion,
@@ -27,6 +27,7 @@ __all__ = [
     "LeastSquaresTerm",
     "Linearization",
     "MinimalMotion",
+    "MotorLock",
     "MotorRest",
     "Point",
     "Reference",

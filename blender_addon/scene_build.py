@@ -18,6 +18,7 @@ from pathlib import Path
 import bpy
 import numpy as np
 from looprig.cad_import import MeshRef, load_mesh, load_model, save_mechanism
+from looprig.core.filevalues import limit_to_file
 from looprig.core.mechanism import Mechanism
 from looprig.core.rotations import frame_with_axes
 from mathutils import Matrix
@@ -160,10 +161,6 @@ def _flat(T) -> list[float]:
     return [float(x) for x in np.asarray(T, float).ravel()]
 
 
-def _limit_or_none(x: float):
-    return float(x) if math.isfinite(x) else None
-
-
 def build_mechanism(context, mechanism, meshes=None, name: str | None = None):
     """Build a Mechanism in the scene: one mesh object per body, one constraint Empty per
     joint, one Empty per frame; returns the new collection.
@@ -246,13 +243,13 @@ def build_mechanism(context, mechanism, meshes=None, name: str | None = None):
         if joint.actuator is not None:
             set_actuator(empty, joint.actuator)
             a = joint.actuator
-            exact["actuator"] = {
+            exact["actuator"] = {  # ID properties hold no inf: the file rule
                 k: v
                 for k, v in (
-                    ("lower", _limit_or_none(a.lower)),
-                    ("upper", _limit_or_none(a.upper)),
-                    ("velocity_limit", _limit_or_none(a.velocity_limit)),
-                    ("acceleration_limit", _limit_or_none(a.acceleration_limit)),
+                    ("lower", limit_to_file(a.lower)),
+                    ("upper", limit_to_file(a.upper)),
+                    ("velocity_limit", limit_to_file(a.velocity_limit)),
+                    ("acceleration_limit", limit_to_file(a.acceleration_limit)),
                 )
                 if v is not None
             }

@@ -92,8 +92,30 @@ def test_problem_and_actuator_lists_draw_their_rows(demo):
         (panels.LOOPRIG_UL_problems, settings.problems),
         (panels.LOOPRIG_UL_targets, settings.targets),
         (panels.LOOPRIG_UL_actuators, settings.actuators),
+        (panels.LOOPRIG_UL_violations, settings.violations),
     ):
         for item in items:
             log = []
             ui_list.draw_item(None, context, RecordingLayout(log), settings, item, 0, settings, "", 0)
             assert log
+
+
+def test_bake_lists_show_the_lines_of_the_scenes_robot_only(demo):
+    bpy.ops.looprig.retarget()
+    settings = bpy.context.scene.looprig
+    ui_list = type("UIList", (), {"bitflag_filter_item": 1 << 30})()
+    flags, order = panels.LOOPRIG_UL_violations.filter_items(ui_list, bpy.context, settings, "violations")
+    assert flags == [1 << 30] and order == []
+    other = robot_collection("other")  # the scene's robot now: nothing of the four-bar's bake shows
+    assert settings.robot == other
+    flags, _ = panels.LOOPRIG_UL_actuators.filter_items(ui_list, bpy.context, settings, "actuators")
+    assert flags == [0]
+
+
+def test_pick_motors_dialog_lists_every_joint_that_can_carry_a_motor(demo):
+    from blender_addon.operators_robot import LOOPRIG_OT_pick_motors
+
+    log = []
+    dialog = type("Dialog", (), {"layout": RecordingLayout(log)})()
+    LOOPRIG_OT_pick_motors.draw(dialog, bpy.context)
+    assert log.count(("prop", "actuated")) == 4  # the four hinges

@@ -364,3 +364,16 @@ def test_bodies_parented_to_other_bodies(demo):
         np.testing.assert_allclose(
             demo.objects["rocker_joint"].matrix_world.translation, (0.3, 0, 0), atol=1e-5
         )
+
+
+def test_continuous_quaternions_flip_signs_only_to_keep_neighbours_on_one_side():
+    from blender_addon.motion import continuous_quaternions
+
+    rng = np.random.default_rng(7)
+    q = np.cumsum(rng.normal(scale=0.2, size=(200, 4)), axis=0)
+    q /= np.linalg.norm(q, axis=1, keepdims=True)
+    flipped = q * rng.choice([-1.0, 1.0], size=(200, 1))
+    out = continuous_quaternions(flipped)
+    assert np.all(np.sum(out[1:] * out[:-1], axis=1) >= 0)
+    np.testing.assert_allclose(np.abs(np.sum(out * flipped, axis=1)), 1.0, atol=1e-12)  # same rotations
+    np.testing.assert_array_equal(out[0], flipped[0])

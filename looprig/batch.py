@@ -235,6 +235,7 @@ def _retarget(job: Job):
         Path(job.output),
         job.formats,
         strict=job.strict,
+        inputs=[p for p in (job.robot, job.tracks, job.mapping) if Path(p).exists()],
     )
 
 

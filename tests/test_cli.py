@@ -1,5 +1,6 @@
 """The command line, end to end: files in, curves and reports out, exit codes."""
 
+import importlib.util
 import json
 import subprocess
 import sys
@@ -211,3 +212,15 @@ def test_retarget_writes_ticks_with_each_servos_zero_and_direction(capsys, tmp_p
     ticks = read_dynamixel_json(out / "curves.dynamixel.json")
     assert np.allclose(ticks.times, times)
     assert np.abs(ticks.ticks[:, 0] - (1000 - np.round(theta * 4096 / (2 * np.pi)))).max() <= 1
+
+
+@pytest.mark.skipif(importlib.util.find_spec("bpy") is None, reason="--blend needs the bpy module")
+def test_demo_blend_runs_the_add_ons_demo_program(tmp_path, monkeypatch):
+    """``looprig demo --blend`` starts ``python -m looprig.blender_addon.demo`` (the app layer does not
+    import the add-on): a .blend file comes out beside the curves."""
+    monkeypatch.setenv("BLENDER_USER_RESOURCES", str(tmp_path / "blender"))
+    blend = tmp_path / "scene" / "fourbar.blend"
+    assert main(["demo", "-o", str(tmp_path / "out"), "--quiet", "--blend", str(blend)]) == 0
+    head = blend.read_bytes()[:7]
+    assert head == b"BLENDER" or head[:4] == b"\x28\xb5\x2f\xfd"  # plain or zstd-compressed .blend
+    assert (tmp_path / "out" / "report.json").exists()

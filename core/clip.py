@@ -15,9 +15,10 @@ every frame (positions linearly, orientations by slerp). Where the problem has
 a unique solution the clip solver converges to the per-frame answer; where it
 is redundant it picks, like the per-frame solver, the solution nearest to its
 start in the minimal-motion metric (the interpolated coarse path instead of
-the previous fine frame). Problems with terms that couple consecutive frames
-(velocity barriers, actuator speed and acceleration terms) are solved frame by
-frame by the caller.
+the previous fine frame): at an exact singularity this gives a smoother curve
+than the per-frame solver, whose answer there kinks towards the previous frame.
+Problems with terms that couple consecutive frames (velocity barriers, actuator
+speed and acceleration terms) are solved frame by frame by the caller.
 """
 
 from dataclasses import dataclass
@@ -227,8 +228,7 @@ def coarse_then_clip(
 
     The per-frame solver runs on every ``stride``-th frame (and the last),
     warm-started in order; their states, interpolated, start :func:`solve_clip`
-    on all frames; a second sweep starts every frame from its predecessor's
-    answer. Returns states for all F frames (frame 0 = ``first_state``).
+    on all frames. Returns states for all F frames (frame 0 = ``first_state``).
     """
     F = len(times)
     coarse = np.unique(np.r_[np.arange(0, F, stride), F - 1])
@@ -247,14 +247,8 @@ def coarse_then_clip(
         actuators = result.actuators
     starts = interpolate_states(times[coarse], known, times) if len(coarse) > 1 else known[[0]]
     starts[coarse] = known
-    first = solve_clip(problem, targets, starts, _reference(problem, starts), settings)
-    # second sweep: every frame again from its predecessor's answer, as the per-frame
-    # solver starts it; frames the targets determine do not move, frames where they do
-    # not (an exact singularity, a redundant chain) take the per-frame solver's choice
-    shifted = np.concatenate([first_state[None], first.states[:-1]])
-    second = solve_clip(problem, targets, shifted, _reference(problem, shifted), settings)
-    second.iterations += first.iterations
-    return second
+    solution = solve_clip(problem, targets, starts, _reference(problem, starts), settings)
+    return solution
 
 
 def _reference(problem: IKProblem, states: np.ndarray) -> Reference:

@@ -238,14 +238,26 @@ def build_step(problem: IKProblem, point: Point, derivatives: bool = True) -> Li
     """Linearise every term of ``problem`` at ``point`` and sum the objective terms."""
     B, N = point.batch, point.n_vars
     value = np.zeros(B)
-    gradient = np.zeros((B, N)) if derivatives else None
-    hessian = np.zeros((B, N, N)) if derivatives else None
+    gradient = hessian = None
+    factors, diagonal = [], np.zeros((B, N))
+    if derivatives:
+        gradient, hessian = np.zeros((B, N)), np.zeros((B, N, N))
     for term in problem.objective_terms:
         lin = term.linearize(point, derivatives)
         value += lin.value
         if derivatives:
             gradient += lin.gradient
-            hessian += lin.hessian
+            if lin.hessian is not None:
+                hessian += lin.hessian
+            if lin.factor is not None:
+                factors.append(lin.factor)
+            if lin.diagonal is not None:
+                diagonal += lin.diagonal
+    if derivatives:
+        if factors:  # every Gauss-Newton part in one product
+            F = np.concatenate(factors, axis=1) if len(factors) > 1 else factors[0]
+            hessian += np.swapaxes(F, -1, -2) @ F
+        hessian[:, np.arange(N), np.arange(N)] += diagonal
     equalities = [term.linearize(point, derivatives) for term in problem.equality_terms]
     if len(equalities) == 1:
         residual, jacobian = equalities[0].residual, equalities[0].jacobian

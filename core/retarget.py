@@ -496,7 +496,7 @@ def retarget(
         residual[0], iterations[0], converged[0] = first.residual, first.iterations, first.converged
         if progress is not None:
             progress(1, frames)
-        if couples_frames(problem):
+        if couples_frames(problem) or not mapping.whole_clip:
             _solve_in_sequence(
                 problem,
                 positions,

@@ -40,6 +40,10 @@ class Setting:
     def range_text(self) -> str:
         """The valid range in words, e.g. ``> 0 Hz`` or ``0..1``."""
         unit = f" {self.unit}" if self.unit else ""
+        if self.kind is str:
+            return "one of " + ", ".join(self.choices)
+        if self.kind is bool:
+            return "true or false"
         if self.minimum is not None and self.maximum is not None:
             return f"{self.minimum:g}..{self.maximum:g}{unit}"
         if self.minimum is not None:
@@ -106,6 +110,12 @@ class RetargetSettings:
         "paper: the paper's absolute state regularizer, which biases targets",
         kind=str,
         choices=("exact", "paper"),
+    )
+    whole_clip: bool = _setting(
+        True,
+        "",
+        "solve all frames together (faster; needs no term between frames) instead of one by one",
+        kind=bool,
     )
     velocity_weight: float = _setting(
         0.0, "", "weight of the body angular-velocity barrier (paper eq. 4-5)", minimum=0.0

@@ -84,6 +84,8 @@ def add_setting_options(parser: argparse.ArgumentParser) -> None:
         options = {"dest": f"setting_{setting.name}", "default": argparse.SUPPRESS, "help": help_text}
         if setting.kind is bool:
             group.add_argument(flag, action=argparse.BooleanOptionalAction, **options)
+        elif setting.kind is str:
+            group.add_argument(flag, choices=setting.choices, **options)
         else:
             group.add_argument(
                 flag, type=_setting_text(setting), metavar=setting.kind.__name__.upper(), **options

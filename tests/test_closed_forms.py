@@ -184,12 +184,12 @@ def test_a_velocity_barrier_the_motion_respects_changes_nothing():
     of the run without it, for a weak and a strong barrier."""
     _, clip = boxer_clip_through_the_singularity()
     hand = (TargetSpec("hand", "hand", ALL_AXES, ALL_AXES),)
-    free = retarget(build("boxer"), clip, RetargetMapping(hand, rate=BOXER_RATE))
+    # frame by frame like the barrier runs (a whole-clip solve resolves the singular
+    # sample itself more smoothly; tests/test_clip.py compares the two solvers)
+    free = retarget(build("boxer"), clip, RetargetMapping(hand, rate=BOXER_RATE, whole_clip=False))
     limit = 4.5  # [rad/s]
     assert _body_speeds(free.states, BOXER_RATE).max() < 0.95 * limit
     for weight in (1e-5, 1.0):
         mapping = RetargetMapping(hand, rate=BOXER_RATE, velocity_weight=weight, max_angular_velocity=limit)
         barrier = retarget(build("boxer"), clip, mapping)
-        # to the solver's step tolerance (1e-7): the run without a barrier is solved as a
-        # whole clip, the run with one frame by frame
-        assert np.abs(barrier.curves.values - free.curves.values).max() < 1e-7
+        assert np.abs(barrier.curves.values - free.curves.values).max() < 1e-8

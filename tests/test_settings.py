@@ -23,7 +23,9 @@ def test_every_setting_has_a_unit_help_and_a_valid_default():
 
 @pytest.mark.parametrize("s", RETARGET_SETTINGS, ids=lambda s: s.name)
 def test_every_setting_rejects_non_finite_and_out_of_range_values(s, tmp_path):
-    bad = ["fast", 1.0, None] if s.kind is str else [math.nan, math.inf, -math.inf, "1", True]
+    bad = {str: ["fast", 1.0, None], bool: ["yes", 1, None]}.get(
+        s.kind, [math.nan, math.inf, -math.inf, "1", True]
+    )
     if s.minimum is not None:
         bad.append(s.minimum - 1.0)
         if s.exclusive_minimum:

@@ -84,18 +84,33 @@ class Point:
 class Linearization:
     """One term's model at a :class:`Point`.
 
-    value (B,); gradient (B, N); hessian (B, N, N) or None (equality terms).
+    value (B,); gradient (B, N). The Hessian model (B, N, N) is the sum of three
+    optional parts, kept apart so a whole problem's model is assembled with one
+    product (:func:`~looprig.core.ik.build_step`): ``hessian`` an explicit matrix,
+    ``factor`` (B, r, N) contributing ``factor^T factor``, ``diagonal`` (B, N);
+    :meth:`hessian_matrix` sums them. Equality terms have none.
     residual (B, m) and jacobian (B, m, N): the least-squares residual, the
     constraint residual, or the inner map of a barrier (its Hessian model is then
     ``J^T diag(curvature) J`` with curvature (B, m)).
     """
 
     value: np.ndarray
-    gradient: np.ndarray
-    hessian: np.ndarray | None
+    gradient: np.ndarray | None
+    hessian: np.ndarray | None = None
     residual: np.ndarray | None = None
     jacobian: np.ndarray | None = None
     curvature: np.ndarray | None = None
+    factor: np.ndarray | None = None
+    diagonal: np.ndarray | None = None
+
+    def hessian_matrix(self) -> np.ndarray | None:
+        """The whole Hessian model (B, N, N), or None (no derivatives, equality terms)."""
+        parts = [self.hessian] if self.hessian is not None else []
+        if self.factor is not None:
+            parts.append(np.swapaxes(self.factor, -1, -2) @ self.factor)
+        if self.diagonal is not None:
+            parts.append(np.einsum("bn,nk->bnk", self.diagonal, np.eye(self.diagonal.shape[-1])))
+        return sum(parts[1:], parts[0]) if parts else None
 
 
 class Term:

@@ -103,5 +103,5 @@ class ActuatorBarrier(Term):
             return Linearization(value, None, None, values)
         J = self.readout.jacobian(point.state, point.R, point.column_of_body, point.n_vars)
         gradient = np.einsum("ban,ba->bn", J, dg)
-        hessian = np.swapaxes(J, -1, -2) @ (d2g[:, :, None] * J)
-        return Linearization(value, gradient, hessian, values, J, d2g)
+        factor = np.sqrt(np.maximum(d2g, 0.0))[:, :, None] * J
+        return Linearization(value, gradient, None, values, J, d2g, factor=factor)

@@ -152,16 +152,14 @@ class MinimalMotion(Term):
         if not derivatives:
             return Linearization(zero, None, None)
         N, scale = point.n_vars, self.weight * self.length_scale**2
-        hessian = np.zeros((point.batch, N, N))
+        diagonal = np.zeros((point.batch, N))
         cols = (point.column_of_body[self.free_bodies, None] + np.arange(6)).ravel()
-        hessian[:, cols, cols] = scale * self._eps * np.tile(self._body_metric, len(self.free_bodies))
+        diagonal[:, cols] = scale * self._eps * np.tile(self._body_metric, len(self.free_bodies))
+        factor = None
         if len(self.readout.names):
-            J = (
-                self.readout.jacobian(point.state, point.R, point.column_of_body, N)
-                * self._row_scale[:, None]
-            )
-            hessian += scale * (np.swapaxes(J, -1, -2) @ J)
-        return Linearization(zero, np.zeros((point.batch, N)), hessian)
+            J = self.readout.jacobian(point.state, point.R, point.column_of_body, N)
+            factor = J * (np.sqrt(scale) * self._row_scale)[:, None]
+        return Linearization(zero, np.zeros((point.batch, N)), factor=factor, diagonal=diagonal)
 
     def errors(self, point: Point) -> dict[str, np.ndarray]:
         return {}  # it measures nothing: it only shapes the steps

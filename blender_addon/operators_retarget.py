@@ -20,6 +20,7 @@ from mathutils import Euler
 
 from . import animation, bake, motion
 from .operators_robot import RobotError, checked_model, robot_collection
+from .properties import solver_settings
 from .robot_records import RobotModel
 from .sampling import Clip, Source, iter_world_matrices, make_clip, samples_from_matrices, track_samples
 from .scene_data import unit_scale
@@ -101,10 +102,7 @@ def read_mapping(context, model: RobotModel, rate: float) -> tuple[RetargetMappi
         targets=tuple(specs),
         com=com,
         rate=rate,
-        state_weight=settings.state_weight,
-        velocity_weight=settings.velocity_weight,
-        max_angular_velocity=settings.max_angular_velocity if settings.velocity_weight > 0 else None,
-        actuator_weight=settings.actuator_weight,
+        **solver_settings(settings),
     )
     return mapping, list(sources.values())
 

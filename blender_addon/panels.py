@@ -7,6 +7,7 @@ import bpy
 
 from .bake import time_label
 from .motor_feedback import KIND_LABELS, LEGEND_ICONS, PRIORITY
+from .properties import SOLVER_SETTINGS
 
 ICONS = {"ERROR": "ERROR", "WARNING": "QUESTION", "INFO": "INFO"}
 
@@ -230,12 +231,8 @@ class LOOPRIG_PT_solve(_Sidebar, bpy.types.Panel):
         layout = self.layout
         settings = context.scene.looprig
         col = layout.column()
-        col.prop(settings, "state_weight")
-        col.prop(settings, "velocity_weight")
-        sub = col.column()
-        sub.active = settings.velocity_weight > 0
-        sub.prop(settings, "max_angular_velocity")
-        col.prop(settings, "actuator_weight")
+        for setting in SOLVER_SETTINGS:
+            col.prop(settings, setting.name)
         col.prop(settings, "use_scene_range")
         if not settings.use_scene_range:
             row = col.row(align=True)

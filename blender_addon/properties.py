@@ -22,6 +22,7 @@ from bpy.props import (
     PointerProperty,
     StringProperty,
 )
+from looprig.core.settings import RETARGET_SETTINGS
 
 from .scene_graph import robot_frame_names
 
@@ -226,36 +227,7 @@ class LOOPRIG_PG_scene(bpy.types.PropertyGroup):
     use_com: BoolProperty(name="Centre of Mass", description="Add a centre-of-mass target")
     com_target: PointerProperty(name="CoM Target", type=bpy.types.Object)
     com_weight: FloatVectorProperty(name="CoM Weight", size=3, min=0.0, default=(1.0, 1.0, 0.0))
-    # ----- retarget settings: BEGIN. Solver and regularization settings, one property per
-    # core.settings setting of the same name; to be generated from RETARGET_SETTINGS as one block.
-    state_weight: FloatProperty(
-        name="State Weight",
-        description="Keeps each frame near the previous one (paper: 2e-4)",
-        min=0.0,
-        default=1e-4,
-        precision=6,
-    )
-    velocity_weight: FloatProperty(
-        name="Velocity Weight",
-        description="Barrier on body angular velocity above the threshold (paper: 1e-4); 0 = off",
-        min=0.0,
-        default=0.0,
-        precision=6,
-    )
-    max_angular_velocity: FloatProperty(
-        name="Velocity Threshold",
-        description="Body angular velocity above which the velocity barrier acts [rad/s]",
-        min=1e-3,
-        default=4.0,
-    )
-    actuator_weight: FloatProperty(
-        name="Actuator Limits Weight",
-        description="Barrier keeping actuators inside their range and velocity limits; 0 = off",
-        min=0.0,
-        default=0.0,
-        precision=6,
-    )
-    # ----- retarget settings: END
+    # retarget settings: generated from core.settings below (SOLVER_SETTINGS)
     use_scene_range: BoolProperty(name="Scene Range", default=True)
     frame_start: IntProperty(name="Start", default=1)
     frame_end: IntProperty(name="End", default=250)
@@ -296,6 +268,42 @@ class LOOPRIG_PG_scene(bpy.types.PropertyGroup):
     active_actuator: IntProperty()
     violations: CollectionProperty(type=LOOPRIG_PG_violation)
     active_violation: IntProperty()
+
+
+#: The retarget settings the panel shows, one property each, reflected from
+#: core.settings (``rate`` stays the scene's own: 0 there means the scene frame rate).
+SOLVER_SETTINGS = tuple(s for s in RETARGET_SETTINGS if s.name != "rate")
+
+
+def _setting_property(setting):
+    """The Blender property of a :class:`~looprig.core.settings.Setting`: its name, help,
+    unit, default and range; an optional number is 0 when unset ("0: off")."""
+    name = setting.name.replace("_", " ").title()
+    unit = f" [{setting.unit}]" if setting.unit else ""
+    description = f"{setting.help}{unit}" + ("; 0: off" if setting.optional else "")
+    if setting.kind is bool:
+        return BoolProperty(name=name, description=description, default=setting.default)
+    if setting.kind is str:
+        items = [(choice, choice.title(), "") for choice in setting.choices]
+        return EnumProperty(name=name, description=description, items=items, default=setting.default)
+    limits = {"min": setting.minimum if setting.minimum is not None else -1e30}
+    if setting.maximum is not None:
+        limits["max"] = setting.maximum
+    default = 0.0 if setting.default is None else setting.default
+    return FloatProperty(name=name, description=description, default=default, precision=6, **limits)
+
+
+def solver_settings(settings) -> dict:
+    """The retarget settings of the scene's looprig properties, as core expects them
+    (an optional setting at 0 is unset)."""
+    values = {}
+    for setting in SOLVER_SETTINGS:
+        value = getattr(settings, setting.name)
+        values[setting.name] = None if setting.optional and value == 0 else value
+    return values
+
+
+LOOPRIG_PG_scene.__annotations__.update({s.name: _setting_property(s) for s in SOLVER_SETTINGS})
 
 
 classes = (

@@ -119,3 +119,31 @@ def test_pick_motors_dialog_lists_every_joint_that_can_carry_a_motor(demo):
     dialog = type("Dialog", (), {"layout": RecordingLayout(log)})()
     LOOPRIG_OT_pick_motors.draw(dialog, bpy.context)
     assert log.count(("prop", "actuated")) == 4  # the four hinges
+
+
+def test_solver_settings_are_reflected_from_the_core_schema():
+    """Every retarget setting but the rate is a scene property with the schema's default,
+    range and help; the values the panel holds build a valid mapping (0 = unset for an
+    optional setting)."""
+    from looprig.core.retarget import RetargetMapping, TargetSpec
+    from looprig.core.settings import RETARGET_SETTINGS
+
+    from blender_addon.properties import SOLVER_SETTINGS, solver_settings
+
+    settings = bpy.context.scene.looprig
+    assert {s.name for s in SOLVER_SETTINGS} == {s.name for s in RETARGET_SETTINGS} - {"rate"}
+    for setting in SOLVER_SETTINGS:
+        rna = settings.bl_rna.properties[setting.name]
+        assert setting.help in rna.description
+        default = 0.0 if setting.default is None else setting.default
+        if setting.kind is float:
+            assert rna.default == pytest.approx(default)
+            if setting.maximum is not None:
+                assert rna.hard_max == pytest.approx(setting.maximum)
+        else:
+            assert rna.default == default
+    values = solver_settings(settings)
+    assert values["max_angular_velocity"] is None
+    RetargetMapping((TargetSpec("a", "b"),), **values)
+    settings.max_angular_velocity = 3.0
+    assert solver_settings(settings)["max_angular_velocity"] == 3.0

@@ -7,7 +7,7 @@ PY     := $(VENV)/bin/python
 VENV2  := .venv-numpy2
 PY2    := $(VENV2)/bin/python
 
-.PHONY: demo test test-numpy2 bench lint format clean extension blender-demo blender-screenshots
+.PHONY: demo test test-numpy2 bench bench-peers lint format clean extension blender-demo blender-screenshots
 
 $(PY):
 	@command -v $(PYTHON) >/dev/null || { echo "error: $(PYTHON) not found; install Python 3.11 or run 'make PYTHON=/path/to/python3.11 ...'"; exit 1; }
@@ -55,6 +55,17 @@ bench: $(VENV)/.runtime
 	$(PY) bench/boxer_singularity.py
 	$(PY) bench/walker_gait.py
 	$(PY) bench/serial_chain.py
+
+# looprig (whole clip and per frame) against PlaCo and Pinocchio + numpy Gauss-Newton on the
+# shared peer benchmark, interleaved in one sitting (see docs/performance.md). The peers live in
+# their own virtual environment (PEERS); RUNS passes, results in out/bench-peers.
+PEER_BENCH ?= ../shared/peer-bench
+PEERS      ?= $(HOME)/.cache/looprig-peers
+RUNS       ?= 3
+bench-peers: $(VENV)/.dev
+	@test -x $(PEERS)/bin/python || { $(PYTHON) -m venv $(PEERS) && $(PEERS)/bin/pip install --quiet -r $(PEER_BENCH)/requirements-peers.txt; }
+	PEERS_PY=$(PEERS)/bin/python LOOPRIG_BENCH="$(abspath $(PY)) $(abspath bench/peers.py)" \
+		PEER_BENCH=$(abspath $(PEER_BENCH)) RUNS=$(RUNS) OUT=$(abspath out/bench-peers) $(PEER_BENCH)/side_by_side.sh
 
 # the Blender extension: one zip per platform (dist/looprig-<version>-<platform>.zip) with the
 # wheels for Python 3.11 and 3.13; downloads are cached in ~/.cache/looprig-wheels. See docs/blender.md

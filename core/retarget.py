@@ -24,6 +24,7 @@ from .ik import IKProblem, IKSettings, IKTargets, solve_ik
 from .linalg import single_threaded_blas
 from .mechanism import Actuator, JointKind, Mechanism
 from .readoff import ActuatorReadout, unwrap_sequence
+from .rigid import RigidGroups
 from .rotations import quat_to_matrix
 from .settings import RETARGET_SETTINGS, RetargetSettings
 from .start import solve_first_frame, start_state
@@ -462,7 +463,11 @@ def retarget(
     progress(frame, total) is called every few frames; cancel() returning True
     raises :class:`RetargetCancelled`.
     """
-    mechanism = with_motors(mechanism, mapping.motors)
+    # welded bodies are solved as one (core.rigid); states come back for every body
+    groups = RigidGroups(with_motors(mechanism, mapping.motors))
+    mechanism = groups.solver
+    if initial_state is not None:
+        initial_state = groups.collapse(np.asarray(initial_state, dtype=float))
     state = start_state(mechanism, mapping.start, initial_state)
     held = _held_values(mechanism, mapping, state)
     problem = build_problem(mechanism, mapping, settings, held=held)
@@ -550,7 +555,7 @@ def retarget(
     return RetargetResult(
         mapping=mapping,
         times=samples.times,
-        states=out_states,
+        states=groups.expand(out_states),
         curves=curves,
         position_error=pos_err,
         orientation_error=ori_err,

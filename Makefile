@@ -55,6 +55,7 @@ bench: $(VENV)/.runtime
 	$(PY) bench/boxer_singularity.py
 	$(PY) bench/walker_gait.py
 	$(PY) bench/serial_chain.py
+	$(PY) bench/reachy_mini.py
 
 # looprig (whole clip and per frame) against PlaCo and Pinocchio + numpy Gauss-Newton on the
 # shared peer benchmark, interleaved in one sitting (see docs/performance.md). The peers live in

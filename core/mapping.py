@@ -1,0 +1,186 @@
+"""The mapping: how a clip drives a mechanism, and its file form.
+
+Targets (which track drives which frame, with which weights and offset), an
+optional centre-of-mass objective, the motors, the start pose, held motors, and
+the settings of :class:`~looprig.core.settings.RetargetSettings`. The JSON form
+is documented in ``docs/retarget.md``; every value is checked on reading, and
+errors name the file and the object.
+"""
+
+import dataclasses
+import json
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass
+
+import numpy as np
+
+from .errors import TargetError, did_you_mean
+from .settings import RETARGET_SETTINGS, RetargetSettings
+
+MAPPING_VERSION = 1
+
+
+@dataclass(frozen=True)
+class TargetSpec:
+    """One target: the track ``track`` drives the mechanism frame (or body) ``frame``.
+
+    offset_position (3,) [m] and offset_rotation (4,) wxyz place the target in the
+    track's local frame (``T_track_target``), e.g. to line up a hand bone with the
+    robot's tool frame. Weights as in :class:`FrameObjective`.
+    """
+
+    track: str
+    frame: str
+    position_weight: tuple[float, float, float] = (1.0, 1.0, 1.0)
+    orientation_weight: tuple[float, float, float] = (0.0, 0.0, 0.0)
+    offset_position: tuple[float, float, float] = (0.0, 0.0, 0.0)
+    offset_rotation: tuple[float, float, float, float] = (1.0, 0.0, 0.0, 0.0)
+
+    def __post_init__(self):
+        where = f"mapping target {self.frame!r}"
+        for name, size in (("position_weight", 3), ("orientation_weight", 3)):
+            w = np.asarray(getattr(self, name), dtype=float)
+            if w.shape != (size,) or not np.all(np.isfinite(w)) or np.any(w < 0):
+                raise TargetError(
+                    f"{where}: {name} must be {size} finite non-negative numbers, got {w.tolist()}"
+                )
+        offset = np.asarray(self.offset_position, dtype=float)
+        if offset.shape != (3,) or not np.all(np.isfinite(offset)):
+            raise TargetError(f"{where}: offset_position must be 3 finite numbers [m], got {offset.tolist()}")
+        q = np.asarray(self.offset_rotation, dtype=float)
+        if q.shape != (4,) or not np.all(np.isfinite(q)) or abs(np.linalg.norm(q) - 1.0) > 1e-6:
+            raise TargetError(
+                f"{where}: offset_rotation must be a unit quaternion (w, x, y, z), got {q.tolist()}"
+            )
+
+
+@dataclass(frozen=True)
+class SupportPhase:
+    """During [start, end] [s] the CoM target is the centroid of these frames' targets
+    (the frames must be targets of the mapping, e.g. the feet in contact)."""
+
+    start: float
+    end: float
+    frames: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class ComSpec:
+    """Centre-of-mass objective: follow ``track``'s position, or keep the CoM over the
+    support given by ``support`` phases (the paper's walker). Weights per world axis;
+    with z up, (w, w, 0) leaves the height free."""
+
+    weight: tuple[float, float, float] = (1.0, 1.0, 0.0)
+    track: str | None = None
+    support: tuple[SupportPhase, ...] = ()
+
+
+@dataclass(frozen=True)
+class RetargetMapping(RetargetSettings):
+    """How a clip drives a mechanism: targets, an optional CoM objective, and the
+    settings of :class:`~looprig.core.settings.RetargetSettings` (keyword only)."""
+
+    targets: tuple[TargetSpec, ...]
+    com: ComSpec | None = None
+    start: Mapping[str, float] | None = None  # actuator name -> value [rad | m] at the clip's start
+    motors: tuple[str, ...] | None = None  # the joints that are motors (default: as the robot file says)
+    hold: tuple[str, ...] = ()  # motors locked at their value at the clip's start
+
+    def __post_init__(self):
+        super().__post_init__()
+        for name, value in (self.start or {}).items():
+            if not isinstance(value, int | float) or isinstance(value, bool) or not np.isfinite(value):
+                raise TargetError(f"mapping start: actuator {name!r} needs a finite value, got {value!r}")
+
+    # ----------------------------------------------------------------- file form
+    def to_dict(self) -> dict:
+        data = asdict(self)
+        data["version"] = MAPPING_VERSION
+        return data
+
+    @classmethod
+    def from_dict(cls, data: Mapping, source: str = "mapping") -> "RetargetMapping":
+        """Build from the JSON form (see ``docs/retarget.md``); errors name ``source``."""
+        if not isinstance(data, Mapping):
+            raise TargetError(f"{source}: a mapping is a JSON object, got {type(data).__name__}")
+        version = data.get("version", MAPPING_VERSION)
+        if version != MAPPING_VERSION:
+            raise TargetError(f"{source}: unsupported mapping version {version!r}")
+        known = {"targets", "com", "start", "motors", "hold", "version"} | {s.name for s in RETARGET_SETTINGS}
+        for key in data:
+            if key not in known:
+                raise TargetError(f"{source}: " + did_you_mean("mapping key", key, known))
+        if "targets" not in data:
+            raise TargetError(f"{source}: the mapping has no 'targets' list")
+        settings = {s.name: s.check(data[s.name], source) for s in RETARGET_SETTINGS if s.name in data}
+        targets = _list(data["targets"], f"{source}: targets")
+        targets = tuple(_record(TargetSpec, t, f"{source}: target {i}") for i, t in enumerate(targets))
+        com = None
+        if data.get("com") is not None:
+            c = dict(_object(data["com"], f"{source}: com"))
+            c["support"] = tuple(
+                _record(SupportPhase, p, f"{source}: com support phase {i}")
+                for i, p in enumerate(_list(c.get("support", []), f"{source}: com support"))
+            )
+            com = _record(ComSpec, c, f"{source}: com")
+        start = dict(_object(data["start"], f"{source}: start")) if data.get("start") is not None else None
+        motors = data.get("motors")
+        if motors is not None:
+            motors = _list(motors, f"{source}: motors")
+            if not all(isinstance(name, str) for name in motors):
+                raise TargetError(f"{source}: motors must be a list of joint names, got {motors!r}")
+            motors = tuple(motors)
+        hold = _list(data.get("hold", []), f"{source}: hold")
+        if not all(isinstance(name, str) for name in hold):
+            raise TargetError(f"{source}: hold must be a list of motor names, got {hold!r}")
+        return cls(targets=targets, com=com, start=start, motors=motors, hold=tuple(hold), **settings)
+
+    def save(self, path) -> None:
+        with open(path, "w", encoding="utf-8") as file:
+            json.dump(self.to_dict(), file, indent=2)
+
+    @classmethod
+    def load(cls, path) -> "RetargetMapping":
+        try:
+            with open(path, encoding="utf-8") as file:
+                data = json.load(file)
+        except (OSError, UnicodeDecodeError, json.JSONDecodeError) as error:
+            raise TargetError(f"{path}: cannot read mapping: {error}") from None
+        return cls.from_dict(data, str(path))
+
+
+def _object(value, where: str) -> Mapping:
+    if not isinstance(value, Mapping):
+        raise TargetError(f"{where} must be a JSON object, got {value!r}")
+    return value
+
+
+def _list(value, where: str) -> list:
+    if not isinstance(value, list | tuple):
+        raise TargetError(f"{where} must be a list, got {value!r}")
+    return list(value)
+
+
+def _record(cls, value, where: str):
+    """``cls(**value)`` for a JSON object, with lists as tuples; errors name ``where``
+    (``"<file>: <object>"``) and the missing or unknown keys."""
+    fields = {f.name for f in dataclasses.fields(cls)}
+    value = _object(value, where)
+    source, _, what = where.partition(": ")
+    unknown = sorted(set(value) - fields)
+    missing = sorted(f.name for f in dataclasses.fields(cls) if f.name not in value and _required(f))
+    if unknown or missing:
+        problem = f"unknown keys {unknown} (valid: {sorted(fields)})" if unknown else f"missing {missing}"
+        raise TargetError(f"{source}: malformed mapping ({what}: {problem})")
+    try:
+        return cls(**_tuples(value))
+    except (TypeError, ValueError) as error:
+        raise TargetError(f"{source}: malformed mapping ({what}: {error})") from None
+
+
+def _required(f: dataclasses.Field) -> bool:
+    return f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING
+
+
+def _tuples(d: Mapping) -> dict:
+    return {k: tuple(v) if isinstance(v, list) else v for k, v in d.items()}

@@ -22,6 +22,7 @@ from .clip import coarse_then_clip, couples_frames
 from .constraints import mean_joint_distance
 from .curves import ActuatorCurves, all_violations
 from .errors import LooprigError, TargetError, did_you_mean
+from .filevalues import limit_to_file
 from .ik import IKProblem, IKSettings, IKTargets, solve_ik
 from .linalg import single_threaded_blas
 from .mapping import ComSpec, RetargetMapping, SupportPhase, TargetSpec
@@ -113,7 +114,7 @@ class RetargetResult:
                     "min": float(values.min()),
                     "max": float(values.max()),
                     "peak_velocity": float(np.abs(velocities[:, a]).max()),
-                    "velocity_limit": _finite(self.curves.velocity_limit[a]),
+                    "velocity_limit": limit_to_file(self.curves.velocity_limit[a]),
                     "violations": [v.to_dict() for v in violations if v.actuator == name],
                 }
             )
@@ -125,7 +126,7 @@ class RetargetResult:
             "max_position_error_m": float(np.max(self.position_error, initial=0.0)),
             "mean_position_error_m": float(np.mean(self.position_error)) if self.position_error.size else 0.0,
             "max_orientation_error_rad": float(np.max(self.orientation_error, initial=0.0)),
-            "max_com_error_m": _finite(float(np.nanmax(self.com_error)))
+            "max_com_error_m": float(np.nanmax(self.com_error))
             if np.isfinite(self.com_error).any()
             else None,
             "unreachable_frames": int(self.unreachable.sum()),
@@ -133,10 +134,6 @@ class RetargetResult:
             "iterations_mean": float(self.iterations.mean()) if len(self.iterations) else 0.0,
             "actuators": actuators,
         }
-
-
-def _finite(value: float) -> float | None:
-    return float(value) if np.isfinite(value) else None
 
 
 def build_problem(

@@ -256,7 +256,15 @@ def test_every_setting_has_an_option_that_overrides_the_mapping(capsys, tmp_path
         a.dest: a.option_strings for a in parser._subparsers._group_actions[0].choices["retarget"]._actions
     }
     for setting in RETARGET_SETTINGS:
-        assert flags[f"setting_{setting.name}"] == ["--" + setting.name.replace("_", "-")]
+        flag = "--" + setting.name.replace("_", "-")
+        negated = ["--no-" + flag[2:]] if setting.kind is bool else []
+        assert flags[f"setting_{setting.name}"] == [flag, *negated]
+    for setting in RETARGET_SETTINGS:  # every kind of option parses to a value its Setting accepts
+        value = setting.default if setting.default is not None else setting.minimum + 1.0
+        flag = "--" + ("no-" if value is False else "") + setting.name.replace("_", "-")
+        text = [] if setting.kind is bool else [str(value)]
+        args = parser.parse_args(["retarget", "fourbar", "t.json", "--map", "m.json", "-o", "o", flag, *text])
+        assert cli.setting_overrides(args) == {setting.name: value}
     out = tmp_path / "r"
     assert retarget(capsys, shot, out, "--rate", "60")[0] == 0
     report = json.loads((out / "report.json").read_text())

@@ -169,13 +169,8 @@ def cmd_export(args) -> int:
     try:
         recorded = app.export_curves(args.curves, args.format, args.output, args.allow_violations)
     except LimitViolationError as error:
-        first = "; ".join(v.describe() for v in error.violations[:3])
-        more = f" (+{len(error.violations) - 3} more)" if len(error.violations) > 3 else ""
-        raise LimitViolationError(
-            f"refusing to write {args.output}: {len(error.violations)} limit violation(s): {first}{more}; "
-            "pass --allow-violations to write them anyway, recorded in the file",
-            error.violations,
-        ) from None
+        error.override_hint = "--allow-violations"  # named in the message when it would help
+        raise
     print(f"wrote {args.output}" + (f" with {len(recorded)} recorded violations" if recorded else ""))
     return 0
 

@@ -320,3 +320,16 @@ def test_a_target_offset_that_overflows_is_one_line_not_a_traceback(capsys, tmp_
     assert code in (2, 3)
     one_line_error(err)
     assert not (tmp_path / "o" / "curves.csv").exists()
+
+
+def test_an_export_refusal_is_one_line_naming_the_cli_flag(capsys, tmp_path):
+    t = np.linspace(0.0, 1.0, 101)
+    path = tmp_path / "fast.csv"
+    curves = ActuatorCurves(t, np.sin(2 * np.pi * t)[:, None], ("motor",), velocity_limit=5.0)
+    write_csv(curves, path, allow_violations=True)
+    code, _, err = run(capsys, "export", path, "--format", "header", "-o", tmp_path / "c.h")
+    line = one_line_error(err)
+    assert (
+        code == 3 and "--allow-violations writes the file anyway" in line and "allow_violations=" not in line
+    )
+    assert not (tmp_path / "c.h").exists()

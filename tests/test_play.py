@@ -179,3 +179,20 @@ def test_ctrl_c_leaves_the_servos_in_the_documented_state(tmp_path, on_stop, tor
         servo = snapshot["servos"][dxl_id]
         assert servo["torque"] == torque and servo["goal"] == goals[-1, k]
     assert all(p["crc_ok"] for p in snapshot["packets"])
+
+
+def test_the_emulator_rejects_a_packet_with_a_bad_crc():
+    """A ping whose CRC is off by one gets a CRC-error status (0x03) and is logged as invalid,
+    so the all-valid check of the playback tests can fail."""
+    import serial
+
+    good = packet(1, 0x01, b"")
+    bad = good[:-2] + bytes([good[-2] ^ 0x01, good[-1]])
+    with EmulatedBus([Servo(1)]) as bus:
+        port = serial.Serial(bus.port, 57600, timeout=1.0)
+        port.write(bad)
+        status = port.read(11)
+        port.close()
+        snapshot = bus.snapshot()
+    assert status[:4] == b"\xff\xff\xfd\x00" and status[7] == 0x55 and status[8] == 0x03
+    assert [p["crc_ok"] for p in snapshot["packets"]] == [False]

@@ -326,7 +326,7 @@ def _run_on_pool(jobs: Sequence[Job], workers: int, finished) -> None:
             index = futures[future]
             try:
                 finished(index, future.result())
-            except Exception as error:  # a worker process that died takes only its jobs
+            except Exception as error:  # the pool broke (a worker process died): this job is lost
                 finished(index, _lost(jobs[index], error))
 
 

@@ -131,7 +131,8 @@ class MinimalMotion(Term):
     mechanism without actuators). L: the mean joint distance [m], so w is relative
     to position-tracking terms (whose Hessians grow as L^2 per radian). Value and
     gradient are zero at every iterate (kind ``proximal``): motors that no target
-    moves keep their values, and reachable targets are met exactly.
+    moves keep their values, and reachable targets are met exactly. The metric is
+    taken at the reference (the previous frame), so one solve computes it once.
     """
 
     name = "minimal motion"
@@ -146,20 +147,30 @@ class MinimalMotion(Term):
         self._row_scale = np.where(readout.is_angle, 1.0, 1.0 / L)  # (A,)
         self._eps = 1e-9 if len(readout.names) else 1.0
         self._body_metric = np.r_[np.full(3, 1.0 / L**2), np.ones(3)]
+        self._last = (None, None)  # (reference states, metric at them)
 
     def linearize(self, point: Point, derivatives: bool = True) -> Linearization:
         zero = np.zeros(point.batch)
         if not derivatives:
             return Linearization(zero, None, None)
-        N, scale = point.n_vars, self.weight * self.length_scale**2
+        reference = point.reference
+        if self._last[0] is not reference.state:
+            self._last = (reference.state, self._metric(point))
+        factor, diagonal = self._last[1]
+        return Linearization(zero, np.zeros((point.batch, point.n_vars)), factor=factor, diagonal=diagonal)
+
+    def _metric(self, point: Point):
+        """The metric's factor (B, A, N) (None without motors) and diagonal (B, N) at the reference."""
+        reference, N = point.reference, point.n_vars
+        scale = self.weight * self.length_scale**2
         diagonal = np.zeros((point.batch, N))
         cols = (point.column_of_body[self.free_bodies, None] + np.arange(6)).ravel()
         diagonal[:, cols] = scale * self._eps * np.tile(self._body_metric, len(self.free_bodies))
         factor = None
         if len(self.readout.names):
-            J = self.readout.jacobian(point.state, point.R, point.column_of_body, N)
+            J = self.readout.jacobian(reference.state, reference.R, point.column_of_body, N)
             factor = J * (np.sqrt(scale) * self._row_scale)[:, None]
-        return Linearization(zero, np.zeros((point.batch, N)), factor=factor, diagonal=diagonal)
+        return factor, diagonal
 
     def errors(self, point: Point) -> dict[str, np.ndarray]:
         return {}  # it measures nothing: it only shapes the steps

@@ -100,15 +100,14 @@ def chain_state(mechanism: Mechanism, rotations: np.ndarray) -> np.ndarray:
 
 def tip_problem(
     mechanism: Mechanism,
-    state_weight: float = 1e-8,
+    state_weight: float = Regularization.state_weight,
     settings: IKSettings | None = None,
 ) -> IKProblem:
     """Position-only IK problem on frame ``tip`` of a :func:`serial_chain` mechanism.
 
-    state_weight: the state regularizer towards the start pose (paper IV.C);
-    small, so that it only picks one of the many poses that reach the target
-    and barely pulls the tip off it. settings: the SQP settings (default
-    :class:`IKSettings`).
+    state_weight: the minimal-motion metric's weight (default: looprig's default;
+    it picks one of the many poses that reach the target without pulling the tip
+    off it). settings: the SQP settings (default :class:`IKSettings`).
     """
     return IKProblem(
         mechanism,

@@ -26,7 +26,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .fk import FKSettings, solve_constraints
-from .ik import IDENTITY_DAMPING, IKProblem, IKSettings, IKTargets, build_step, damping_metric, solve_ik
+from .ik import IKProblem, IKSettings, IKTargets, build_step, solve_ik
 from .rotations import quat_multiply, quat_normalize, quat_to_matrix, retract
 from .terms import ActuatorBarrier, Reference, Targets, VelocityBarrier
 
@@ -106,8 +106,7 @@ def solve_clip(
         if not len(active):
             break
         H, A = step_at.hessian, step_at.constraint_jacobian
-        metric = damping_metric(problem, step_at.point)
-        step = kkt.steps(H, A, step_at.gradient, step_at.constraint, damping[active], metric)
+        step = kkt.steps(H, A, step_at.gradient, step_at.constraint, damping[active])
         step /= np.maximum(1.0, (np.abs(step) * inverse_limit).max(-1, initial=0.0))[:, None]
         size = np.abs(step).max(-1, initial=0.0)
         slope = np.einsum("bn,bn->b", step_at.gradient, step)
@@ -185,20 +184,15 @@ class _KKTBuffer:
         self.K = np.zeros((frames, n + m, n + m))
         self.K[:, np.arange(n, n + m), np.arange(n, n + m)] = -dual_regularization
 
-    def steps(self, H, A, g, c, damping, metric=None) -> np.ndarray:
+    def steps(self, H, A, g, c, damping) -> np.ndarray:
         """Steps d (B, N) for B frames: H (B, N, N), A (B, m, N), g (B, N), c (B, m),
-        damping (B,) relative to each H's largest diagonal entry, in the metric
-        (B, N, N) of :func:`~looprig.core.ik.damping_metric` when given, else the
-        identity (as :class:`~looprig.core.linalg.KKTSystem`)."""
+        damping (B,) relative to each H's largest diagonal entry (as
+        :class:`~looprig.core.linalg.KKTSystem`)."""
         n, B = self.n, len(g)
         K = self.K[:B]
         scale = np.maximum(np.abs(np.diagonal(H, axis1=1, axis2=2)).max(-1, initial=0.0), 1.0)
         K[:, :n, :n] = H
-        identity = damping * scale
-        if metric is not None:
-            K[:, :n, :n] += identity[:, None, None] * metric
-            identity = identity * IDENTITY_DAMPING
-        K[:, np.arange(n), np.arange(n)] += identity[:, None]
+        K[:, np.arange(n), np.arange(n)] += (damping * scale)[:, None]
         K[:, :n, n:] = np.swapaxes(A, 1, 2)
         K[:, n:, :n] = A
         rhs = -np.concatenate([g, c], axis=1)[..., None]

@@ -267,23 +267,6 @@ def build_step(problem: IKProblem, point: Point, derivatives: bool = True) -> Li
     return LinearizedStep(point, value, gradient, hessian, residual, jacobian)
 
 
-#: Share of the identity in the Levenberg damping when the minimal-motion metric shapes it.
-IDENTITY_DAMPING = 1e-3
-
-
-def damping_metric(problem: IKProblem, point: Point) -> np.ndarray | None:
-    """The metric (B, N, N) Levenberg damping uses: the minimal-motion metric, each
-    normalised to a largest diagonal entry of 1, so that damped steps, like converged
-    ones, move the motors no target needs as little as they can; the identity keeps a
-    :data:`IDENTITY_DAMPING` share. None: no such metric (identity damping)."""
-    for term in problem.objective_terms:
-        if isinstance(term, MinimalMotion):
-            M = term.linearize(point).hessian_matrix()
-            top = np.maximum(np.diagonal(M, axis1=-2, axis2=-1).max(-1), 1e-300)
-            return M / top[:, None, None]
-    return None
-
-
 def _single(targets: IKTargets) -> Targets:
     """One frame's targets with a batch axis of one."""
     return Targets(
@@ -392,12 +375,8 @@ def solve_ik(
     polished_result = None  # (state, residual, rotations) after a final chord step
     converged = False
     iteration = 0
-    metric = damping_metric(problem, it.step.point)
     for iteration in range(1, settings.max_iterations + 1):
-        scale = max(float(np.abs(np.diagonal(it.hessian)).max(initial=0.0)), 1.0)
-        damped = it.hessian if metric is None else it.hessian + (damping * scale) * metric[0]
-        primal = damping if metric is None else damping * IDENTITY_DAMPING
-        kkt = KKTSystem(damped, it.step.constraint_jacobian[0], primal, settings.dual_regularization)
+        kkt = KKTSystem(it.hessian, it.step.constraint_jacobian[0], damping, settings.dual_regularization)
         step, _ = kkt.solve(it.gradient, it.c)
         step /= max(1.0, float((np.abs(step) * inverse_limit).max(initial=0.0)))
         step_size = _max_abs(step)

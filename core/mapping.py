@@ -37,6 +37,9 @@ class TargetSpec:
     offset_rotation: tuple[float, float, float, float] = (1.0, 0.0, 0.0, 0.0)
 
     def __post_init__(self):
+        for name in ("track", "frame"):
+            if not isinstance(getattr(self, name), str):
+                raise TargetError(f"mapping target: {name} must be a name, got {getattr(self, name)!r:.80}")
         where = f"mapping target {self.frame!r}"
         for name, size in (("position_weight", 3), ("orientation_weight", 3)):
             w = np.asarray(getattr(self, name), dtype=float)
@@ -63,6 +66,17 @@ class SupportPhase:
     end: float
     frames: tuple[str, ...]
 
+    def __post_init__(self):
+        times = (self.start, self.end)
+        if not all(isinstance(t, int | float) and not isinstance(t, bool) and np.isfinite(t) for t in times):
+            raise TargetError(f"support phase: start and end must be finite times [s], got {times!r:.80}")
+        if self.end < self.start:
+            raise TargetError(f"support phase: end {self.end} is before start {self.start}")
+        if not all(isinstance(f, str) for f in self.frames):
+            raise TargetError(
+                f"support phase {self.start}-{self.end} s: frames must be names, got {self.frames!r:.80}"
+            )
+
 
 @dataclass(frozen=True)
 class ComSpec:
@@ -73,6 +87,15 @@ class ComSpec:
     weight: tuple[float, float, float] = (1.0, 1.0, 0.0)
     track: str | None = None
     support: tuple[SupportPhase, ...] = ()
+
+    def __post_init__(self):
+        w = np.asarray(self.weight, dtype=float) if _numbers(self.weight) else None
+        if w is None or w.shape != (3,) or not np.all(np.isfinite(w)) or np.any(w < 0):
+            raise TargetError(
+                f"mapping com: weight must be 3 finite non-negative numbers, got {self.weight!r:.80}"
+            )
+        if self.track is not None and not isinstance(self.track, str):
+            raise TargetError(f"mapping com: track must be a name, got {self.track!r:.80}")
 
 
 @dataclass(frozen=True)
@@ -147,6 +170,13 @@ class RetargetMapping(RetargetSettings):
         except (OSError, UnicodeDecodeError, json.JSONDecodeError) as error:
             raise TargetError(f"{path}: cannot read mapping: {error}") from None
         return cls.from_dict(data, str(path))
+
+
+def _numbers(values) -> bool:
+    """Whether ``values`` is a sequence of plain numbers (no booleans, strings, objects)."""
+    return isinstance(values, list | tuple) and all(
+        isinstance(v, int | float) and not isinstance(v, bool) for v in values
+    )
 
 
 def _object(value, where: str) -> Mapping:

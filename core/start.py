@@ -58,8 +58,9 @@ def solve_first_frame(problem: IKProblem, targets: IKTargets, state: np.ndarray,
     solver gets ten times the iterations; the frame is met when its position
     error is below ``reach_tolerance`` [m]. When the target is still missed, up to
     :data:`FIRST_FRAME_STARTS` perturbed starts (seeded, so reproducible) are tried
-    (motor values moved by about 0.5 rad or 0.5 L, assembled by FK) and the
-    closest answer is kept.
+    (motor values moved by about 0.5 rad or 0.5 L, assembled by FK, each solved with
+    the normal iteration limit) and the closest answer is kept; two restarts that
+    end where the best did mean the target is out of reach, and stop the search.
     """
     mechanism = problem.mechanism
     many = dataclasses.replace(problem.settings, max_iterations=10 * problem.settings.max_iterations)
@@ -71,6 +72,7 @@ def solve_first_frame(problem: IKProblem, targets: IKTargets, state: np.ndarray,
     values = readout.read(state)
     spread = np.where(readout.is_angle, 0.5, 0.5 * cs.length_scale)  # [rad | m]
     tangent_scale = np.r_[np.full(3, 0.1 * cs.length_scale), np.full(3, 0.1)]
+    agreeing = 0  # restarts that end where the first solve did: a true optimum, not a trap
     for _ in range(FIRST_FRAME_STARTS):
         if len(values):  # move the motors: the robot stays in its assembly mode
             start = solve_fk(
@@ -81,10 +83,12 @@ def solve_first_frame(problem: IKProblem, targets: IKTargets, state: np.ndarray,
             start = solve_constraints(cs, moved, None, FKSettings())
         if not start.converged:
             continue
-        result = solve_ik(problem, targets, start.state, settings=many)
+        result = solve_ik(problem, targets, start.state)
         if _frame_error(result) < _frame_error(best) - reach_tolerance * 1e-3:
-            best = result
-        if _frame_error(best) <= reach_tolerance:
+            best, agreeing = result, 0
+        elif abs(_frame_error(result) - _frame_error(best)) <= 1e-6 * _frame_error(best):
+            agreeing += 1
+        if _frame_error(best) <= reach_tolerance or agreeing >= 2:
             break
     if best.actuators.size and _frame_error(best) <= reach_tolerance:
         # motors that no target determines go back to where the clip starts: pull them

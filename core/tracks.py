@@ -289,7 +289,9 @@ def _header_fields(data: Mapping, path) -> tuple[float, int, int | None, str, st
     start = data.get("frame_start", 0)
     end = data.get("frame_end")
     for key, value in (("frame_start", start), ("frame_end", end)):
-        if value is not None and (isinstance(value, bool) or not isinstance(value, int)):
+        if (value is None and key == "frame_start") or (
+            value is not None and (isinstance(value, bool) or not isinstance(value, int))
+        ):
             raise TrackError(f"{key} must be an integer frame number, got {value!r}", path)
     if end is not None and end < start:
         raise TrackError(f"frame_end {end} is before frame_start {start}", path)

@@ -119,11 +119,30 @@ def setting_overrides(args) -> dict:
     return given
 
 
+def mapping_overrides(args) -> dict:
+    """The mapping's start, motors and hold as the command line gives them."""
+    given = {}
+    if args.start:
+        start = {}
+        for item in args.start:
+            name, _, value = item.partition("=")
+            try:
+                start[name] = float(value)
+            except ValueError:
+                raise LooprigError(f"--start: {item!r} is not MOTOR=VALUE with a number") from None
+        given["start"] = start
+    if args.motors:
+        given["motors"] = list(args.motors)
+    if args.hold:
+        given["hold"] = list(args.hold)
+    return given
+
+
 def cmd_retarget(args) -> int:
     from .core.retarget import RetargetMapping
 
     mapping = RetargetMapping.load(args.map)
-    overrides = setting_overrides(args)
+    overrides = setting_overrides(args) | mapping_overrides(args)
     if overrides:
         mapping = RetargetMapping.from_dict({**mapping.to_dict(), **overrides}, "command line")
     inputs = [args.map, args.tracks] + ([args.mechanism] if Path(args.mechanism).exists() else [])
@@ -304,6 +323,16 @@ def build_parser() -> argparse.ArgumentParser:
     retarget.add_argument(
         "--allow-unreachable", action="store_true", help="write even when every frame is unreachable"
     )
+    retarget.add_argument(
+        "--start",
+        nargs="+",
+        metavar="MOTOR=VALUE",
+        help="motor values [rad | m] where the clip starts (overrides the mapping's start)",
+    )
+    retarget.add_argument(
+        "--motors", nargs="+", metavar="JOINT", help="exactly these joints are motors (default: the file's)"
+    )
+    retarget.add_argument("--hold", nargs="+", metavar="MOTOR", help="motors locked at their start value")
     retarget.add_argument("--quiet", action="store_true")
     add_setting_options(retarget)
     retarget.set_defaults(func=cmd_retarget)

@@ -224,3 +224,65 @@ def test_demo_blend_runs_the_add_ons_demo_program(tmp_path, monkeypatch):
     head = blend.read_bytes()[:7]
     assert head == b"BLENDER" or head[:4] == b"\x28\xb5\x2f\xfd"  # plain or zstd-compressed .blend
     assert (tmp_path / "out" / "report.json").exists()
+
+
+def test_retarget_takes_the_start_motors_and_held_motors_from_the_command_line(tmp_path):
+    """--start, --motors and --hold override the mapping: a start the mapping does not
+    name is used, a name that is no motor is one line (exit 2), a held motor stays put."""
+    from shots import fourbar_shot
+
+    tracks, mapping, _, theta = fourbar_shot(tmp_path)
+    out = tmp_path / "out"
+    code = main(
+        [
+            "retarget",
+            "fourbar",
+            str(tracks),
+            "--map",
+            str(mapping),
+            "-o",
+            str(out),
+            "--quiet",
+            "--start",
+            "crank_joint=0.01",
+            "--motors",
+            "crank_joint",
+        ]
+    )
+    assert code == 0
+    crank = read_csv(out / "curves.csv").values[:, 0]
+    assert np.abs(crank - theta).max() < 1e-6
+    assert (
+        main(
+            [
+                "retarget",
+                "fourbar",
+                str(tracks),
+                "--map",
+                str(mapping),
+                "-o",
+                str(tmp_path / "b"),
+                "--quiet",
+                "--start",
+                "wrist=0.1",
+            ]
+        )
+        == 2
+    )
+    held = tmp_path / "held"
+    main(
+        [
+            "retarget",
+            "fourbar",
+            str(tracks),
+            "--map",
+            str(mapping),
+            "-o",
+            str(held),
+            "--quiet",
+            "--hold",
+            "crank_joint",
+            "--allow-unreachable",
+        ]
+    )
+    assert json.loads((held / "report.json").read_text())["unreachable_frames"] > 0

@@ -1,5 +1,7 @@
 """Checks of a robot read from a scene and the Mechanism built from it (no bpy).
 
+One module although long: the checks and the build share every record of a robot read from a scene.
+
 :func:`build_robot` turns the plain records of :mod:`.robot_records` into a
 :class:`~looprig.core.mechanism.Mechanism` and a list of
 :class:`~.robot_records.Problem`\\ s, each naming the object to click; the

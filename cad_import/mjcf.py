@@ -1,5 +1,7 @@
 """MJCF (MuJoCo XML) files -> Mechanism, through MuJoCo's own compiler.
 
+One module although long: everything MJCF-specific, and nothing else, lives here.
+
 The file is parsed and compiled by the ``mujoco`` package (``MjSpec``), so
 ``<default>`` classes, ``<include>``, ``compiler angle=``/``eulerseq``/
 ``meshdir``, frame orientations of every kind (quat, euler, axisangle,

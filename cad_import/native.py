@@ -1,5 +1,7 @@
 """The native looprig mechanism file: versioned JSON, lossless for a Mechanism.
 
+One module although long: writer, reader and schema of one file format stay in step only side by side.
+
 A native file holds everything a :class:`~looprig.core.mechanism.Mechanism`
 can express — bodies, every joint kind, actuators with limits and hardware
 ids, named frames, mesh references — so ``save -> load`` gives the same

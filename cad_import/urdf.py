@@ -1,5 +1,7 @@
 """URDF files -> Mechanism.
 
+One module although long: everything URDF-specific, and nothing else, lives here.
+
 Read with the standard library's XML parser (line numbers in errors). What is
 read, and how it maps:
 

@@ -1,5 +1,7 @@
 """Serial-chain IK baselines: CCD, triangulation, Jacobian transpose, pseudo-inverse, DLS.
 
+One module although long: five baselines of one benchmark share the chain model and the result record.
+
 Reference solvers for position IK of the tip of an open chain of rigid links
 joined by unconstrained ball joints in 3-D, the setting of Müller-Cajar &
 Mukundan (2007), against which looprig's state-based IK can be compared on the

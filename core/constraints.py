@@ -1,5 +1,7 @@
 """Joint and actuator constraints, vectorised by primitive.
 
+One module although long: every primitive and the stacked evaluation that serves them all.
+
 Every joint kind is a combination of three primitives, each evaluated for all
 of its instances in the mechanism at once (stacked numpy arrays, no Python loop
 over joints):

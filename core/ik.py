@@ -1,5 +1,7 @@
 """State-based inverse kinematics (paper IV.C(b), eq. 3).
 
+One module although long: the problem, its linearised step and the SQP loop that uses both.
+
 Actuated joints become passive (the robot is a puppet) and the solver works
 directly on body states::
 

@@ -1,5 +1,7 @@
 """The mechanism: a constraint graph of rigid bodies (nodes) and joints (edges).
 
+One module although long: the records of the constraint graph and the validation that makes them a mechanism.
+
 Geometry is given in the **initial (assembly) configuration**, in world
 coordinates [m]: body CoM positions and orientations, joint anchors and axes,
 named frames. Local (body) coordinates are derived from it, so bodies need not

@@ -1,6 +1,7 @@
 """The common description every importer fills in, and how it becomes a Mechanism.
 
-One module although long: the tree description and its conversion are one contract between every importer and core.
+One module although long: the tree description and its conversion are one contract
+between every importer and core.
 
 URDF and MJCF describe a kinematic **tree** in joint coordinates (each link's
 frame relative to its parent's, moved by the joint value) plus **loop

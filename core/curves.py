@@ -1,6 +1,7 @@
 """Actuator curves: values over time, their derivatives, limit checks, resampling.
 
-One module although long: the curve record and the limit checks that read it (resampling and violations have their own).
+One module although long: the curve record and the limit checks that read it
+(resampling and violations have their own).
 
 An :class:`ActuatorCurves` holds one curve per actuator, sampled at shared
 times, in SI units of the actuator's coordinate (an angle [rad] or a

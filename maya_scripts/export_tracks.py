@@ -1,6 +1,7 @@
 """Export tracked frames from Maya as a looprig tracks file (standard library only).
 
-One module although long: the exporter runs inside Maya's Python with the standard library only, loaded as one file.
+One module although long: the exporter runs inside Maya's Python with the standard
+library only, loaded as one file.
 
 For chosen transforms (names, the selection, or the object set
 ``looprig_tracks``), sample world matrices over a frame range at a given

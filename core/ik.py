@@ -26,7 +26,7 @@ from .constraints import ConstraintSet
 from .errors import TargetError
 from .fk import FKSettings, solve_constraints
 from .linalg import KKTSystem
-from .mechanism import Mechanism
+from .mechanism import JointKind, Mechanism
 from .readoff import ActuatorReadout
 from .rotations import cross, quat_to_matrix, retract
 from .terms import (
@@ -153,7 +153,13 @@ class IKProblem:
             compiled.append(StateRegularizer(free, reg.state_weight))
         elif len(free) and reg.state_weight > 0:
             compiled.append(
-                MinimalMotion(self.readout, free, reg.state_weight, self.constraints.length_scale)
+                MinimalMotion(
+                    self.readout,
+                    free,
+                    reg.state_weight,
+                    self.constraints.length_scale,
+                    floating_bodies(self.mechanism),
+                )
             )
         if len(free) and reg.velocity_weight > 0:
             compiled.append(VelocityBarrier(free, reg.velocity_weight, reg.velocity_threshold))
@@ -212,6 +218,13 @@ class IKProblem:
             for label, values in term.errors(point).items():
                 rows.append((term.name, term.kind.value, label, values))
         return rows
+
+
+def floating_bodies(mechanism: Mechanism) -> np.ndarray:
+    """Indices of the bodies a ``free`` joint carries (floating bases)."""
+    return np.array(
+        [mechanism.body_index(j.child) for j in mechanism.joints if j.kind == JointKind.FREE], int
+    )
 
 
 @dataclass

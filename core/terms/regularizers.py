@@ -128,7 +128,8 @@ class MinimalMotion(Term):
     ``H = w L^2 (J_p^T S J_p + eps D)``: J_p the read-off Jacobian of every actuator
     (B, A, N), S = 1 for angles [rad] and 1/L^2 for displacements [m]; D the body
     metric ``diag(1/L^2 [translations], 1 [rotations])`` with eps = 1e-9 (1 for a
-    mechanism without actuators). L: the mean joint distance [m], so w is relative
+    mechanism without actuators, and for ``floating`` bodies: a floating base moves
+    like a motor). L: the mean joint distance [m], so w is relative
     to position-tracking terms (whose Hessians grow as L^2 per radian). Value and
     gradient are zero at every iterate (kind ``proximal``): motors that no target
     moves keep their values, and reachable targets are met exactly. The metric is
@@ -139,9 +140,10 @@ class MinimalMotion(Term):
     unit = ""
     kind = TermKind.PROXIMAL
 
-    def __init__(self, readout, free_bodies: np.ndarray, weight: float, length_scale: float):
+    def __init__(self, readout, free_bodies: np.ndarray, weight: float, length_scale: float, floating=()):
         self.readout = readout
         self.free_bodies = np.asarray(free_bodies, dtype=int)
+        self.floating = np.isin(self.free_bodies, np.asarray(floating, dtype=int))  # (n_free,)
         self.weight, self.length_scale = float(weight), float(length_scale)
         L = self.length_scale
         self._row_scale = np.where(readout.is_angle, 1.0, 1.0 / L)  # (A,)
@@ -165,7 +167,8 @@ class MinimalMotion(Term):
         scale = self.weight * self.length_scale**2
         diagonal = np.zeros((point.batch, N))
         cols = (point.column_of_body[self.free_bodies, None] + np.arange(6)).ravel()
-        diagonal[:, cols] = scale * self._eps * np.tile(self._body_metric, len(self.free_bodies))
+        eps = np.where(self.floating, 1.0, self._eps)[:, None] * self._body_metric  # (n_free, 6)
+        diagonal[:, cols] = scale * eps.ravel()
         factor = None
         if len(self.readout.names):
             J = self.readout.jacobian(reference.state, reference.R, point.column_of_body, N)

@@ -119,6 +119,9 @@ def compile_mjcf(path, text: str | None = None, meshes: bool = True):
             _drop_unneeded_meshes(mujoco, spec)
         _check_mesh_files(spec, path)
         roles = [(geom, geom.contype == 0 and geom.conaffinity == 0) for geom in spec.geoms]
+        # compile on this thread: MuJoCo's mesh thread pool once spun for half an hour in a
+        # loaded test run, and one model's meshes compile in well under a second anyway
+        spec.compiler.usethread = False
         try:
             model = spec.compile()
         except Exception as error:

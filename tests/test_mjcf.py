@@ -211,7 +211,8 @@ def test_mesh_transform_undoes_mujoco_recentring(tmp_path):
     box.apply_translation([0.3, -0.2, 0.1])  # off-centre: MuJoCo moves it to its CoM
     box.export(tmp_path / "part.obj")
     text = """
-    <mujoco><compiler angle="radian"/><asset><mesh name="part" file="part.obj" scale="2 2 2"/></asset>
+    <mujoco><compiler angle="radian" usethread="false"/>
+      <asset><mesh name="part" file="part.obj" scale="2 2 2"/></asset>
       <worldbody><body name="b" pos="0 0 1" euler="0.1 0.2 0.3"><joint type="hinge"/>
         <geom type="mesh" mesh="part" pos="0.01 0.02 0.03" euler="0.5 0 0"/></body></worldbody></mujoco>"""
     path = write(tmp_path, text)

@@ -17,13 +17,14 @@ from .mechanism import (
     ActuatedMotion,
     Actuator,
     Body,
+    Coupling,
     Frame,
     Joint,
     JointKind,
     Mechanism,
 )
 from .mobility import MobilityReport, analyse_mobility
-from .readoff import ActuatorReadout, unwrap_sequence
+from .readoff import ActuatorReadout, JointReadout, unwrap_sequence
 from .retarget import (
     ComSpec,
     RetargetMapping,
@@ -43,6 +44,7 @@ __all__ = [
     "Body",
     "ComObjective",
     "ComSpec",
+    "Coupling",
     "ConstraintSet",
     "FKResult",
     "FKSettings",
@@ -54,6 +56,7 @@ __all__ = [
     "IKTargets",
     "Joint",
     "JointKind",
+    "JointReadout",
     "LimitViolationError",
     "LinearizedStep",
     "LooprigError",

@@ -27,7 +27,15 @@ import numpy as np
 
 from .fk import FKSettings, solve_constraints
 from .ik import IKProblem, IKSettings, IKTargets, build_step, solve_ik
-from .rotations import quat_multiply, quat_normalize, quat_to_matrix, retract
+from .rotations import (
+    quat_conjugate,
+    quat_from_rotvec,
+    quat_multiply,
+    quat_normalize,
+    quat_to_matrix,
+    retract,
+    rotvec_from_quat,
+)
 from .terms import ActuatorBarrier, Reference, Targets, VelocityBarrier
 
 
@@ -59,15 +67,11 @@ def interpolate_states(times_known: np.ndarray, states_known: np.ndarray, times:
     a, b = states_known[index], states_known[index + 1]
     out = np.empty((len(times),) + states_known.shape[1:])
     out[..., :3] = a[..., :3] + u[..., None] * (b[..., :3] - a[..., :3])
-    qa, qb = a[..., 3:], b[..., 3:]
-    qb = np.where(np.sum(qa * qb, -1, keepdims=True) < 0.0, -qb, qb)
-    # slerp as qa * (qa^-1 qb)^u through the rotation vector of the relative rotation
-    rel = quat_multiply(qa * np.array([1.0, -1.0, -1.0, -1.0]), qb)
-    angle = 2.0 * np.arctan2(np.linalg.norm(rel[..., 1:], axis=-1), rel[..., 0])
-    half = 0.5 * u * angle
-    axis = rel[..., 1:] / np.maximum(np.linalg.norm(rel[..., 1:], axis=-1, keepdims=True), 1e-300)
-    step = np.concatenate([np.cos(half)[..., None], np.sin(half)[..., None] * axis], -1)
-    out[..., 3:] = quat_normalize(quat_multiply(qa, step))
+    qa = a[..., 3:]
+    # slerp: qa Exp(u Log(qa^-1 qb)), the shortest arc
+    relative = quat_multiply(quat_conjugate(qa), b[..., 3:])
+    relative = rotvec_from_quat(np.where(relative[..., :1] < 0.0, -relative, relative))
+    out[..., 3:] = quat_normalize(quat_multiply(qa, quat_from_rotvec(u[..., None] * relative)))
     return out
 
 
@@ -98,7 +102,7 @@ def solve_clip(
     iterations = np.zeros(F, dtype=int)
     converged = np.zeros(F, dtype=bool)
     active = np.arange(F)
-    step_at = build_step(problem, _point(problem, states, targets, reference, active))
+    step_at = build_step(problem, _point(problem, states[active], targets, reference, active))
     kkt = _KKTBuffer(F, cs.n_vars, step_at.constraint.shape[1], settings.dual_regularization)
     value, violation = step_at.value, step_at.violation
     l1 = np.abs(step_at.constraint).sum(-1)
@@ -165,7 +169,7 @@ def solve_clip(
         d = np.where(~accepted, np.minimum(np.maximum(d, 1e-8) * 100.0, 1e6), d)
         damping[active] = d
         states[active] = new_states
-        step_at = build_step(problem, _point(problem, states, targets, reference, active))
+        step_at = build_step(problem, _point(problem, states[active], targets, reference, active))
         value, violation = step_at.value, step_at.violation
         l1 = np.abs(step_at.constraint).sum(-1)
     residual = np.abs(cs.residual(states)).max(-1, initial=0.0)
@@ -200,20 +204,8 @@ class _KKTBuffer:
 
 
 def _point(problem: IKProblem, states, targets: Targets, reference: Reference, frames: np.ndarray):
-    """The terms' point for ``frames`` of the clip (states already selected or not)."""
-    sel = states if len(states) == len(frames) else states[frames]
-    tg = Targets(
-        targets.positions[frames],
-        targets.rotations[frames],
-        None if targets.com is None else targets.com[frames],
-    )
-    ref = Reference(
-        reference.state[frames],
-        reference.R[frames],
-        reference.actuators[frames],
-        None if reference.velocities is None else reference.velocities[frames],
-    )
-    return problem.point(sel, tg, ref)
+    """The terms' point at ``states`` (B, n, 7) of the clip's ``frames`` (B,)."""
+    return problem.point(states, targets.take(frames), reference.take(frames))
 
 
 def coarse_then_clip(

@@ -270,14 +270,6 @@ CLIP_MEMORY = 64e6
 CLIP_MAX_KKT = 300
 
 
-def _take(targets: Targets, frames: np.ndarray) -> Targets:
-    return Targets(
-        targets.positions[frames],
-        targets.rotations[frames],
-        None if targets.com is None else targets.com[frames],
-    )
-
-
 def _solve_in_sequence(problem, positions, rotations, com, rate, progress, cancel, *out):
     """Frames 1.. one by one, each warm-started from (and compared with) the previous one;
     fills the output arrays ``out`` (states, actuators, errors, residual, iterations, converged)."""
@@ -381,7 +373,7 @@ def retarget(
                 solution = coarse_then_clip(
                     problem,
                     samples.times[chunk],
-                    _take(target_batch, chunk),
+                    target_batch.take(chunk),
                     out_states[start],
                     settings=settings,
                 )
@@ -394,7 +386,7 @@ def retarget(
             values = problem.readout.read(out_states)
             values[0] = out_act[0]
             out_act[:] = unwrap_sequence(values, problem.readout.is_angle)
-            frame_targets = _take(target_batch, np.arange(frames))
+            frame_targets = target_batch
             R = quat_to_matrix(out_states[..., 3:])
             pos_err[:], ori_err[:] = problem.frame_terms.tracking_errors(out_states, R, frame_targets)
             if problem.com_term is not None:

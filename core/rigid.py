@@ -25,7 +25,7 @@ from scipy.spatial.transform import Rotation
 from .constraints import mean_joint_distance
 from .errors import MechanismError
 from .mechanism import Body, Frame, Joint, JointKind, Mechanism, connected_groups
-from .rotations import quat_multiply, quat_to_matrix
+from .rotations import quat_conjugate, quat_multiply, quat_to_matrix
 
 #: A link lighter than this fraction of the robot's mass is a placeholder (URDF dummy link).
 MASSLESS = 1e-6
@@ -58,7 +58,7 @@ class RigidGroups:
         # each reduced body's pose in its group body's frame, from the initial configuration
         s0, g0 = reduced.initial_state(), self.solver.initial_state()[self.group_of]
         self._offset = np.einsum("nba,nb->na", quat_to_matrix(g0[:, 3:]), s0[:, :3] - g0[:, :3])
-        self._relative = quat_multiply(_conjugate(g0[:, 3:]), s0[:, 3:])  # q_group^-1 q_body
+        self._relative = quat_multiply(quat_conjugate(g0[:, 3:]), s0[:, 3:])  # q_group^-1 q_body
 
     def expand(self, states: np.ndarray) -> np.ndarray:
         """States (..., n, 7) of the original bodies from solver states (..., g, 7)."""
@@ -90,15 +90,11 @@ class RigidGroups:
         reduced[..., self._reduced_body[kept], :] = states[..., kept, :]
         first = np.array([np.flatnonzero(self.group_of == g)[0] for g in range(len(self.solver.bodies))])
         member = reduced[..., first, :]
-        q = quat_multiply(member[..., 3:], _conjugate(self._relative[first]))
+        q = quat_multiply(member[..., 3:], quat_conjugate(self._relative[first]))
         out = np.empty(states.shape[:-2] + (len(first), 7))
         out[..., :3] = member[..., :3] - np.einsum("...gab,gb->...ga", quat_to_matrix(q), self._offset[first])
         out[..., 3:] = q
         return out
-
-
-def _conjugate(q: np.ndarray) -> np.ndarray:
-    return q * np.array([1.0, -1.0, -1.0, -1.0])
 
 
 @dataclass(frozen=True)
@@ -122,8 +118,8 @@ class BallChain:
     def link_states(self, parent: np.ndarray, child: np.ndarray) -> np.ndarray:
         """States (..., 2, 7) of the two links from the ends' states (..., 7) each."""
         s0 = self.s0
-        dR_parent = quat_to_matrix(quat_multiply(parent[..., 3:], _conjugate(s0[self.parent, 3:])))
-        dR_child = quat_to_matrix(quat_multiply(child[..., 3:], _conjugate(s0[self.child, 3:])))
+        dR_parent = quat_to_matrix(quat_multiply(parent[..., 3:], quat_conjugate(s0[self.parent, 3:])))
+        dR_child = quat_to_matrix(quat_multiply(child[..., 3:], quat_conjugate(s0[self.child, 3:])))
         relative = np.swapaxes(dR_parent, -1, -2) @ dR_child  # in the initial world frame
         flat = relative.reshape(-1, 3, 3)
         angles = Rotation.from_matrix(flat).as_davenport(self.axes, "intrinsic")  # (k, 3)

@@ -232,57 +232,14 @@ def test_retarget_takes_the_start_motors_and_held_motors_from_the_command_line(t
     from shots import fourbar_shot
 
     tracks, mapping, _, theta = fourbar_shot(tmp_path)
-    out = tmp_path / "out"
-    code = main(
-        [
-            "retarget",
-            "fourbar",
-            str(tracks),
-            "--map",
-            str(mapping),
-            "-o",
-            str(out),
-            "--quiet",
-            "--start",
-            "crank_joint=0.01",
-            "--motors",
-            "crank_joint",
-        ]
-    )
-    assert code == 0
-    crank = read_csv(out / "curves.csv").values[:, 0]
+
+    def run(folder: str, *options: str) -> int:
+        command = ["retarget", "fourbar", str(tracks), "--map", str(mapping), "-o", str(tmp_path / folder)]
+        return main([*command, "--quiet", *options])
+
+    assert run("out", "--start", "crank_joint=0.01", "--motors", "crank_joint") == 0
+    crank = read_csv(tmp_path / "out" / "curves.csv").values[:, 0]
     assert np.abs(crank - theta).max() < 1e-6
-    assert (
-        main(
-            [
-                "retarget",
-                "fourbar",
-                str(tracks),
-                "--map",
-                str(mapping),
-                "-o",
-                str(tmp_path / "b"),
-                "--quiet",
-                "--start",
-                "wrist=0.1",
-            ]
-        )
-        == 2
-    )
-    held = tmp_path / "held"
-    main(
-        [
-            "retarget",
-            "fourbar",
-            str(tracks),
-            "--map",
-            str(mapping),
-            "-o",
-            str(held),
-            "--quiet",
-            "--hold",
-            "crank_joint",
-            "--allow-unreachable",
-        ]
-    )
-    assert json.loads((held / "report.json").read_text())["unreachable_frames"] > 0
+    assert run("bad", "--start", "wrist=0.1") == 2
+    run("held", "--hold", "crank_joint", "--allow-unreachable")
+    assert json.loads((tmp_path / "held" / "report.json").read_text())["unreachable_frames"] > 0

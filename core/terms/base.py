@@ -47,6 +47,11 @@ class Reference:
     actuators: np.ndarray
     velocities: np.ndarray | None = None
 
+    def take(self, frames) -> "Reference":
+        """The reference of some frames (an index or mask over B)."""
+        velocities = None if self.velocities is None else self.velocities[frames]
+        return Reference(self.state[frames], self.R[frames], self.actuators[frames], velocities)
+
 
 @dataclass
 class Targets:
@@ -56,6 +61,11 @@ class Targets:
     positions: np.ndarray
     rotations: np.ndarray
     com: np.ndarray | None = None
+
+    def take(self, frames) -> "Targets":
+        """The targets of some frames (an index or mask over B)."""
+        com = None if self.com is None else self.com[frames]
+        return Targets(self.positions[frames], self.rotations[frames], com)
 
 
 @dataclass
@@ -147,6 +157,12 @@ class LeastSquaresTerm(Term):
         if not derivatives:
             return Linearization(value, None, None, r)
         return Linearization(value, np.einsum("bmn,bm->bn", J, r), np.swapaxes(J, -1, -2) @ J, r, J)
+
+
+def motor_units(readout, length_scale: float, motors=slice(None)) -> np.ndarray:
+    """Per motor (A,), the factor that makes its value dimensionless: 1 for an angle
+    [rad], 1/L for a displacement [m] (L: the mechanism's mean joint distance)."""
+    return np.where(readout.is_angle[motors], 1.0, 1.0 / length_scale)
 
 
 def weights3(value, what: str) -> np.ndarray:

@@ -4,7 +4,7 @@ motors locked at given values."""
 import numpy as np
 
 from ..constraints import ConstraintSet
-from .base import Linearization, Point, Term, TermKind
+from .base import Linearization, Point, Term, TermKind, motor_units
 
 
 class JointConstraints(Term):
@@ -42,7 +42,7 @@ class MotorLock(Term):
         self.motors = np.asarray(motors, dtype=int)
         self.values = np.asarray(values, dtype=float)
         L = float(length_scale)
-        self._row_scale = L * np.where(readout.is_angle[self.motors], 1.0, 1.0 / L)
+        self._row_scale = L * motor_units(readout, L, self.motors)
 
     def linearize(self, point: Point, derivatives: bool = True) -> Linearization:
         held = self.readout.read(point.state, R=point.R)[..., self.motors]

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..rotations import relative_angle_matrix_jacobian, vee_antisymmetric
-from .base import LeastSquaresTerm, Linearization, Point, Term, TermKind
+from .base import LeastSquaresTerm, Linearization, Point, Term, TermKind, motor_units
 
 
 @dataclass(frozen=True)
@@ -146,7 +146,7 @@ class MinimalMotion(Term):
         self.floating = np.isin(self.free_bodies, np.asarray(floating, dtype=int))  # (n_free,)
         self.weight, self.length_scale = float(weight), float(length_scale)
         L = self.length_scale
-        self._row_scale = np.where(readout.is_angle, 1.0, 1.0 / L)  # (A,)
+        self._row_scale = motor_units(readout, L)  # (A,)
         self._eps = 1e-9 if len(readout.names) else 1.0
         self._body_metric = np.r_[np.full(3, 1.0 / L**2), np.ones(3)]
         self._last = (None, None)  # (reference states, metric at them)
@@ -192,7 +192,7 @@ class MotorRest(LeastSquaresTerm):
     def __init__(self, readout, rest: np.ndarray, weight: float, length_scale: float):
         self.readout, self.rest = readout, np.asarray(rest, dtype=float)
         L = float(length_scale)
-        self._row_scale = np.sqrt(weight) * L * np.where(readout.is_angle, 1.0, 1.0 / L)
+        self._row_scale = np.sqrt(weight) * L * motor_units(readout, L)
 
     def residual(self, point: Point, jacobian: bool = True):
         values = self.readout.read(point.state, previous=self.rest, R=point.R)

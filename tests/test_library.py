@@ -52,6 +52,7 @@ EXPECTED = {
     "dancer": Expected(12, 12, 8, 1, 6, 0, ("pelvis_frame",)),
     "walker": Expected(30, 37, 12, 8, 6 + 12, 6, ("left_foot", "right_foot", "pelvis_frame")),
     "stewart": Expected(14, 18, 6, 5, 6, 0, ("platform",)),
+    "delta": Expected(11, 15, 3, 5, 3, 0, ("platform",)),
     "all_joints": Expected(9, 12, 1, 4, 1, 0, ("effector",)),
     "chain_6r6p": Expected(13, 12, 12, 0, 12, 0, ("effector",)),
 }

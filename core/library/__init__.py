@@ -8,9 +8,9 @@
 * ``boxer`` — the paper's 4-DoF Boxer arm with a singular shoulder (:mod:`.arms`);
 * ``dancer`` — two 6R legs closing a loop through the pelvis, over-actuated;
   ``walker`` — a serial-parallel floating-base biped (:mod:`.legs`);
-* ``stewart`` — a 6-UPS Stewart platform with closed-form leg lengths
-  (:mod:`.parallel`, which also builds a 3-RSS delta; not listed: its motors
-  leave the platform's orientation free, so FK does not determine its pose);
+* ``stewart`` — a 6-UPS Stewart platform with closed-form leg lengths;
+  ``delta`` — a delta robot whose parallelogram forearms hold the platform
+  level, with closed-form arm angles (:mod:`.parallel`);
 * ``all_joints`` — a 1-DoF linkage with every joint kind; ``chain_6r6p`` — a
   serial chain of 6 revolute and 6 prismatic actuators (:mod:`.validation`,
   the paper's Fig. 6).
@@ -22,7 +22,7 @@ from ..errors import MechanismError, did_you_mean
 from ..mechanism import Mechanism
 from .arms import boxer
 from .legs import dancer, walker
-from .parallel import stewart
+from .parallel import delta, stewart
 from .planar import fourbar, slider_crank, two_link_arm
 from .validation import all_joints, chain_6r6p
 
@@ -34,6 +34,7 @@ REFERENCE_MECHANISMS: dict[str, Callable[[], Mechanism]] = {
     "dancer": dancer,
     "walker": walker,
     "stewart": stewart,
+    "delta": delta,
     "all_joints": all_joints,
     "chain_6r6p": chain_6r6p,
 }

@@ -1,5 +1,6 @@
 """Parallel robots with closed-form inverse kinematics: a Stewart 6-UPS platform
-and a 3-RSS delta (tests of exact retargeting, the Reachy Mini head's kinds).
+and a delta with parallelogram forearms (tests of exact retargeting, the Reachy
+Mini head's kinds).
 
 World axes: z up; both robots are symmetric about z by thirds of a turn.
 """
@@ -21,12 +22,14 @@ STEWART_HEIGHT = 0.20
 #: Delta geometry [m, rad]: motor axes on a circle of radius ``DELTA_BASE_RADIUS`` at
 #: 0, 120, 240 degrees about z, arms ``DELTA_ARM``, rods ``DELTA_ROD``, rod ends on
 #: the platform at ``DELTA_PLATFORM_RADIUS``; arms ``DELTA_ARM_ANGLE`` below the
-#: horizontal in the file pose.
+#: horizontal in the file pose. Each forearm is a parallelogram of two rods
+#: ``DELTA_ROD_SPACING`` apart along the motor axis, centred on the leg's plane.
 DELTA_BASE_RADIUS = 0.10
 DELTA_ARM = 0.10
 DELTA_ROD = 0.25
 DELTA_PLATFORM_RADIUS = 0.03
 DELTA_ARM_ANGLE = 0.5
+DELTA_ROD_SPACING = 0.04
 DELTA_AZIMUTHS = np.radians([0.0, 120.0, 240.0])
 
 
@@ -148,15 +151,20 @@ def delta_arm_angles(positions) -> np.ndarray:
 
 
 def delta() -> Mechanism:
-    """A 3-RSS delta: three motors on a grounded base, each turning an arm whose rod
-    (spherical joints at both ends) holds a platform.
+    """A delta robot (Clavel's): three motors on a grounded base, each turning an arm
+    whose forearm, a parallelogram of two equal rods, holds a platform. The three
+    parallelograms keep the platform parallel to the base: the motors set its
+    position, and its orientation is held by the mechanism (3 DoF, 3 motors).
 
     Motor k (``motor{k}``, k = 1..3, at azimuth ``DELTA_AZIMUTHS[k-1]``) turns
-    ``arm{k}`` about the horizontal tangent of the base circle; positive turns the
-    arm down. ``rod{k}`` joins the elbow to the platform. The rods turn freely about
-    their own axes (three idle degrees of freedom), and with single rods the
-    platform's orientation is not fixed by the motors: the platform has six degrees
-    of freedom, three of which a target must hold. File pose: arms
+    ``arm{k}`` about the horizontal tangent t_k of the base circle; positive turns
+    the arm down. Rods ``rod{k}a`` and ``rod{k}b`` run from the elbow +-s/2 t_k
+    (s = ``DELTA_ROD_SPACING``) to the platform's rod ends +-s/2 t_k, each hanging
+    from the arm by a universal joint (``elbow{k}a``/``b``: across the arm, then
+    across the rod; the rod cannot spin about itself, so no idle freedom) and
+    holding the platform by a ball (``wrist{k}a``/``b``). A translated platform
+    keeps each rod pair parallel and equal, so the leg's centre line obeys the
+    single-rod closed form :func:`delta_arm_angles`. File pose: arms
     ``DELTA_ARM_ANGLE`` below the horizontal, the platform level at
     :func:`delta_file_height`; frame ``platform`` at its centre, world-aligned.
     Motors: XH430-W350 servos.
@@ -169,13 +177,28 @@ def delta() -> Mechanism:
         shoulder = DELTA_BASE_RADIUS * out
         elbow = shoulder + DELTA_ARM * (np.cos(DELTA_ARM_ANGLE) * out - np.sin(DELTA_ARM_ANGLE) * Z_AXIS)
         end = centre + DELTA_PLATFORM_RADIUS * out
+        across_rod = unit(np.cross(end - elbow, tangent))
         name = f"{k + 1}"
-        bodies += [link(f"arm{name}", shoulder, elbow), link(f"rod{name}", elbow, end, mass=0.02)]
-        joints += [
+        bodies.append(link(f"arm{name}", shoulder, elbow))
+        joints.append(
             hinge(
                 f"motor{name}", "base", f"arm{name}", shoulder, tangent, servo(k + 1, -np.pi / 2, np.pi / 2)
-            ),
-            Joint(f"elbow{name}", JointKind.SPHERICAL, f"arm{name}", f"rod{name}", anchor=elbow),
-            Joint(f"wrist{name}", JointKind.SPHERICAL, f"rod{name}", "platform", anchor=end),
-        ]
+            )
+        )
+        for side, sign in (("a", 1.0), ("b", -1.0)):
+            offset = 0.5 * sign * DELTA_ROD_SPACING * tangent
+            rod = f"rod{name}{side}"
+            bodies.append(link(rod, elbow + offset, end + offset, mass=0.02))
+            joints += [
+                Joint(
+                    f"elbow{name}{side}",
+                    JointKind.UNIVERSAL,
+                    f"arm{name}",
+                    rod,
+                    anchor=elbow + offset,
+                    axis=tangent,
+                    secondary_axis=across_rod,
+                ),
+                Joint(f"wrist{name}{side}", JointKind.SPHERICAL, rod, "platform", anchor=end + offset),
+            ]
     return Mechanism(bodies, joints, [Frame("platform", "platform", position=centre)], name="delta")

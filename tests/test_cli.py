@@ -23,6 +23,7 @@ EXPECTED_DOF = {
     "dancer": 6,
     "walker": 18,
     "stewart": 6,
+    "delta": 3,
     "all_joints": 1,
     "chain_6r6p": 12,
 }

@@ -26,7 +26,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .fk import FKSettings, solve_constraints
-from .ik import IKProblem, IKSettings, IKTargets, build_step, solve_ik
+from .ik import IKProblem, IKSettings, IKTargets, build_step, solve_ik, step_kkt
 from .rotations import (
     quat_conjugate,
     quat_from_rotvec,
@@ -103,18 +103,17 @@ def solve_clip(
     converged = np.zeros(F, dtype=bool)
     active = np.arange(F)
     step_at = build_step(problem, _point(problem, states[active], targets, reference, active))
-    kkt = _KKTBuffer(F, cs.n_vars, step_at.constraint.shape[1], settings.dual_regularization)
     value, violation = step_at.value, step_at.violation
     l1 = np.abs(step_at.constraint).sum(-1)
     for _ in range(settings.max_iterations):
         if not len(active):
             break
-        H, A = step_at.hessian, step_at.constraint_jacobian
-        step = kkt.steps(H, A, step_at.gradient, step_at.constraint, damping[active])
+        kkt = step_kkt(problem, step_at, damping[active], settings.dual_regularization)
+        step = kkt.solve(step_at.gradient, step_at.constraint)
         step /= np.maximum(1.0, (np.abs(step) * inverse_limit).max(-1, initial=0.0))[:, None]
         size = np.abs(step).max(-1, initial=0.0)
         slope = np.einsum("bn,bn->b", step_at.gradient, step)
-        curvature = np.einsum("bn,bn->b", step, np.einsum("bnk,bk->bn", H, step))
+        curvature = step_at.model.curvature(step)
         undamped = damping[active] <= settings.undamped_below
         stalled = -(slope + 0.5 * curvature) <= settings.objective_tolerance * value
         done = undamped & ((size <= settings.step_tolerance) | stalled) & (violation <= tol)
@@ -179,33 +178,13 @@ def solve_clip(
     return ClipSolution(states, iterations, converged & (residual <= tol), residual)
 
 
-class _KKTBuffer:
-    """The stacked KKT matrices ``[[H + eps_p I, A^T], [A, -eps_d I]]`` of up to F frames,
-    allocated once: every iteration overwrites the blocks of the frames still active."""
-
-    def __init__(self, frames: int, n: int, m: int, dual_regularization: float):
-        self.n, self.m = n, m
-        self.K = np.zeros((frames, n + m, n + m))
-        self.K[:, np.arange(n, n + m), np.arange(n, n + m)] = -dual_regularization
-
-    def steps(self, H, A, g, c, damping) -> np.ndarray:
-        """Steps d (B, N) for B frames: H (B, N, N), A (B, m, N), g (B, N), c (B, m),
-        damping (B,) relative to each H's largest diagonal entry (as
-        :class:`~looprig.core.linalg.KKTSystem`)."""
-        n, B = self.n, len(g)
-        K = self.K[:B]
-        scale = np.maximum(np.abs(np.diagonal(H, axis1=1, axis2=2)).max(-1, initial=0.0), 1.0)
-        K[:, :n, :n] = H
-        K[:, np.arange(n), np.arange(n)] += (damping * scale)[:, None]
-        K[:, :n, n:] = np.swapaxes(A, 1, 2)
-        K[:, n:, :n] = A
-        rhs = -np.concatenate([g, c], axis=1)[..., None]
-        return np.linalg.solve(K, rhs)[:, :n, 0]
-
-
 def _point(problem: IKProblem, states, targets: Targets, reference: Reference, frames: np.ndarray):
     """The terms' point at ``states`` (B, n, 7) of the clip's ``frames`` (B,)."""
     return problem.point(states, targets.take(frames), reference.take(frames))
+
+
+#: Clips with more coarse frames than this solve their coarse frames as a clip of their own.
+SEQUENTIAL_COARSE = 24
 
 
 def coarse_then_clip(
@@ -218,29 +197,36 @@ def coarse_then_clip(
 ) -> ClipSolution:
     """Frames 1..F-1 of a clip whose frame 0 is solved (``first_state``).
 
-    The per-frame solver runs on every ``stride``-th frame (and the last),
-    warm-started in order; their states, interpolated, start :func:`solve_clip`
-    on all frames. Returns states for all F frames (frame 0 = ``first_state``).
+    Every ``stride``-th frame (and the last) is solved first: by the per-frame
+    solver, warm-started in order, or, when there are more than
+    :data:`SEQUENTIAL_COARSE` of them, as a clip of their own (recursively, so
+    only every ``stride``-squared-th frame of a long clip is solved in sequence).
+    Their states, interpolated, start :func:`solve_clip` on all frames. Returns
+    states for all F frames (frame 0 = ``first_state``).
     """
     F = len(times)
     coarse = np.unique(np.r_[np.arange(0, F, stride), F - 1])
-    known = np.empty((len(coarse),) + first_state.shape)
-    known[0] = state = first_state
-    actuators = problem.readout.read(state)
-    for i, f in enumerate(coarse[1:], start=1):
-        com = None if targets.com is None else targets.com[f]
-        result = solve_ik(
-            problem,
-            IKTargets(targets.positions[f], targets.rotations[f], com),
-            state,
-            previous_actuators=actuators,
-        )
-        known[i] = state = result.state
-        actuators = result.actuators
+    if len(coarse) > SEQUENTIAL_COARSE:
+        known = coarse_then_clip(
+            problem, times[coarse], targets.take(coarse), first_state, stride, settings
+        ).states
+    else:
+        known = np.empty((len(coarse),) + first_state.shape)
+        known[0] = state = first_state
+        actuators = problem.readout.read(state)
+        for i, f in enumerate(coarse[1:], start=1):
+            com = None if targets.com is None else targets.com[f]
+            result = solve_ik(
+                problem,
+                IKTargets(targets.positions[f], targets.rotations[f], com),
+                state,
+                previous_actuators=actuators,
+            )
+            known[i] = state = result.state
+            actuators = result.actuators
     starts = interpolate_states(times[coarse], known, times) if len(coarse) > 1 else known[[0]]
     starts[coarse] = known
-    solution = solve_clip(problem, targets, starts, _reference(problem, starts), settings)
-    return solution
+    return solve_clip(problem, targets, starts, _reference(problem, starts), settings)
 
 
 def _reference(problem: IKProblem, states: np.ndarray) -> Reference:

@@ -245,6 +245,9 @@ class ConstraintSet:
         point, dot, slide = _StackBuilder(3), _StackBuilder(1), _StackBuilder(1)
         row_joint: list[list[int]] = [[], [], []]  # joint index per instance, per primitive
         actuator_slot = {j.name: k for k, j in enumerate(mechanism.actuated_joints)}
+        #: per joint: its frame's axes (3, 3 columns) in the parent's and the child's
+        #: coordinates, and its anchor (3,) in each body's coordinates [m]
+        self.joint_frames: list[tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]] = []
 
         for jn, joint in enumerate(mechanism.joints):
             i, j = mechanism.body_index(joint.parent), mechanism.body_index(joint.child)
@@ -262,6 +265,7 @@ class ConstraintSet:
                 xi=R0[i].T @ (joint.anchor - c0[i]),
                 xj=R0[j].T @ (joint.anchor - c0[j]),
             )
+            self.joint_frames.append((rows.Fi, rows.Fj, rows.xi, rows.xj))
             rows.add_passive(joint.kind)
             if actuated and joint.actuator is not None:
                 slot = actuator_slot[joint.name]
@@ -299,6 +303,7 @@ class ConstraintSet:
         self.n_actuators = len(actuator_slot)
         self._prepare_vectors()
         self._prepare_scatter()
+        self._subsets: dict[bytes, tuple] = {}
         self._couplings = None
         if mechanism.couplings:
             first = len(mechanism.joints) + len(closures)
@@ -434,16 +439,55 @@ class ConstraintSet:
                 entry.append((keep, rows, cols))
             self._scatter.append(entry)
 
-    def dense(self, blocks, batch_shape=()) -> np.ndarray:
-        J = np.zeros(tuple(batch_shape) + (self.n_rows, self.n_vars))
-        for (_, Ji, Jj), entry in zip(blocks[: len(self._scatter)], self._scatter, strict=True):
-            for block, (keep, rows, cols) in zip((Ji, Jj), entry, strict=True):
+    def dense(self, blocks, batch_shape=(), rows: np.ndarray | None = None) -> np.ndarray:
+        """The Jacobian (..., m, N) from :meth:`evaluate`'s ``blocks``; with ``rows`` (sorted
+        row indices, each joint's rows all in or all out) only those rows, in that order."""
+        keep_rows, scatter, couplings = self._row_subset(rows)
+        J = np.zeros(tuple(batch_shape) + (len(keep_rows), self.n_vars))
+        for (_, Ji, Jj), entry in zip(blocks[: len(self._scatter)], scatter, strict=True):
+            for block, (keep, rows_, cols) in zip((Ji, Jj), entry, strict=True):
                 if len(keep):
-                    J[..., rows, cols] = block[..., keep, :, :]
-        if self._couplings is not None:
-            for block, (keep, rows, cols) in zip(blocks[-1], self._couplings.scatter, strict=True):
-                J[..., rows, cols] += block[..., keep, :]  # bodies may repeat: accumulate
+                    J[..., rows_, cols] = block[..., keep, :, :]
+        if self._couplings is not None and couplings is not None:
+            for block, (keep, rows_, cols) in zip(blocks[-1], couplings, strict=True):
+                J[..., rows_, cols] += block[..., keep, :]  # bodies may repeat: accumulate
         return J
+
+    def _row_subset(self, rows):
+        """The scatter index arrays of :meth:`dense` restricted to ``rows`` (renumbered), cached."""
+        if rows is None:
+            return np.arange(self.n_rows), self._scatter, self._couplings and self._couplings.scatter
+        key = np.asarray(rows, int).tobytes()
+        if key not in self._subsets:
+            new_row = np.full(self.n_rows + 1, -1)
+            new_row[rows] = np.arange(len(rows))
+            scatter = [
+                [
+                    (keep[inside], new_row[r[inside]], c[inside])
+                    for keep, r, c in entry
+                    for inside in [(new_row[r[..., 0]] >= 0).all(-1)]
+                ]
+                for entry in self._scatter
+            ]
+            couplings = None
+            if self._couplings is not None:
+                couplings = [
+                    (keep[inside], new_row[r[inside]], c[inside])
+                    for keep, r, c in self._couplings.scatter
+                    for inside in [new_row[r[:, 0]] >= 0]
+                ]
+            self._subsets[key] = (np.asarray(rows, int), scatter, couplings)
+        return self._subsets[key]
+
+    def row_blocks(self, blocks, batch: int) -> np.ndarray:
+        """Every point, dot and slide row's Jacobian blocks on its two bodies: (B, m, 2, 6),
+        ``[..., 0, :]`` on the joint's parent (body i), ``[..., 1, :]`` on its child
+        (coupling rows, which touch four bodies, stay zero)."""
+        out = np.zeros((batch, self.n_rows, 2, 6))
+        for s, Ji, Jj in blocks[: len(self._scatter)]:
+            out[:, s.rows.ravel(), 0] = Ji.reshape(batch, -1, 6)
+            out[:, s.rows.ravel(), 1] = Jj.reshape(batch, -1, 6)
+        return out
 
     def sparse(self, blocks) -> sp.csr_matrix:
         """Unbatched Jacobian as a CSR matrix (for large mechanisms)."""

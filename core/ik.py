@@ -25,8 +25,8 @@ import numpy as np
 from .constraints import ConstraintSet
 from .errors import TargetError
 from .fk import FKSettings, solve_constraints
-from .linalg import KKTSystem
 from .mechanism import JointKind, Mechanism
+from .nullspace import ReducedKKT, SpanningTree
 from .readoff import ActuatorReadout
 from .rotations import cross, quat_to_matrix, retract
 from .terms import (
@@ -139,6 +139,7 @@ class IKProblem:
             raise TargetError("the velocity regularizer needs a positive threshold")
         self.constraints = ConstraintSet(self.mechanism, actuated=False)
         self.constraint_term = JointConstraints(self.constraints)
+        self.tree = SpanningTree(self.constraints)
         self.readout = ActuatorReadout(self.mechanism)
         self.actuator_limits = ActuatorLimits.of(self.mechanism)
         self.frame_terms = FrameTask(self.mechanism, self.frames)
@@ -228,58 +229,138 @@ def floating_bodies(mechanism: Mechanism) -> np.ndarray:
 
 
 @dataclass
+class HessianModel:
+    """The objective's Gauss-Newton model (B, N, N), kept as the parts the terms made:
+    ``dense`` (B, N, N) or None, ``factor`` (B, r, N) or None (contributing
+    ``factor^T factor``), ``diagonal`` (B, N). Products with it never form the matrix."""
+
+    dense: np.ndarray | None
+    factor: np.ndarray | None
+    diagonal: np.ndarray
+
+    def times(self, M: np.ndarray) -> np.ndarray:
+        """``H M`` for M (B, N, k): (B, N, k)."""
+        out = self.diagonal[..., None] * M
+        if self.factor is not None:
+            out += np.swapaxes(self.factor, 1, 2) @ (self.factor @ M)
+        if self.dense is not None:
+            out += self.dense @ M
+        return out
+
+    def project(self, Z: np.ndarray, shift: np.ndarray) -> np.ndarray:
+        """``Z^T (H + shift I) Z`` for Z (B, N, D) and shift (B,): (B, D, D)."""
+        Zt = np.swapaxes(Z, 1, 2)
+        out = Zt @ ((self.diagonal + shift[:, None])[..., None] * Z)
+        if self.factor is not None:
+            FZ = self.factor @ Z
+            out += np.swapaxes(FZ, 1, 2) @ FZ
+        if self.dense is not None:
+            out += Zt @ (self.dense @ Z)
+        return out
+
+    def curvature(self, v: np.ndarray) -> np.ndarray:
+        """``v^T H v`` per frame for v (B, N): (B,)."""
+        out = np.einsum("bn,bn,bn->b", v, self.diagonal, v)
+        if self.factor is not None:
+            Fv = np.einsum("brn,bn->br", self.factor, v)
+            out += np.einsum("br,br->b", Fv, Fv)
+        if self.dense is not None:
+            out += np.einsum("bn,bnk,bk->b", v, self.dense, v)
+        return out
+
+    def scale(self) -> np.ndarray:
+        """max(|diag H|, 1) per frame (B,): the unit of the relative Levenberg damping."""
+        diag = self.diagonal.copy()
+        if self.factor is not None:
+            diag += np.einsum("brn,brn->bn", self.factor, self.factor)
+        if self.dense is not None:
+            diag += np.diagonal(self.dense, axis1=1, axis2=2)
+        return np.maximum(np.abs(diag).max(-1, initial=0.0), 1.0)
+
+    def matrix(self) -> np.ndarray:
+        """The model as a dense matrix (B, N, N)."""
+        B, N = self.diagonal.shape
+        return self.times(np.broadcast_to(np.eye(N), (B, N, N)))
+
+
+@dataclass
 class LinearizedStep:
     """The SQP subproblem at a batch of B states: the Gauss-Newton model of the
     objective and the linearised constraints.
 
-    value (B,); gradient (B, N); hessian (B, N, N); constraint (B, m) [m];
-    constraint_jacobian (B, m, N) (None when built without derivatives).
+    value (B,); gradient (B, N); model: the Hessian model (:class:`HessianModel`);
+    constraint (B, m) [m]: the joint constraints' rows, then any further equality
+    terms'; row_blocks (B, m_cs, 2, 6): the joint constraints' Jacobian rows on
+    their two bodies (:meth:`ConstraintSet.row_blocks`); loop_jacobian
+    (B, m_loop, N): the dense rows outside the problem's spanning tree, then the
+    further equality terms' (None without derivatives).
     """
 
     point: Point
     value: np.ndarray
     gradient: np.ndarray | None
-    hessian: np.ndarray | None
+    model: HessianModel | None
     constraint: np.ndarray
-    constraint_jacobian: np.ndarray | None
+    row_blocks: np.ndarray | None
+    loop_jacobian: np.ndarray | None
+    _blocks: list | None = None
+    _extra: list = field(default_factory=list)
+    _constraints: ConstraintSet | None = None
 
     @property
     def violation(self) -> np.ndarray:
         """max |C| per frame (B,) [m]."""
         return np.abs(self.constraint).max(axis=-1, initial=0.0)
 
+    @property
+    def hessian(self) -> np.ndarray:
+        """The model Hessian as a dense matrix (B, N, N) (for inspection and tests)."""
+        return self.model.matrix()
+
+    @property
+    def constraint_jacobian(self) -> np.ndarray:
+        """The whole constraint Jacobian, dense (B, m, N) (for inspection and tests)."""
+        dense = self._constraints.dense(self._blocks, (self.point.batch,))
+        return np.concatenate([dense, *self._extra], axis=1) if self._extra else dense
+
 
 def build_step(problem: IKProblem, point: Point, derivatives: bool = True) -> LinearizedStep:
-    """Linearise every term of ``problem`` at ``point`` and sum the objective terms."""
+    """Linearise every term of ``problem`` at ``point`` and sum the objective terms.
+
+    The joint constraints are evaluated directly (their Jacobian kept in blocks for
+    :class:`~looprig.core.nullspace.ReducedKKT`); further equality terms linearise."""
     B, N = point.batch, point.n_vars
     value = np.zeros(B)
-    gradient = hessian = None
-    factors, diagonal = [], np.zeros((B, N))
+    gradient = model = None
+    dense, factors, diagonal = None, [], np.zeros((B, N))
     if derivatives:
-        gradient, hessian = np.zeros((B, N)), np.zeros((B, N, N))
+        gradient = np.zeros((B, N))
     for term in problem.objective_terms:
         lin = term.linearize(point, derivatives)
         value += lin.value
         if derivatives:
             gradient += lin.gradient
             if lin.hessian is not None:
-                hessian += lin.hessian
+                dense = lin.hessian if dense is None else dense + lin.hessian
             if lin.factor is not None:
                 factors.append(lin.factor)
             if lin.diagonal is not None:
                 diagonal += lin.diagonal
     if derivatives:
-        if factors:  # every Gauss-Newton part in one product
-            F = np.concatenate(factors, axis=1) if len(factors) > 1 else factors[0]
-            hessian += np.swapaxes(F, -1, -2) @ F
-        hessian[:, np.arange(N), np.arange(N)] += diagonal
-    equalities = [term.linearize(point, derivatives) for term in problem.equality_terms]
-    if len(equalities) == 1:
-        residual, jacobian = equalities[0].residual, equalities[0].jacobian
-    else:
-        residual = np.concatenate([e.residual for e in equalities], axis=-1)
-        jacobian = np.concatenate([e.jacobian for e in equalities], axis=-2) if derivatives else None
-    return LinearizedStep(point, value, gradient, hessian, residual, jacobian)
+        factor = np.concatenate(factors, axis=1) if len(factors) > 1 else (factors[0] if factors else None)
+        model = HessianModel(dense, factor, diagonal)
+    cs = problem.constraints
+    residual, blocks = cs.evaluate(point.state, jacobian=derivatives, R=point.R)
+    extras = [term.linearize(point, derivatives) for term in problem.equality_terms[1:]]
+    if extras:
+        residual = np.concatenate([residual, *[e.residual for e in extras]], axis=-1)
+    if not derivatives:
+        return LinearizedStep(point, value, None, None, residual, None, None)
+    extra = [e.jacobian for e in extras]
+    loop = cs.dense(blocks, (B,), problem.tree.loop_rows)
+    loop = np.concatenate([loop, *extra], axis=1) if extra else loop
+    rows = cs.row_blocks(blocks, B)
+    return LinearizedStep(point, value, gradient, model, residual, rows, loop, blocks, extra, cs)
 
 
 def _single(targets: IKTargets) -> Targets:
@@ -299,8 +380,32 @@ class _Iterate:
         self.c = self.step.constraint[0]
         self.value = float(self.step.value[0])
         self.gradient = self.step.gradient[0]
-        self.hessian = self.step.hessian[0]
         self.violation = _max_abs(self.c)
+
+
+def step_kkt(problem: IKProblem, step: LinearizedStep, damping, dual_regularization: float) -> ReducedKKT:
+    """The factorised KKT system of ``step`` (built with derivatives); damping (B,)."""
+    return ReducedKKT(
+        problem.tree,
+        step.point.R,
+        step.model,
+        step.row_blocks,
+        step.loop_jacobian,
+        damping,
+        dual_regularization,
+    )
+
+
+class _FrameKKT:
+    """The KKT step of one frame (:class:`~looprig.core.nullspace.ReducedKKT` on a
+    batch of one), factorised once for several right-hand sides."""
+
+    def __init__(self, problem: IKProblem, it: _Iterate, damping: float, dual_regularization: float):
+        self._kkt = step_kkt(problem, it.step, np.array([damping]), dual_regularization)
+
+    def solve(self, g: np.ndarray, c: np.ndarray) -> np.ndarray:
+        """The step d (N,) for gradient g (N,) and constraint residual c (m,)."""
+        return self._kkt.solve(g[None], c[None])[0]
 
 
 @dataclass
@@ -391,14 +496,14 @@ def solve_ik(
     converged = False
     iteration = 0
     for iteration in range(1, settings.max_iterations + 1):
-        kkt = KKTSystem(it.hessian, it.step.constraint_jacobian[0], damping, settings.dual_regularization)
-        step, _ = kkt.solve(it.gradient, it.c)
+        kkt = _FrameKKT(problem, it, damping, settings.dual_regularization)
+        step = kkt.solve(it.gradient, it.c)
         step /= max(1.0, float((np.abs(step) * inverse_limit).max(initial=0.0)))
         step_size = _max_abs(step)
         # a step is only a convergence test when damping does not shorten it
         undamped = damping <= settings.undamped_below
         slope = float(it.gradient @ step)
-        curvature = float(step @ it.hessian @ step)
+        curvature = float(it.step.model.curvature(step[None])[0])
         # converged: the constraints hold and the next step moves (almost) nothing, or
         # gains (almost) nothing when the targets cannot all be met at once
         stalled = -(slope + 0.5 * curvature) <= settings.objective_tolerance * it.value
@@ -421,7 +526,7 @@ def solve_ik(
             if alpha == 1.0 and trial.violation > it.violation:
                 # second-order correction: pull the full step back onto the constraints
                 # with the same factorisation before giving up on it (Maratos effect)
-                correction, _ = kkt.solve(np.zeros_like(step), trial.c)
+                correction = kkt.solve(np.zeros_like(step), trial.c)
                 corrected = _Iterate(
                     problem,
                     retract(trial.state, cs.tangent_to_bodies(correction)),
@@ -450,7 +555,7 @@ def solve_ik(
         if alpha == 1.0 and undamped:
             # chord step: the same factorisation at the new iterate, a cheap Newton
             # step estimate that certifies convergence or polishes the constraints
-            chord, _ = kkt.solve(it.gradient, it.c)
+            chord = kkt.solve(it.gradient, it.c)
             chord /= max(1.0, float((np.abs(chord) * inverse_limit).max(initial=0.0)))
             if _max_abs(chord) <= settings.step_tolerance:
                 if it.violation <= tol:

@@ -156,7 +156,7 @@ class LeastSquaresTerm(Term):
         value = 0.5 * np.einsum("bm,bm->b", r, r)
         if not derivatives:
             return Linearization(value, None, None, r)
-        return Linearization(value, np.einsum("bmn,bm->bn", J, r), np.swapaxes(J, -1, -2) @ J, r, J)
+        return Linearization(value, np.einsum("bmn,bm->bn", J, r), None, r, J, factor=J)
 
 
 def motor_units(readout, length_scale: float, motors=slice(None)) -> np.ndarray:

@@ -1,0 +1,251 @@
+"""The SQP step in the null space of a spanning tree's joint rows.
+
+Hand-written: no library solves batches of saddle-point systems shaped by a
+mechanism's joint graph from numpy, and this is where the solver spends its time.
+
+In maximal coordinates a step moves each body by a tangent ``d_b = [dc, dtheta]``
+(6,), and each joint's linearised rows ``A_old d_old + A_new d_new + c_t = 0`` tie
+the steps of its two bodies. Along a spanning tree of the joint graph, rooted at
+the ground and at the floating bases, every body's step is the one its tree
+parent passes through the joint plus the joint's own motion::
+
+    d_new = -G (c_t + A_old d_old) + N q_t
+
+where ``G`` is a right inverse of ``A_new`` (``A_new G = I``; the pseudo-inverse)
+and ``N`` spans its null space: the joint's free motions (rotations about its
+axes through the anchor, slides along them; :data:`MOTIONS`), projected so that
+``A_new N = 0`` holds exactly even off the constraint manifold. Stacked over the
+tree, ``d = e + Z q`` meets every tree row for any ``q``, the tree's joint
+coordinates (D of them: the tree joints' degrees of freedom, 6 per floating
+base). Only rows outside the tree (loop closures, couplings, held motors) stay
+constraints, and the KKT system of ``N + m`` rows becomes one of ``D + m_loop``::
+
+    [[Z^T (H + eps_p I) Z, (A_L Z)^T], [A_L Z, -eps_d I]] [q, lam] = -[Z^T (g + (H + eps_p I) e), c_L + A_L e]
+
+the same step as the full system (whose tree rows would carry ``-eps_d``
+multipliers too). ``Z`` is built level by level from the roots, all joints of
+one depth (and all frames of a batch) at once.
+"""
+
+from collections import deque
+
+import numpy as np
+import scipy.linalg as sla
+
+from .constraints import ConstraintSet
+from .mechanism import JointKind
+from .rotations import cross
+
+X, Y, Z = 0, 1, 2
+#: A joint kind's free motions, each (side, joint-frame axis, rotation): a rotation
+#: about the axis through the anchor or a slide along it; side 0 is the axis fixed
+#: in the parent, 1 in the child (the joint frames of :class:`ConstraintSet`).
+MOTIONS = {
+    JointKind.FIXED: (),
+    JointKind.REVOLUTE: ((1, X, True),),
+    JointKind.PRISMATIC: ((1, X, False),),
+    JointKind.CYLINDRICAL: ((1, X, True), (1, X, False)),
+    JointKind.SPHERICAL: ((1, X, True), (1, Y, True), (1, Z, True)),
+    JointKind.UNIVERSAL: ((0, X, True), (1, Y, True)),
+    JointKind.PLANAR: ((1, X, True), (1, Y, False), (1, Z, False)),
+    JointKind.PARALLEL: ((1, X, False), (1, Y, False), (1, Z, False)),
+}
+
+
+class _Joints:
+    """Tree joints (all, or those of one depth), padded to 6 rows and 6 motions each
+    (``row_mask``, ``motion_mask`` mark the real ones)."""
+
+    def __init__(self, entries, cs: ConstraintSet, n_free: int):
+        J = len(entries)
+        self.rows = np.zeros((J, 6), int)
+        self.row_mask = np.zeros((J, 6), bool)
+        self.new = np.array([e["new"] for e in entries], int)  # body indices
+        self.new_slot = cs.column_of_body[self.new] // 6  # free-body slots
+        old_cols = cs.column_of_body[np.array([e["old"] for e in entries], int)]
+        self.old_slot = np.where(old_cols >= 0, old_cols // 6, n_free)  # n_free: the zero slot
+        self.new_side = np.array([e["new_is_child"] for e in entries], int)[:, None]  # 1: child (j)
+        self.anchor_local = np.array([e["anchor"] for e in entries]).reshape(J, 3)
+        self.axis_body = np.zeros((J, 6), int)
+        self.axis_local = np.zeros((J, 6, 3))
+        self.rotation = np.zeros((J, 6), bool)
+        self.motion_mask = np.zeros((J, 6), bool)
+        self.q_column = np.zeros((J, 6), int)
+        for k, e in enumerate(entries):
+            m = len(e["rows"])
+            self.rows[k, :m] = e["rows"]
+            self.row_mask[k, :m] = True
+            for slot, (body, axis, rotation, column) in enumerate(e["motions"]):
+                self.axis_body[k, slot] = body
+                self.axis_local[k, slot] = axis
+                self.rotation[k, slot] = rotation
+                self.motion_mask[k, slot] = True
+                self.q_column[k, slot] = column
+        self.old_mask = (self.row_mask & (old_cols >= 0)[:, None])[..., None]  # (J, 6, 1)
+        self.pad = np.where(self.row_mask, 0.0, 1.0)[:, :, None] * np.eye(6)  # Gram padding
+        self.real_joint, self.real_slot = np.nonzero(self.motion_mask)
+        self.real_q = self.q_column[self.real_joint, self.real_slot]
+        self.motion_row = self.row_mask.sum(1)[self.real_joint] + self.real_slot  # where S^T goes
+
+
+class SpanningTree:
+    """A spanning tree of the joint graph of an IK constraint set, built once.
+
+    Breadth first from the grounded bodies and the bodies ``free`` joints carry
+    (and any free body no joint reaches); a joint whose rows and free motions
+    do not add up to 6 (actuator rows of an FK set) stays outside the tree.
+    ``dof`` (D): the reduced unknowns; ``loop_rows``: the constraint rows left.
+    """
+
+    def __init__(self, cs: ConstraintSet):
+        mech = cs.mechanism
+        self.n_vars = cs.n_vars
+        self.cs_rows = cs.n_rows
+        n_free = len(cs.free_bodies)
+        grounded = mech.grounded_mask
+        rows_of = {jn: np.flatnonzero(cs.row_joint == jn) for jn in range(len(mech.joints))}
+        incident: dict[int, list[int]] = {b: [] for b in range(len(mech.bodies))}
+        roots = [b for b in range(len(mech.bodies)) if grounded[b]]
+        for jn, joint in enumerate(mech.joints):
+            i, j = mech.body_index(joint.parent), mech.body_index(joint.child)
+            if joint.kind == JointKind.FREE:
+                roots.append(j if not grounded[j] else i)
+            elif len(rows_of[jn]) + len(MOTIONS[joint.kind]) == 6:
+                incident[i].append(jn)
+                incident[j].append(jn)
+        depth = dict.fromkeys(roots, 0)
+        entries: list[dict] = []
+        queue = deque(roots)
+        column = 0
+        while True:
+            while queue:
+                body = queue.popleft()
+                for jn in incident[body]:
+                    joint = mech.joints[jn]
+                    i, j = mech.body_index(joint.parent), mech.body_index(joint.child)
+                    new = j if body == i else i
+                    if new in depth:
+                        continue
+                    depth[new] = depth[body] + 1
+                    queue.append(new)
+                    Fi, Fj, xi, xj = cs.joint_frames[jn]
+                    motions = []
+                    for side, axis, rotation in MOTIONS[joint.kind]:
+                        motions.append(((i, j)[side], (Fi, Fj)[side][:, axis], rotation, column))
+                        column += 1
+                    entries.append(
+                        {
+                            "new": new,
+                            "old": body,
+                            "new_is_child": new == j,
+                            "rows": rows_of[jn],
+                            "anchor": xj if new == j else xi,
+                            "motions": motions,
+                            "depth": depth[new],
+                        }
+                    )
+            unreached = [b for b in range(len(mech.bodies)) if b not in depth]
+            if not unreached:
+                break
+            roots.append(unreached[0])  # a free body no joint reaches: a root of its own
+            depth[unreached[0]] = 0
+            queue.append(unreached[0])
+        #: free-body slots of the floating roots, 6 unknowns each, after the joints'
+        self.root_slots = [int(cs.column_of_body[b]) // 6 for b in dict.fromkeys(roots) if not grounded[b]]
+        self.root_columns = column + 6 * np.arange(len(self.root_slots))
+        self.dof = column + 6 * len(self.root_slots)
+        self.n_free = n_free
+        self.joints = _Joints(entries, cs, n_free)
+        #: per depth, the positions in ``joints`` of its joints (bodies reached at that depth)
+        depths = np.array([e["depth"] for e in entries], int)
+        self.levels = [np.flatnonzero(depths == d) for d in np.unique(depths)]
+        tree_rows = np.concatenate([e["rows"] for e in entries]) if entries else np.zeros(0, int)
+        self.loop_rows = np.setdiff1d(np.arange(cs.n_rows), tree_rows)
+
+
+class ReducedKKT:
+    """The SQP step of a batch of B frames, solved in the tree's null space.
+
+    tree: the problem's :class:`SpanningTree`; R (B, n, 3, 3): the iterate's body
+    rotations; model: the objective's Hessian model (``times``, ``project``,
+    ``scale``: :class:`~looprig.core.ik.HessianModel`);
+    rows (B, m_cs, 2, 6): the constraint set's rows' blocks on their two bodies
+    (:meth:`ConstraintSet.row_blocks`); loop_jacobian (B, m_loop, N): the dense
+    Jacobian of the rows outside the tree (loop rows, then any further equality
+    rows, e.g. held motors); damping (B,) relative to each Hessian's largest
+    diagonal entry; dual_regularization: the loop rows' ``-eps_d``. One
+    factorisation serves several right-hand sides (:meth:`solve`).
+    """
+
+    def __init__(self, tree: SpanningTree, R, model, rows, loop_jacobian, damping, dual_regularization):
+        B, N, D = rows.shape[0], tree.n_vars, tree.dof
+        tj = tree.joints
+        self.tree, self.model, self.A_L = tree, model, loop_jacobian
+        self.shift = np.asarray(damping, float) * model.scale()  # eps_p (B,), absolute
+        # every tree joint at once: its rows' blocks on the body it reaches (new) and comes from
+        A_new = rows[:, tj.rows, tj.new_side] * tj.row_mask[..., None]  # (B, J, 6, 6)
+        A_old = rows[:, tj.rows, 1 - tj.new_side] * tj.old_mask
+        axis = np.einsum("bjkxy,jky->bjkx", R[:, tj.axis_body], tj.axis_local)  # (B, J, 6, 3) world
+        arm = np.einsum("bjxy,jy->bjx", R[:, tj.new], tj.anchor_local)[:, :, None, :]  # anchor - centre
+        # [A_new; S^T] is invertible (S: the joint's motions, rows m..5 where A_new has
+        # none); its inverse's columns are a right inverse G of A_new (S^T G = 0), then a
+        # null-space basis N (A_new N = 0, S^T N = I)
+        M = A_new
+        M[:, tj.real_joint, tj.motion_row, :3] = np.where(
+            tj.rotation[tj.real_joint, tj.real_slot, None],
+            cross(arm[:, tj.real_joint, 0], axis[:, tj.real_joint, tj.real_slot]),
+            axis[:, tj.real_joint, tj.real_slot],
+        )
+        M[:, tj.real_joint, tj.motion_row, 3:] = np.where(
+            tj.rotation[tj.real_joint, tj.real_slot, None], axis[:, tj.real_joint, tj.real_slot], 0.0
+        )
+        inverse = np.linalg.inv(M)
+        N_ = inverse[:, tj.real_joint, :, tj.motion_row]  # (P, B, 6): the real motions
+        self.G = G = inverse * tj.row_mask[:, None, :]
+        self.T = T = -G @ A_old
+        # Z level by level from the roots: each body's motions are its parent's, carried
+        Zb = np.zeros((B, tree.n_free + 1, 6, D))  # per free-body slot (+ a zero slot for the ground)
+        for slot, col in zip(tree.root_slots, tree.root_columns, strict=True):
+            Zb[:, slot, :, col : col + 6] = np.eye(6)
+        own = np.zeros((B, len(tj.new), 6, D))
+        own[:, tj.real_joint, :, tj.real_q] = N_
+        for level in tree.levels:
+            Zb[:, tj.new_slot[level]] = T[:, level] @ Zb[:, tj.old_slot[level]] + own[:, level]
+        self.Z = Zb[:, : tree.n_free].reshape(B, N, D)
+        ALZ = loop_jacobian @ self.Z
+        mL = ALZ.shape[1]
+        K = np.zeros((B, D + mL, D + mL))
+        K[:, :D, :D] = model.project(self.Z, self.shift)
+        K[:, :D, D:] = np.swapaxes(ALZ, 1, 2)
+        K[:, D:, :D] = ALZ
+        K[:, np.arange(D, D + mL), np.arange(D, D + mL)] = -dual_regularization
+        self.K = K
+        self._lu = sla.lu_factor(K[0], check_finite=False) if B == 1 else None
+
+    def particular(self, c: np.ndarray) -> np.ndarray:
+        """``e`` (B, N): the step that meets the tree rows of residuals ``c`` (B, M) with q = 0."""
+        tree, tj = self.tree, self.tree.joints
+        B = c.shape[0]
+        driven = -np.einsum("bjxy,bjy->bjx", self.G, c[:, tj.rows] * tj.row_mask)
+        eb = np.zeros((B, tree.n_free + 1, 6))
+        for level in tree.levels:
+            eb[:, tj.new_slot[level]] = (
+                np.einsum("bjxy,bjy->bjx", self.T[:, level], eb[:, tj.old_slot[level]]) + driven[:, level]
+            )
+        return eb[:, : tree.n_free].reshape(B, -1)
+
+    def solve(self, g: np.ndarray, c: np.ndarray) -> np.ndarray:
+        """Steps d (B, N) for gradients g (B, N) and constraint residuals c (B, M)."""
+        tree = self.tree
+        e = self.particular(c)
+        He = self.model.times(e[..., None])[..., 0] + self.shift[:, None] * e
+        gr = np.einsum("bnd,bn->bd", self.Z, g + He)
+        cr = c[:, np.r_[tree.loop_rows, np.arange(tree.cs_rows, c.shape[1])]] + np.einsum(
+            "bmn,bn->bm", self.A_L, e
+        )
+        rhs = -np.concatenate([gr, cr], axis=1)
+        if self._lu is not None:
+            q = sla.lu_solve(self._lu, rhs[0], check_finite=False)[None]
+        else:
+            q = np.linalg.solve(self.K, rhs[..., None])[..., 0]
+        return e + np.einsum("bnd,bd->bn", self.Z, q[:, : tree.dof])

@@ -1,0 +1,83 @@
+"""The KKT step in the null space of a spanning tree equals the full KKT step."""
+
+import numpy as np
+import pytest
+from looprig.core import FrameObjective, IKProblem, build_step
+from looprig.core.fk import FKSettings, solve_constraints
+from looprig.core.ik import step_kkt
+from looprig.core.library import NAMES, build
+from looprig.core.mobility import analyse_mobility
+from looprig.core.rotations import quat_to_matrix, retract
+from looprig.core.terms import Reference, Targets
+
+
+def _step(name: str, seed: int, batch: int = 3):
+    """A linearised step at ``batch`` states near the file pose, assembled to the FK
+    tolerance (the residual a solve leaves), tracking every frame towards a moved pose."""
+    mechanism = build(name)
+    problem = IKProblem(mechanism, [FrameObjective(f.name, 1, 1) for f in mechanism.frames])
+    cs = problem.constraints
+    rng = np.random.default_rng(seed)
+    states = []
+    for _ in range(batch):
+        moved = retract(mechanism.initial_state(), cs.tangent_to_bodies(0.05 * rng.normal(size=cs.n_vars)))
+        states.append(solve_constraints(cs, moved, None, FKSettings()).state)
+    states = np.array(states)
+    R = quat_to_matrix(states[..., 3:])
+    positions, rotations = problem.frame_terms.poses(states)
+    targets = Targets(positions + 0.01 * rng.normal(size=positions.shape), rotations)
+    reference = Reference(states, R, problem.readout.read(states, R=R), None)
+    return problem, build_step(problem, problem.point(states, targets, reference))
+
+
+def _full_kkt_step(step, b: int, damping: float, dual: float) -> np.ndarray:
+    """The step of the whole KKT matrix [[H + eps_p I, A^T], [A, -eps_d I]] of frame b."""
+    H, A = step.hessian[b], step.constraint_jacobian[b]
+    n, m = H.shape[0], A.shape[0]
+    eps_p = damping * max(np.abs(np.diag(H)).max(), 1.0)
+    K = np.block([[H + eps_p * np.eye(n), A.T], [A, -dual * np.eye(m)]])
+    return np.linalg.solve(K, -np.r_[step.gradient[b], step.constraint[b]])[:n]
+
+
+@pytest.mark.parametrize("name", NAMES)
+@pytest.mark.parametrize("damping", [1e-12, 1e-3])
+def test_reduced_step_equals_the_full_kkt_step(name, damping):
+    """On every reference mechanism (every joint kind, loops, a floating base), batched."""
+    problem, step = _step(name, seed=3)
+    reduced = step_kkt(problem, step, np.full(step.point.batch, damping), 1e-12)
+    d = reduced.solve(step.gradient, step.constraint)
+    for b in range(step.point.batch):
+        full = _full_kkt_step(step, b, damping, 1e-12)
+        assert np.abs(d[b] - full).max() <= 1e-7 * max(np.abs(full).max(), 1e-6), name
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_tree_rows_are_met_exactly_and_the_tree_counts_the_mobility(name):
+    """d = e + Z q meets the tree's rows for any q; D minus the independent loop rows is
+    the mechanism's mobility (its degrees of freedom, actuators passive)."""
+    problem, step = _step(name, seed=4, batch=1)
+    tree = problem.tree
+    reduced = step_kkt(problem, step, np.array([1e-12]), 1e-12)
+    A = step.constraint_jacobian[0][: problem.constraints.n_rows]
+    tree_rows = np.setdiff1d(np.arange(problem.constraints.n_rows), tree.loop_rows)
+    q = np.random.default_rng(5).normal(size=tree.dof)
+    d = reduced.particular(step.constraint)[0] + reduced.Z[0] @ q
+    assert np.abs(A[tree_rows] @ d + step.constraint[0][tree_rows]).max(initial=0.0) <= 1e-12
+    loop = step.loop_jacobian[0] @ reduced.Z[0]
+    independent = np.linalg.matrix_rank(loop, tol=1e-9) if loop.size else 0
+    assert tree.dof - independent == analyse_mobility(problem.mechanism, step.point.state[0]).dof
+
+
+def test_one_frame_factorisation_serves_several_right_hand_sides():
+    """A batch of one (the per-frame solver) gives the batched answer for new g and c."""
+    problem, step = _step("walker", seed=6, batch=2)
+    rng = np.random.default_rng(7)
+    g, c = rng.normal(size=step.gradient.shape), 1e-6 * rng.normal(size=step.constraint.shape)
+    batched = step_kkt(problem, step, np.full(2, 1e-6), 1e-12).solve(g, c)
+    first = np.array([0])
+    point = problem.point(
+        step.point.state[:1], step.point.targets.take(first), step.point.reference.take(first)
+    )
+    one = build_step(problem, point)
+    single = step_kkt(problem, one, np.array([1e-6]), 1e-12).solve(g[:1], c[:1])
+    assert np.abs(single[0] - batched[0]).max() <= 1e-9 * np.abs(batched[0]).max()

@@ -24,9 +24,10 @@ several joints        a chain through massless bodies ``<body>__<joint>``
 ``connect``           spherical closure joint (body1/body2 + anchor, or sites)
 ``weld``              fixed closure joint (relpose honoured; sites: frames
                       coincide); ``torquescale`` and solver settings ignored
-``<actuator>``        joint transmission: the joint is actuated, hardware id
-                      = actuator name; limits from the joint ``range`` and, for
-                      position servos, the ``ctrlrange`` mapped to a position
+``<actuator>``        joint transmission: the joint is actuated; the actuator's
+                      name is the motor's (curves carry it) and its hardware
+                      id; limits from the joint ``range`` and, for position
+                      servos, the ``ctrlrange`` mapped to a position
 mesh geoms            mesh references (file, scale and MuJoCo's re-centring
                       undone: ``T_link_mesh`` maps file coordinates)
 ===================== ========================================================
@@ -464,6 +465,7 @@ def _read_mjcf(path, text: str | None, settings: ImportSettings) -> TreeModel:
             else:
                 joint, length_to_joint, note = tendon
                 joint.actuated, joint.hardware_id = True, aname
+                joint.actuator_name = model.actuator(a).name or None
                 _servo_limits(mujoco, model, a, joint, path, length_to_joint)
                 if note:
                     notes.append(f"{what}: {note}")
@@ -479,6 +481,8 @@ def _read_mjcf(path, text: str | None, settings: ImportSettings) -> TreeModel:
                 continue
             joint.actuated = True
             joint.hardware_id = aname
+            if len(targets) == 1 and model.actuator(a).name:
+                joint.actuator_name = aname
             if trn != int(mujoco.mjtTrn.mjTRN_TENDON):
                 _servo_limits(mujoco, model, a, joint, path)
     return TreeModel(

@@ -153,6 +153,11 @@ NATIVE_SCHEMA = {
                     "actuator": {
                         "type": ["object", "null"],
                         "properties": {
+                            "name": {
+                                "type": ["string", "null"],
+                                "minLength": 1,
+                                "description": "the motor's name (curves carry it); null: the joint's",
+                            },
                             "motion": {"enum": [m.value for m in ActuatedMotion]},
                             "lower": _limit,
                             "upper": _limit,
@@ -273,6 +278,7 @@ def mechanism_to_dict(mechanism: Mechanism, meshes=None, base_dir=None) -> dict:
             if isinstance(hardware, np.integer):
                 hardware = int(hardware)
             entry["actuator"] = {
+                "name": a.name,
                 "motion": ActuatedMotion(a.motion).value,
                 "lower": limit_to_file(a.lower),
                 "upper": limit_to_file(a.upper),
@@ -491,6 +497,9 @@ class _Reader:
             direction = actuator.get("direction", 1)
             if direction not in (1, -1) or isinstance(direction, bool):
                 self.fail(f"{w}.direction", f"expected 1 or -1, got {direction!r}")
+            motor_name = actuator.get("name")
+            if motor_name is not None and (not isinstance(motor_name, str) or not motor_name):
+                self.fail(f"{w}.name", f"expected a non-empty string, got {motor_name!r}")
             travel = actuator.get("metres_per_revolution")
             if travel is not None and (
                 isinstance(travel, bool) or not isinstance(travel, (int, float)) or not travel > 0
@@ -506,6 +515,7 @@ class _Reader:
                 zero_offset_ticks=zero,
                 direction=direction,
                 metres_per_revolution=None if travel is None else float(travel),
+                name=motor_name,
             )
         secondary = entry.get("secondary_axis")
         return Joint(

@@ -159,6 +159,7 @@ class TreeJointSpec:
     acceleration: float = np.inf
     actuated: bool = False
     hardware_id: int | str | None = None
+    actuator_name: str | None = None  # the motor's name in the file; None: the joint's
     element: str = ""
     line: int | None = None
 
@@ -485,6 +486,25 @@ def _bent_starts(mechanism: Mechanism, count: int):
 
 
 # --------------------------------------------------------------------- mechanism
+def _actuator_names(model: TreeModel, notes: list[str]) -> dict[str, str]:
+    """The name each actuated joint's motor takes: the file's actuator name, else the
+    joint's. A name that two joints' motors share (one transmission driving several
+    joints) or that names another joint is dropped for the joint names, with a note."""
+    joint_names = {j.name for j in model.joints}
+    wanted = {j.name: j.actuator_name or j.name for j in model.joints if j.actuated}
+    counts: dict[str, int] = {}
+    for name in wanted.values():
+        counts[name] = counts.get(name, 0) + 1
+    names = {}
+    for joint, name in wanted.items():
+        if name != joint and (counts[name] > 1 or name in joint_names):
+            why = "drives several joints" if counts[name] > 1 else "is the name of another joint"
+            notes.append(f"actuator {name!r} {why}; its curve on joint {joint!r} is named {joint!r}")
+            name = joint
+        names[joint] = name
+    return names
+
+
 def build_mechanism(model: TreeModel, settings: ImportSettings = DEFAULT_SETTINGS) -> ImportedModel:
     """Assemble the loops of ``model`` and build the validated Mechanism.
 
@@ -552,6 +572,7 @@ def build_mechanism(model: TreeModel, settings: ImportSettings = DEFAULT_SETTING
             )
 
     joints, offsets = [], {}
+    motor_names = _actuator_names(model, notes)
     for joint in model.joints:  # file order
         T_world_joint = poses[joint.child] @ invert(joint.T_joint_child)
         actuator = None
@@ -583,6 +604,7 @@ def build_mechanism(model: TreeModel, settings: ImportSettings = DEFAULT_SETTING
                 velocity_limit=joint.velocity,
                 acceleration_limit=joint.acceleration,
                 hardware_id=joint.hardware_id,
+                name=motor_names[joint.name],
             )
         joints.append(
             Joint(

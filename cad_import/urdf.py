@@ -23,13 +23,14 @@ fixed               fixed
 floating            free
 planar              planar (axis = plane normal)
 ``<limit>``         actuator lower/upper [rad or m], velocity [rad/s or m/s]
-``<transmission>``  marks its joints actuated
+``<transmission>``  marks its joints actuated; its ``<actuator name>`` names
+                    the motor (curves carry it) and is its hardware id
 =================== ==========================================================
 
 The root link is grounded (``floating_base=True`` instead joins it to a
 grounded ``world`` body by a free joint). Joints are actuated when a
-``<transmission>``, a ``<looprig_actuator joint="..." hardware_id="..."
-acceleration="..."/>`` element, the YAML side file's ``name_mot`` or the
+``<transmission>``, a ``<looprig_actuator joint="..." name="..."
+hardware_id="..." acceleration="..."/>`` element, the YAML side file's ``name_mot`` or the
 ``actuated=`` argument names them. Loop closures: see :mod:`.closures`.
 
 Not supported: ``<mimic>`` (coupled joints; the joint stays independent, with
@@ -334,17 +335,19 @@ def read_urdf(
     # actuators: <transmission>, <looprig_actuator>, YAML name_mot, argument
     actuated_names: list[tuple[str, object]] = []
     for transmission in root.findall("transmission"):
-        motor = transmission.find("actuator")  # its name is the motor's: the curve's hardware id
+        motor = transmission.find("actuator")  # its name is the motor's: the curve's name and hardware id
         for element in transmission.findall("joint"):
             name = doc.text_attr(element, "name", required=True)
             actuated_names.append((name, element))
             if motor is not None and motor.get("name") and name in joint_by_name:
                 joint_by_name[name].hardware_id = motor.get("name")
+                joint_by_name[name].actuator_name = motor.get("name")
     for element in root.findall("looprig_actuator"):
         name = doc.text_attr(element, "joint", required=True)
         actuated_names.append((name, element))
         if name in joint_by_name:
             spec = joint_by_name[name]
+            spec.actuator_name = element.get("name") or spec.actuator_name
             hardware = element.get("hardware_id")
             if hardware is not None:
                 spec.hardware_id = int(hardware) if hardware.strip().lstrip("-").isdigit() else hardware

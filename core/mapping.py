@@ -15,6 +15,7 @@ from dataclasses import asdict, dataclass
 import numpy as np
 
 from .errors import TargetError, did_you_mean
+from .mechanism import Mechanism, actuator_name_choices
 from .settings import RETARGET_SETTINGS, RetargetSettings
 
 MAPPING_VERSION = 1
@@ -105,7 +106,7 @@ class RetargetMapping(RetargetSettings):
 
     targets: tuple[TargetSpec, ...]
     com: ComSpec | None = None
-    start: Mapping[str, float] | None = None  # actuator name -> value [rad | m] at the clip's start
+    start: Mapping[str, float] | None = None  # motor name -> value [rad | m] at the clip's start
     motors: tuple[str, ...] | None = None  # the joints that are motors (default: as the robot file says)
     hold: tuple[str, ...] = ()  # motors locked at their value at the clip's start
 
@@ -114,6 +115,35 @@ class RetargetMapping(RetargetSettings):
         for name, value in (self.start or {}).items():
             if not isinstance(value, int | float) or isinstance(value, bool) or not np.isfinite(value):
                 raise TargetError(f"mapping start: actuator {name!r} needs a finite value, got {value!r}")
+
+    def named_for(self, mechanism: Mechanism) -> "RetargetMapping":
+        """This mapping with its motors named as the solve names them on ``mechanism``
+        (the robot as loaded): ``motors`` by joint name, ``start`` and ``hold`` by
+        actuator name (:attr:`Mechanism.actuator_names`).
+
+        Each name may be the actuator's (as the robot file names its motor) or its
+        joint's; a name that is neither raises a one-line :class:`TargetError` listing
+        the actuators (with their joints). A joint that is no motor passes unchanged,
+        for the solve to refuse or to make a motor (``motors``).
+        """
+        by_name = {j.name: j for j in mechanism.joints}
+        by_name.update({j.actuator_name: j for j in mechanism.actuated_joints})
+
+        def joint_of(name: str, what: str):
+            if name not in by_name:
+                raise TargetError(
+                    f"mapping {what}: {actuator_name_choices(mechanism, name)}, or a joint's name"
+                )
+            return by_name[name]
+
+        def motor_name(name: str, what: str) -> str:
+            joint = joint_of(name, what)
+            return joint.actuator_name or joint.name
+
+        motors = None if self.motors is None else tuple(joint_of(n, "motors").name for n in self.motors)
+        start = None if self.start is None else {motor_name(n, "start"): v for n, v in self.start.items()}
+        hold = tuple(motor_name(n, "hold") for n in self.hold)
+        return dataclasses.replace(self, motors=motors, start=start, hold=hold)
 
     # ----------------------------------------------------------------- file form
     def to_dict(self) -> dict:

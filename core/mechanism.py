@@ -90,6 +90,9 @@ class Actuator:
     turn): ``zero_offset_ticks`` at value 0, ``direction`` +1 if positive values
     turn the servo's positive way, else -1, and for displacements the travel
     per servo turn ``metres_per_revolution`` [m] (pinion circumference, lead).
+    ``name`` is the motor's name as the robot file gives it (MJCF ``<actuator
+    name>``, a URDF transmission's ``<actuator name>``); curves carry it. None:
+    the joint's name (:attr:`Joint.actuator_name`).
     """
 
     motion: ActuatedMotion = ActuatedMotion.ANGLE
@@ -101,6 +104,7 @@ class Actuator:
     zero_offset_ticks: int = 2048
     direction: int = 1
     metres_per_revolution: float | None = None
+    name: str | None = None
 
     @property
     def unit(self) -> str:
@@ -152,6 +156,14 @@ class Joint:
     secondary_axis: np.ndarray | None = None
     actuator: Actuator | None = None
 
+    @property
+    def actuator_name(self) -> str | None:
+        """The name of the joint's motor: its actuator's own, else the joint's; None
+        for a passive joint."""
+        if self.actuator is None:
+            return None
+        return self.actuator.name or self.name
+
 
 @dataclass(frozen=True, eq=False)
 class Frame:
@@ -184,6 +196,15 @@ class Coupling:
     source: str
     ratio: float = 1.0
     offset: float = 0.0
+
+
+def actuator_name_choices(mechanism: "Mechanism", name: str) -> str:
+    """``no actuator 'x'; actuators are: a (joint j), b`` for an unknown motor name."""
+    known = [
+        j.name if j.actuator_name == j.name else f"{j.actuator_name} (joint {j.name})"
+        for j in mechanism.actuated_joints
+    ]
+    return f"no actuator {name!r}; actuators are: {', '.join(known) or '(none)'}"
 
 
 def _component_labels(nodes: Sequence, edges: Iterable[tuple]) -> tuple[list, np.ndarray, int]:
@@ -280,6 +301,7 @@ class Mechanism:
         self.frames: tuple[Frame, ...] = tuple(self._checked_frame(f) for f in frames)
         self._frame_index = self._index(self.frames, "frame")
         self.couplings: tuple[Coupling, ...] = self._checked_couplings(couplings)
+        self._actuated_joint = self._actuator_index()
         self._check_graph()
 
     # ----------------------------------------------------------------- validation
@@ -367,6 +389,8 @@ class Mechanism:
             mpr = actuator.metres_per_revolution
             if mpr is not None and not (np.isfinite(mpr) and mpr > 0):
                 raise MechanismError(f"{what}: metres_per_revolution must be positive, got {mpr}")
+            if actuator.name is not None and (not isinstance(actuator.name, str) or not actuator.name):
+                raise MechanismError(f"{what}: the actuator's name must be a non-empty string")
         return Joint(
             name=joint.name,
             kind=kind,
@@ -419,6 +443,22 @@ class Mechanism:
                 raise MechanismError(f"{what}: ratio and offset must be finite, got {ratio} and {offset}")
             out.append(Coupling(coupling.name, coupling.joint, coupling.source, ratio, offset))
         return tuple(out)
+
+    def _actuator_index(self) -> dict[str, Joint]:
+        """Actuator name -> its joint; names unique, none the name of another joint."""
+        index: dict[str, Joint] = {}
+        for joint in self.actuated_joints:
+            name = joint.actuator_name
+            if name in index:
+                raise MechanismError(
+                    f"joints {index[name].name!r} and {joint.name!r} both carry an actuator named {name!r}"
+                )
+            if name != joint.name and name in self._joint_index:
+                raise MechanismError(
+                    f"joint {joint.name!r}: its actuator's name {name!r} is the name of another joint"
+                )
+            index[name] = joint
+        return index
 
     def _check_graph(self) -> None:
         if not self.bodies:
@@ -474,7 +514,20 @@ class Mechanism:
 
     @property
     def actuator_names(self) -> list[str]:
-        return [j.name for j in self.actuated_joints]
+        """The actuators' names (as the robot file names its motors), in joint order."""
+        return [j.actuator_name for j in self.actuated_joints]
+
+    def actuated_joint(self, name: str, what: str = "actuator") -> Joint:
+        """The actuated joint named ``name`` by its actuator's name or its own.
+
+        Raises a one-line :class:`MechanismError` listing both kinds of name, prefixed
+        with ``what`` (e.g. ``"--hold"``)."""
+        joint = self._actuated_joint.get(name)
+        if joint is None and name in self._joint_index:
+            joint = self.joints[self._joint_index[name]]
+        if joint is None or joint.actuator is None:
+            raise MechanismError(f"{what}: {actuator_name_choices(self, name)}")
+        return joint
 
     @property
     def grounded_mask(self) -> np.ndarray:

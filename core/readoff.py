@@ -119,10 +119,12 @@ class JointReadout:
 
 class ActuatorReadout(JointReadout):
     """The read-off of a mechanism's actuated joints, in the order of
-    ``mechanism.actuator_names`` ((..., n_actuators) values)."""
+    ``mechanism.actuator_names`` ((..., n_actuators) values); ``names`` are the
+    actuators' names."""
 
     def __init__(self, mechanism: Mechanism):
         super().__init__(mechanism, mechanism.actuated_joints)
+        self.names = mechanism.actuator_names
 
 
 def unwrap_to(values: np.ndarray, reference: np.ndarray, is_angle: np.ndarray) -> np.ndarray:

@@ -53,8 +53,9 @@ def cmd_info(args) -> int:
         f"redundant constraints {summary['redundant_constraints']}"
     )
     for a in summary["actuator_list"]:
+        joint = "" if a["name"] == a["joint"] else f" on joint {a['joint']}"
         print(
-            f"  actuator {a['joint']}: {a['kind']} {a['motion']} [{a['unit']}] "
+            f"  actuator {a['name']}{joint}: {a['kind']} {a['motion']} [{a['unit']}] "
             f"range {a['lower']}..{a['upper']}, velocity limit {a['velocity_limit']}"
         )
     if summary["frames"]:
@@ -146,10 +147,11 @@ def cmd_retarget(args) -> int:
     if overrides:
         mapping = RetargetMapping.from_dict({**mapping.to_dict(), **overrides}, "command line")
     inputs = [args.map, args.tracks] + ([args.mechanism] if Path(args.mechanism).exists() else [])
+    mechanism = app.load_mechanism(args.mechanism)
     outcome = app.retarget_to_folder(
-        app.load_mechanism(args.mechanism),
+        mechanism,
         app.load_samples(args.tracks),
-        mapping,
+        mapping.named_for(mechanism),
         Path(args.output),
         args.formats,
         strict=args.strict,
@@ -327,12 +329,21 @@ def build_parser() -> argparse.ArgumentParser:
         "--start",
         nargs="+",
         metavar="MOTOR=VALUE",
-        help="motor values [rad | m] where the clip starts (overrides the mapping's start)",
+        help="motor values [rad | m] where the clip starts (overrides the mapping's start); "
+        "a motor is named by its actuator's name or its joint's",
     )
     retarget.add_argument(
-        "--motors", nargs="+", metavar="JOINT", help="exactly these joints are motors (default: the file's)"
+        "--motors",
+        nargs="+",
+        metavar="NAME",
+        help="exactly these joints (or the file's actuators, by name) are motors (default: the file's)",
     )
-    retarget.add_argument("--hold", nargs="+", metavar="MOTOR", help="motors locked at their start value")
+    retarget.add_argument(
+        "--hold",
+        nargs="+",
+        metavar="MOTOR",
+        help="motors (actuator or joint names) locked at their start value",
+    )
     retarget.add_argument("--quiet", action="store_true")
     add_setting_options(retarget)
     retarget.set_defaults(func=cmd_retarget)

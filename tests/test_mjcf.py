@@ -72,8 +72,8 @@ def test_every_mjcf_joint_kind_maps_to_its_looprig_kind(tmp_path):
     np.testing.assert_allclose(m.joint("ball").anchor, [0.31, 0.2, 0])
     # motor: limits from the joint range; position servo: ctrlrange narrowed by the joint range
     hinge, slide = m.joint("hinge").actuator, m.joint("slide").actuator
-    assert (hinge.lower, hinge.upper, hinge.hardware_id) == (-1.0, 1.0, "m_hinge")
-    assert (slide.lower, slide.upper, slide.hardware_id) == (-0.05, 0.2, "p_slide")
+    assert (hinge.lower, hinge.upper, hinge.hardware_id, hinge.name) == (-1.0, 1.0, "m_hinge", "m_hinge")
+    assert (slide.lower, slide.upper, slide.hardware_id, slide.name) == (-0.05, 0.2, "p_slide", "p_slide")
     assert slide.motion == "displacement"
 
 
@@ -188,7 +188,7 @@ def test_tendon_actuator_with_coupled_joints_is_one_actuator(tmp_path):
         warnings.simplefilter("always")
         m = load_mechanism(write(tmp_path, TENDON.format(c1=0.5, equality=equality)))
     assert not [w for w in caught if issubclass(w.category, FileFormatWarning)]
-    assert m.actuator_names == ["j2"] and m.joint("j2").actuator.hardware_id == "drive"
+    assert m.actuator_names == ["drive"] and m.joint("j2").actuator.hardware_id == "drive"
     assert [(c.joint, c.source) for c in m.couplings] == [("j1", "j2")]
     with pytest.warns(FileFormatWarning, match="the tendon length is 2 times the joint value"):
         load_mechanism(write(tmp_path, TENDON.format(c1=1.5, equality=equality)))
@@ -275,7 +275,7 @@ def test_malformed_mjcf_errors(tmp_path, monkeypatch, text, fragment, line):
 def test_fourbar_connect_file():
     m = load_mechanism(DATA / "fourbar_connect.xml")
     assert m.joint("pin_B").kind == JointKind.SPHERICAL
-    assert m.actuator_names == ["crank_joint"]
+    assert m.actuator_names == ["crank_motor"]  # the <actuator>'s name
     actuator = m.joint("crank_joint").actuator
     assert (actuator.lower, actuator.upper) == pytest.approx((-3.0, 3.0))  # ctrlrange within +-10 rad
 

@@ -168,7 +168,8 @@ def test_onshape_closing_frames_and_fk(tmp_path):
     closure = m.joint("closing_B")
     assert closure.kind == JointKind.SPHERICAL
     assert (closure.parent, closure.child) == ("closing_B_1", "closing_B_2")
-    assert m.actuator_names == ["crank_joint"]
+    assert m.actuator_names == ["crank_motor"]  # the transmission's <actuator name>
+    assert m.actuated_joint("crank_motor") is m.actuated_joint("crank_joint") is m.joint("crank_joint")
     assert np.abs(ConstraintSet(m, actuated=False).residual(m.initial_state())).max() < 1e-15
     revolute = load_mechanism(DATA / "fourbar_closing.urdf", closure_kind="revolute")
     assert revolute.joint("closing_B").kind == JointKind.REVOLUTE

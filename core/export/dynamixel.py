@@ -165,7 +165,7 @@ class DynamixelSettings:
         """Settings whose motors take each actuator's zero offset, direction and travel
         per turn (:class:`~looprig.core.mechanism.Actuator`)."""
         motors = {
-            j.name: DynamixelMotor(
+            j.actuator_name: DynamixelMotor(
                 j.actuator.zero_offset_ticks, j.actuator.direction, j.actuator.metres_per_revolution
             )
             for j in mechanism.actuated_joints

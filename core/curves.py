@@ -252,7 +252,7 @@ class ActuatorCurves:
         ``start_time + f / rate_hz`` [s]. Limits, units and hardware ids come
         from each joint's :class:`Actuator`. See :meth:`from_actuators`.
         """
-        actuators = {j.name: j.actuator for j in mechanism.actuated_joints}
+        actuators = {j.actuator_name: j.actuator for j in mechanism.actuated_joints}
         if not actuators:
             raise CurvesError(f"mechanism {mechanism.name!r} has no actuated joints")
         return cls.from_actuators(actuators, values, rate_hz, start_time, unwrap)

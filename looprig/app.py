@@ -18,6 +18,7 @@ from .core.library import NAMES, build
 #: Export formats: name -> (writer function name in looprig.core.export, file suffix).
 EXPORT_FORMATS = {
     "csv": ("write_csv", ".csv"),
+    "plain-csv": ("write_plain_csv", ".plain.csv"),  # and its side file curves.plain.meta.json
     "json": ("write_json", ".json"),
     "dynamixel-csv": ("write_dynamixel_csv", ".dynamixel.csv"),
     "dynamixel-json": ("write_dynamixel_json", ".dynamixel.json"),
@@ -66,6 +67,7 @@ def mechanism_summary(mechanism) -> dict:
     summary = {"name": mechanism.name, **report.as_dict()}
     summary["actuator_list"] = [
         {
+            "name": j.actuator_name,
             "joint": j.name,
             "kind": j.kind.value,
             "motion": j.actuator.motion.value,
@@ -139,6 +141,7 @@ MAX_FRAMES = 1_000_000
 REPORT_NAME, REFUSED_REPORT_NAME, PLOT_NAME = "report.json", "report.refused.json", "curves.png"
 RUN_OUTPUT_NAMES = (
     *(f"curves{suffix}" for _, suffix in EXPORT_FORMATS.values()),
+    "curves.plain.meta.json",  # the plain CSV's side file
     PLOT_NAME,
     REFUSED_REPORT_NAME,
     "looprig-job.json",  # a batch job's stamp (looprig.batch)

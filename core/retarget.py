@@ -30,6 +30,7 @@ from .mechanism import Actuator, JointKind, Mechanism
 from .readoff import ActuatorReadout, unwrap_sequence
 from .rigid import RigidGroups
 from .rotations import quat_to_matrix
+from .speed_limit import SpeedLimitedSolve
 from .start import solve_first_frame, start_state
 from .terms import ComObjective, FrameObjective, MotorLock, Targets
 
@@ -270,9 +271,10 @@ CLIP_MEMORY = 64e6
 CLIP_MAX_KKT = 300
 
 
-def _solve_in_sequence(problem, positions, rotations, com, rate, progress, cancel, *out):
-    """Frames 1.. one by one, each warm-started from (and compared with) the previous one;
-    fills the output arrays ``out`` (states, actuators, errors, residual, iterations, converged)."""
+def _solve_in_sequence(problem, positions, rotations, com, rate, speed_limit, progress, cancel, *out):
+    """Frames 1.. one by one, each warm-started from (and compared with) the previous one,
+    under ``speed_limit`` (a :class:`SpeedLimitedSolve`) if given; fills the output arrays
+    ``out`` (states, actuators, errors, residual, iterations, converged)."""
     states, act, pos_err, ori_err, com_err, residual, iterations, converged = out
     frames = len(states)
     velocities = None
@@ -280,9 +282,12 @@ def _solve_in_sequence(problem, positions, rotations, com, rate, progress, cance
         if cancel is not None and cancel():
             raise RetargetCancelled(f"retarget cancelled at frame {f} of {frames}")
         targets = IKTargets(positions[f], rotations[f], None if com is None else com[f])
-        result = solve_ik(
-            problem, targets, states[f - 1], previous_actuators=act[f - 1], previous_velocities=velocities
-        )
+        if speed_limit is not None:
+            result, _ = speed_limit.solve(targets, states[f - 1], act[f - 1], velocities)
+        else:
+            result = solve_ik(
+                problem, targets, states[f - 1], previous_actuators=act[f - 1], previous_velocities=velocities
+            )
         velocities = (result.actuators - act[f - 1]) * rate
         states[f], act[f] = result.state, result.actuators
         pos_err[f], ori_err[f], com_err[f] = result.position_error, result.orientation_error, result.com_error
@@ -345,13 +350,17 @@ def retarget(
         if progress is not None:
             progress(1, frames)
         K = problem.constraints.n_vars + problem.constraints.n_rows
-        if couples_frames(problem) or not mapping.whole_clip or K > CLIP_MAX_KKT:
+        speed_limit = None
+        if mapping.respect_speed_limits:
+            speed_limit = SpeedLimitedSolve(problem, mapping.rate, mapping.limit_fraction)
+        if speed_limit or couples_frames(problem) or not mapping.whole_clip or K > CLIP_MAX_KKT:
             _solve_in_sequence(
                 problem,
                 positions,
                 rotations,
                 com,
                 mapping.rate,
+                speed_limit,
                 progress,
                 cancel,
                 out_states,

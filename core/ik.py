@@ -19,14 +19,15 @@ configuration: the constraints are met on every solve, reachable or not.
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from functools import cached_property
 
 import numpy as np
 
 from .constraints import ConstraintSet
 from .errors import TargetError
 from .fk import FKSettings, solve_constraints
+from .kkt import DENSE_KKT_ROWS, DenseKKT, ReducedKKT, SpanningTree
 from .mechanism import JointKind, Mechanism
-from .nullspace import ReducedKKT, SpanningTree
 from .readoff import ActuatorReadout
 from .rotations import cross, quat_to_matrix, retract
 from .terms import (
@@ -290,10 +291,8 @@ class LinearizedStep:
 
     value (B,); gradient (B, N); model: the Hessian model (:class:`HessianModel`);
     constraint (B, m) [m]: the joint constraints' rows, then any further equality
-    terms'; row_blocks (B, m_cs, 2, 6): the joint constraints' Jacobian rows on
-    their two bodies (:meth:`ConstraintSet.row_blocks`); loop_jacobian
-    (B, m_loop, N): the dense rows outside the problem's spanning tree, then the
-    further equality terms' (None without derivatives).
+    terms'. The constraint Jacobian is kept in the blocks it is made of and
+    assembled on demand, in the forms the KKT solves use (None without derivatives).
     """
 
     point: Point
@@ -301,11 +300,9 @@ class LinearizedStep:
     gradient: np.ndarray | None
     model: HessianModel | None
     constraint: np.ndarray
-    row_blocks: np.ndarray | None
-    loop_jacobian: np.ndarray | None
-    _blocks: list | None = None
-    _extra: list = field(default_factory=list)
-    _constraints: ConstraintSet | None = None
+    problem: IKProblem | None = None
+    blocks: list | None = None  # the joint constraints' (ConstraintSet.evaluate)
+    extra_jacobians: list = field(default_factory=list)  # (B, h, N) of further equality terms
 
     @property
     def violation(self) -> np.ndarray:
@@ -314,21 +311,35 @@ class LinearizedStep:
 
     @property
     def hessian(self) -> np.ndarray:
-        """The model Hessian as a dense matrix (B, N, N) (for inspection and tests)."""
+        """The model Hessian as a dense matrix (B, N, N)."""
         return self.model.matrix()
 
-    @property
+    @cached_property
     def constraint_jacobian(self) -> np.ndarray:
-        """The whole constraint Jacobian, dense (B, m, N) (for inspection and tests)."""
-        dense = self._constraints.dense(self._blocks, (self.point.batch,))
-        return np.concatenate([dense, *self._extra], axis=1) if self._extra else dense
+        """The whole constraint Jacobian, dense (B, m, N)."""
+        dense = self.problem.constraints.dense(self.blocks, (self.point.batch,))
+        return np.concatenate([dense, *self.extra_jacobians], axis=1) if self.extra_jacobians else dense
+
+    @cached_property
+    def row_blocks(self) -> np.ndarray:
+        """The joint constraints' rows on their two bodies (B, m_cs, 2, 6)
+        (:meth:`~looprig.core.constraints.ConstraintSet.row_blocks`)."""
+        return self.problem.constraints.row_blocks(self.blocks, self.point.batch)
+
+    @cached_property
+    def loop_jacobian(self) -> np.ndarray:
+        """The dense rows (B, m_loop, N) outside the problem's spanning tree, then the
+        further equality terms'."""
+        cs, rows = self.problem.constraints, self.problem.tree.loop_rows
+        loop = cs.dense(self.blocks, (self.point.batch,), rows)
+        return np.concatenate([loop, *self.extra_jacobians], axis=1) if self.extra_jacobians else loop
 
 
 def build_step(problem: IKProblem, point: Point, derivatives: bool = True) -> LinearizedStep:
     """Linearise every term of ``problem`` at ``point`` and sum the objective terms.
 
     The joint constraints are evaluated directly (their Jacobian kept in blocks for
-    :class:`~looprig.core.nullspace.ReducedKKT`); further equality terms linearise."""
+    :class:`~looprig.core.kkt.ReducedKKT`); further equality terms linearise."""
     B, N = point.batch, point.n_vars
     value = np.zeros(B)
     gradient = model = None
@@ -355,12 +366,10 @@ def build_step(problem: IKProblem, point: Point, derivatives: bool = True) -> Li
     if extras:
         residual = np.concatenate([residual, *[e.residual for e in extras]], axis=-1)
     if not derivatives:
-        return LinearizedStep(point, value, None, None, residual, None, None)
-    extra = [e.jacobian for e in extras]
-    loop = cs.dense(blocks, (B,), problem.tree.loop_rows)
-    loop = np.concatenate([loop, *extra], axis=1) if extra else loop
-    rows = cs.row_blocks(blocks, B)
-    return LinearizedStep(point, value, gradient, model, residual, rows, loop, blocks, extra, cs)
+        return LinearizedStep(point, value, None, None, residual)
+    return LinearizedStep(
+        point, value, gradient, model, residual, problem, blocks, [e.jacobian for e in extras]
+    )
 
 
 def _single(targets: IKTargets) -> Targets:
@@ -383,8 +392,13 @@ class _Iterate:
         self.violation = _max_abs(self.c)
 
 
-def step_kkt(problem: IKProblem, step: LinearizedStep, damping, dual_regularization: float) -> ReducedKKT:
-    """The factorised KKT system of ``step`` (built with derivatives); damping (B,)."""
+def step_kkt(problem: IKProblem, step: LinearizedStep, damping, dual_regularization: float):
+    """The factorised KKT system of ``step`` (built with derivatives): whole for one
+    small frame, else in the tree's null space (:mod:`~looprig.core.kkt`); damping (B,).
+    Its ``solve(g, c)`` gives the steps (B, N)."""
+    B, N = step.gradient.shape
+    if B == 1 and N + step.constraint.shape[1] <= DENSE_KKT_ROWS:
+        return DenseKKT(step.hessian, step.constraint_jacobian, damping, dual_regularization)
     return ReducedKKT(
         problem.tree,
         step.point.R,
@@ -397,7 +411,7 @@ def step_kkt(problem: IKProblem, step: LinearizedStep, damping, dual_regularizat
 
 
 class _FrameKKT:
-    """The KKT step of one frame (:class:`~looprig.core.nullspace.ReducedKKT` on a
+    """The KKT step of one frame (:class:`~looprig.core.kkt.ReducedKKT` on a
     batch of one), factorised once for several right-hand sides."""
 
     def __init__(self, problem: IKProblem, it: _Iterate, damping: float, dual_regularization: float):

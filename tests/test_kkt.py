@@ -1,10 +1,12 @@
-"""The KKT step in the null space of a spanning tree equals the full KKT step."""
+"""The KKT steps (in the null space of a spanning tree, and whole for one frame)
+equal the full KKT step."""
 
 import numpy as np
 import pytest
 from looprig.core import FrameObjective, IKProblem, build_step
 from looprig.core.fk import FKSettings, solve_constraints
 from looprig.core.ik import step_kkt
+from looprig.core.kkt import DenseKKT, ReducedKKT
 from looprig.core.library import NAMES, build
 from looprig.core.mobility import analyse_mobility
 from looprig.core.rotations import quat_to_matrix, retract
@@ -45,10 +47,15 @@ def test_reduced_step_equals_the_full_kkt_step(name, damping):
     """On every reference mechanism (every joint kind, loops, a floating base), batched."""
     problem, step = _step(name, seed=3)
     reduced = step_kkt(problem, step, np.full(step.point.batch, damping), 1e-12)
+    assert isinstance(reduced, ReducedKKT)
     d = reduced.solve(step.gradient, step.constraint)
+    H, A = step.hessian, step.constraint_jacobian
     for b in range(step.point.batch):
         full = _full_kkt_step(step, b, damping, 1e-12)
-        assert np.abs(d[b] - full).max() <= 1e-7 * max(np.abs(full).max(), 1e-6), name
+        whole = DenseKKT(H[b : b + 1], A[b : b + 1], np.array([damping]), 1e-12)
+        one = whole.solve(step.gradient[b : b + 1], step.constraint[b : b + 1])[0]
+        for answer in (d[b], one):
+            assert np.abs(answer - full).max() <= 1e-7 * max(np.abs(full).max(), 1e-6), name
 
 
 @pytest.mark.parametrize("name", NAMES)
@@ -57,7 +64,9 @@ def test_tree_rows_are_met_exactly_and_the_tree_counts_the_mobility(name):
     the mechanism's mobility (its degrees of freedom, actuators passive)."""
     problem, step = _step(name, seed=4, batch=1)
     tree = problem.tree
-    reduced = step_kkt(problem, step, np.array([1e-12]), 1e-12)
+    reduced = ReducedKKT(
+        tree, step.point.R, step.model, step.row_blocks, step.loop_jacobian, np.array([1e-12]), 1e-12
+    )
     A = step.constraint_jacobian[0][: problem.constraints.n_rows]
     tree_rows = np.setdiff1d(np.arange(problem.constraints.n_rows), tree.loop_rows)
     q = np.random.default_rng(5).normal(size=tree.dof)
@@ -79,5 +88,7 @@ def test_one_frame_factorisation_serves_several_right_hand_sides():
         step.point.state[:1], step.point.targets.take(first), step.point.reference.take(first)
     )
     one = build_step(problem, point)
-    single = step_kkt(problem, one, np.array([1e-6]), 1e-12).solve(g[:1], c[:1])
+    single = ReducedKKT(
+        problem.tree, one.point.R, one.model, one.row_blocks, one.loop_jacobian, np.array([1e-6]), 1e-12
+    ).solve(g[:1], c[:1])
     assert np.abs(single[0] - batched[0]).max() <= 1e-9 * np.abs(batched[0]).max()

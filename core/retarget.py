@@ -11,6 +11,7 @@ form live in :mod:`.mapping` (re-exported here).
 """
 
 import dataclasses
+import warnings
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
@@ -21,8 +22,9 @@ from scipy.spatial.transform import Rotation, RotationSpline
 from .clip import coarse_then_clip, couples_frames
 from .constraints import mean_joint_distance
 from .curves import ActuatorCurves, all_violations
-from .errors import LooprigError, TargetError, did_you_mean
+from .errors import LooprigError, LooprigWarning, TargetError, did_you_mean
 from .filevalues import limit_to_file
+from .holding import Holding, motors_to_hold
 from .ik import IKProblem, IKSettings, IKTargets, solve_ik
 from .linalg import single_threaded_blas
 from .mapping import ComSpec, RetargetMapping, SupportPhase, TargetSpec
@@ -100,6 +102,7 @@ class RetargetResult:
     converged: np.ndarray
     unreachable: np.ndarray
     target_names: list[str] = field(default_factory=list)
+    holding: Holding | None = None  # the motors held because the clip does not need them
 
     def summary(self) -> dict:
         """JSON-ready report: accuracy, per-actuator range, peak velocity, violations."""
@@ -134,6 +137,7 @@ class RetargetResult:
             "unconverged_frames": int((~self.converged).sum()),
             "iterations_mean": float(self.iterations.mean()) if len(self.iterations) else 0.0,
             "actuators": actuators,
+            "held_motors": None if self.holding is None else self.holding.to_dict(),
         }
 
 
@@ -317,8 +321,6 @@ def retarget(
     if initial_state is not None:
         initial_state = groups.collapse(np.asarray(initial_state, dtype=float))
     state = start_state(mechanism, mapping.start, initial_state)
-    held = _held_values(mechanism, mapping, state)
-    problem = build_problem(mechanism, mapping, settings, held=held)
     clip_times = np.asarray(samples.times, dtype=float)
     samples = samples.resampled(mapping.rate)
     positions, rotations, com = _target_arrays(mapping, samples)
@@ -330,6 +332,26 @@ def retarget(
             f"a rate of {mapping.rate:g} Hz leaves one frame of a "
             f"{clip_times[-1] - clip_times[0]:.3g} s clip; raise the rate"
         )
+    asked, holding = mapping, None  # the motors the clip does not need hold still (core.holding)
+    if mapping.auto_hold:
+        with single_threaded_blas():
+            holding = motors_to_hold(
+                build_problem(
+                    mechanism,
+                    mapping,
+                    settings,
+                    first_frame=True,
+                    held=_held_values(mechanism, mapping, state),
+                ),
+                Targets(positions, rotations, com),
+                state,
+                mapping.reach_tolerance,
+            )
+        if holding.motors:
+            mapping = dataclasses.replace(mapping, hold=(*mapping.hold, *holding.motors))
+            warnings.warn(LooprigWarning(holding.message()), stacklevel=2)
+    held = _held_values(mechanism, mapping, state)
+    problem = build_problem(mechanism, mapping, settings, held=held)
     n_act, k = len(problem.readout.names), len(mapping.targets)
     out_states = np.empty((frames,) + state.shape)
     out_act = np.empty((frames, n_act))
@@ -406,7 +428,7 @@ def retarget(
     )
     unreachable = np.max(pos_err, axis=1, initial=0.0) > mapping.reach_tolerance
     return RetargetResult(
-        mapping=mapping,
+        mapping=asked,
         times=samples.times,
         states=groups.expand(out_states),
         curves=curves,
@@ -418,4 +440,5 @@ def retarget(
         converged=converged,
         unreachable=unreachable,
         target_names=[t.frame for t in mapping.targets],
+        holding=holding,
     )

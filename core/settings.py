@@ -111,6 +111,13 @@ class RetargetSettings:
         kind=str,
         choices=("exact", "paper"),
     )
+    auto_hold: bool = _setting(
+        True,
+        "",
+        "hold motors the clip does not need at their start values: those no target depends on, "
+        "and redundant ones whose holding keeps every target met (docs/retarget.md)",
+        kind=bool,
+    )
     whole_clip: bool = _setting(
         True,
         "",

@@ -1,0 +1,388 @@
+"""Motors that hold still unless the clip needs them: the default of a retarget.
+
+An animator expects a motor nobody animated to stay where it is. Before a clip is
+solved, :func:`motors_to_hold` picks the motors to lock exactly at their value at
+the clip's start (with :class:`~looprig.core.terms.MotorLock`, the equality term
+behind the mapping's ``hold``):
+
+* **unused** — no objective depends on the motor: moving it with the other motors
+  held moves no targeted frame (on the weighted axes) and not the centre of mass.
+  Decided on the linearised constraints, read-off and tasks at the start pose and
+  at :data:`CHECK_POSES` assembled poses around it (motors moved by about
+  :data:`CHECK_SPREAD` rad, seeded), so a start that is singular by chance (a
+  slider-crank at a dead centre, a straight arm) does not pass for structure.
+* **redundant** — the others can do its work: locking it keeps the rank of the
+  objectives' Jacobian at the start pose, and a coarse pass over the clip (about
+  :data:`COARSE_FRAMES` frames spread over it, each solved from the last) still
+  meets every target as well as with the motor free (within
+  :data:`REACH_SLACK` times the reach tolerance), stays inside the motors'
+  ranges, and does not make the other motors travel more than
+  :data:`TRAVEL_RATIO` times as far. Candidates are tried one by one, the one
+  whose motion moves the most mass first (its kinetic energy per unit motor
+  speed): a body yaw that carries a whole head before a wrist.
+
+The trade-off, on a 7-DoF arm with only the hand targeted: its base joint is
+the heaviest redundant motor, so it is held when the other six can follow the
+hand within their ranges without travelling much further; the arm then moves
+like a 6-DoF arm and gives up the null-space motion that keeps it away from
+limits and singularities. Where that costs reach, range or a singular
+detour (much more travel), the joint stays free and the minimal-motion metric
+shares the motion as before. Holding is a decision made once, on the start pose
+and a coarse pass: ``auto_hold = false`` (``--no-auto-hold``) frees every motor
+but those in the mapping's ``hold``.
+
+Cost: the Jacobians at a few poses (SVDs of the constraint Jacobian), one coarse
+pass with the motors free, and one per redundant candidate (stopped at its
+first failing frame).
+"""
+
+import dataclasses
+import time
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from .fk import solve_fk
+from .ik import IKProblem, IKSettings, IKTargets, solve_ik
+from .readoff import ActuatorReadout
+from .rotations import quat_to_matrix
+from .start import solve_first_frame
+from .terms import ComObjective, ComTask, FrameObjective, FrameTask, MotorLock, Reference, Targets
+from .terms.base import motor_units
+
+#: Frames of the coarse pass that tries a redundant motor held (spread evenly, ends included).
+COARSE_FRAMES = 25
+#: A held motor may add at most this fraction of the reach tolerance to any coarse frame's miss.
+REACH_SLACK = 0.01
+#: A held motor may make the other motors travel at most this many times as far (coarse pass).
+TRAVEL_RATIO = 2.0
+#: Most redundant candidates tried with a coarse pass (heaviest first).
+MAX_TRIALS = 8
+#: Assembled poses besides the start where a motor must also be unused, and their spread [rad | L].
+CHECK_POSES, CHECK_SPREAD = 4, 0.1
+#: A motor is unused when a unit motion of it moves the objectives less than this times L [m].
+UNUSED_TOLERANCE = 1e-8
+#: Relative singular value below which a direction counts as lost (rank tests).
+RANK_TOLERANCE = 1e-6
+
+
+@dataclass(frozen=True)
+class Holding:
+    """The motors :func:`motors_to_hold` locks, with their values at the clip's start.
+
+    unused, redundant: motor names; values: name -> [rad | m]; kept_free: the
+    redundant candidates a coarse pass refused, name -> why; passes: coarse passes
+    run; seconds: the time the decision took [s].
+    """
+
+    unused: tuple[str, ...] = ()
+    redundant: tuple[str, ...] = ()
+    values: dict = field(default_factory=dict)
+    kept_free: dict = field(default_factory=dict)
+    passes: int = 0
+    seconds: float = 0.0
+
+    @property
+    def motors(self) -> tuple[str, ...]:
+        return self.unused + self.redundant
+
+    def message(self) -> str | None:
+        """One line naming the held motors and how to free them (None: none held)."""
+        if not self.motors:
+            return None
+        parts = []
+        if self.unused:
+            parts.append(f"{', '.join(self.unused)} (no target depends on them)")
+        if self.redundant:
+            parts.append(f"{', '.join(self.redundant)} (the other motors meet every target)")
+        return (
+            f"held at their start values: {'; '.join(parts)}; "
+            "target them, or set auto_hold false (--no-auto-hold) to let them move"
+        )
+
+    def to_dict(self) -> dict:
+        """JSON-ready: the held motors with their values, and the candidates kept free."""
+        return {
+            "unused": list(self.unused),
+            "redundant": list(self.redundant),
+            "values": {name: float(v) for name, v in self.values.items()},
+            "kept_free": dict(self.kept_free),
+        }
+
+
+class _Linearization:
+    """The maps of one pose in dimensionless tangent coordinates (translations in units of
+    L): constraints E (m, N), motors P (A, N) [rad | L], objectives O (r, N) [m], with
+    weighted axes counted at weight one (orientation rows times L)."""
+
+    def __init__(self, problem: IKProblem, state: np.ndarray):
+        cs, readout = problem.constraints, problem.readout
+        L = cs.length_scale
+        R = quat_to_matrix(state[:, 3:])[None]
+        s = state[None]
+        frames = FrameTask(
+            problem.mechanism,
+            [
+                FrameObjective(f.frame, np.greater(f.position_weight, 0), np.greater(f.orientation_weight, 0))
+                for f in problem.frames
+            ],
+        )
+        points, axes = frames.poses(s, R)
+        com = None
+        if problem.com is not None:
+            com_task = ComTask(problem.mechanism, ComObjective(np.greater(problem.com.weight, 0)))
+            com = com_task.com(s)
+        reference = Reference(s, R, readout.read(s, R=R))
+        point = problem.point(s, Targets(points, axes, com), reference, R)
+        scale = 1.0 / problem.step_scale  # tangent per dimensionless unit: L [m] or 1 [rad]
+        self.E = np.concatenate([t.linearize(point).jacobian[0] for t in problem.equality_terms]) * scale
+        units = motor_units(readout, L)
+        self.P = readout.jacobian(s, R, cs.column_of_body, cs.n_vars)[0] * units[:, None] * scale
+        rows = [np.zeros((0, cs.n_vars))]
+        if len(frames):
+            J = frames.residual(point)[1][0]
+            J[3 * len(frames) :] *= L
+            rows.append(J)
+        if com is not None:
+            rows.append(com_task.residual(point)[1][0])
+        self.O = np.concatenate(rows) * scale
+        self.state, self.R, self.L = state, R[0], L
+
+    def free_directions(self, locked) -> np.ndarray:
+        """Orthonormal basis (N, d) of the motions that keep the constraints and the ``locked`` motors."""
+        return _null_space(np.concatenate([self.E, self.P[list(locked)]]))
+
+    def motor_directions(self, locked):
+        """Per motor, the motion (N,) that turns it by one unit with the other motors (and the
+        ``locked`` ones) held, or None where the motor cannot move alone (it is coupled to others)."""
+        Z = self.free_directions(locked)
+        PZ = self.P @ Z
+        out = []
+        for i in range(len(self.P)):
+            unit = np.eye(len(self.P))[i]
+            x = np.linalg.lstsq(PZ, unit, rcond=None)[0]
+            out.append(None if np.abs(PZ @ x - unit).max(initial=0.0) > 1e-6 else Z @ x)
+        return out
+
+    def objective_rank(self, locked) -> int:
+        """Rank of the objectives' Jacobian over the motions that keep ``locked`` motors held."""
+        return _rank(self.O @ self.free_directions(locked))
+
+
+def _null_space(A: np.ndarray) -> np.ndarray:
+    _, sigma, Vt = np.linalg.svd(A)
+    rank = int((sigma > 1e-10 * sigma.max(initial=0.0)).sum()) if sigma.size and sigma.max() > 0 else 0
+    return Vt[rank:].T
+
+
+def _range(A: np.ndarray, tolerance: float) -> np.ndarray:
+    """Orthonormal basis of the range of A (singular values above ``tolerance``)."""
+    if A.size == 0:
+        return np.zeros((len(A), 0))
+    U, sigma, _ = np.linalg.svd(A, full_matrices=False)
+    return U[:, sigma > tolerance]
+
+
+def _rank(A: np.ndarray) -> int:
+    if A.size == 0:
+        return 0
+    sigma = np.linalg.svd(A, compute_uv=False)
+    return int((sigma > RANK_TOLERANCE * max(sigma.max(initial=0.0), 1e-300)).sum())
+
+
+def _kinetic_energy(problem: IKProblem, lin: _Linearization, motion: np.ndarray) -> float:
+    """Kinetic energy per unit motor speed [kg m^2] of a dimensionless tangent motion (N,)."""
+    cs, mechanism = problem.constraints, problem.mechanism
+    energy = 0.0
+    for b in cs.free_bodies:
+        body = mechanism.bodies[b]
+        v = lin.L * motion[cs.column_of_body[b] : cs.column_of_body[b] + 3]
+        w = motion[cs.column_of_body[b] + 3 : cs.column_of_body[b] + 6]
+        energy += body.mass * float(v @ v)
+        if body.inertia is not None:
+            R = lin.R[b]
+            energy += float(w @ (R @ np.asarray(body.inertia, float) @ R.T) @ w)
+    return energy
+
+
+def _check_poses(problem: IKProblem, state: np.ndarray) -> list[np.ndarray]:
+    """Assembled states around ``state`` with the motors moved by about CHECK_SPREAD (seeded)."""
+    readout: ActuatorReadout = problem.readout
+    values = readout.read(state)
+    spread = CHECK_SPREAD * np.where(readout.is_angle, 1.0, problem.constraints.length_scale)
+    rng = np.random.default_rng(1)
+    poses = []
+    for _ in range(CHECK_POSES):
+        moved = solve_fk(
+            problem.mechanism, values + spread * rng.normal(size=len(values)), state, raise_on_failure=False
+        )
+        if moved.converged:
+            poses.append(moved.state)
+    return poses
+
+
+def _unused(problem: IKProblem, lins: list[_Linearization]) -> np.ndarray:
+    """(A,) bool: motors whose motion, the other motors held, moves the objectives in no
+    direction that the passive motions (a floating base, every motor held) do not already
+    give, by more than UNUSED_TOLERANCE L per unit, at every pose."""
+    n = len(problem.readout.names)
+    unused = np.ones(n, bool)
+    for lin in lins:
+        passive = lin.O @ lin.free_directions(range(n))
+        Q = _range(passive, UNUSED_TOLERANCE * lin.L)
+        for i in np.flatnonzero(unused):
+            moved = lin.O @ lin.free_directions([k for k in range(n) if k != i])
+            beyond = moved - Q @ (Q.T @ moved)
+            unused[i] = beyond.size == 0 or np.linalg.norm(beyond, 2) <= UNUSED_TOLERANCE * lin.L
+    return unused
+
+
+def _with_locks(problem: IKProblem, motors, values) -> IKProblem:
+    if not len(motors):
+        return problem
+    lock = MotorLock(problem.readout, motors, values[list(motors)], problem.constraints.length_scale)
+    return dataclasses.replace(problem, terms=(*problem.terms, lock))
+
+
+@dataclass
+class _Pass:
+    """A coarse pass: per coarse frame the miss (C,) [m] and motor values (C, A) [rad | m]."""
+
+    miss: np.ndarray
+    values: np.ndarray
+
+    def travel(self, start_values: np.ndarray, units: np.ndarray) -> float:
+        """Total motor travel [rad, displacements in units of L] from the start through the frames."""
+        path = np.concatenate([start_values[None], self.values])
+        return float(np.abs(np.diff(path, axis=0) * units).sum())
+
+
+def _coarse_pass(
+    problem: IKProblem, targets: list[IKTargets], state, reach_tolerance: float, accept=None
+) -> _Pass | None:
+    """Solve the coarse frames in order, each from the last (the first from ``state``);
+    None as soon as ``accept(frame, miss, values)`` is False."""
+    settings = dataclasses.replace(problem.settings, max_iterations=10 * problem.settings.max_iterations)
+    L = problem.constraints.length_scale
+    previous, previous_values = state, problem.readout.read(state)
+    miss, values = np.empty(len(targets)), np.empty((len(targets), len(previous_values)))
+    for j, target in enumerate(targets):
+        if j == 0:  # as the clip's first frame is: restarts where the start is singular
+            result = solve_first_frame(problem, target, state, reach_tolerance)
+        else:
+            result = solve_ik(
+                problem, target, previous, previous_actuators=previous_values, settings=settings
+            )
+        errors = [result.position_error, L * result.orientation_error]
+        if np.isfinite(result.com_error):
+            errors.append([result.com_error])
+        miss[j] = max(float(np.max(e, initial=0.0)) for e in errors)
+        values[j] = result.actuators
+        if accept is not None and not accept(j, miss[j], values[j]):
+            return None
+        previous, previous_values = result.state, result.actuators
+    return _Pass(miss, values)
+
+
+def motors_to_hold(
+    problem: IKProblem,
+    targets: Targets,
+    state: np.ndarray,
+    reach_tolerance: float,
+    settings: IKSettings | None = None,
+) -> Holding:
+    """The motors of ``problem`` to lock at their values in ``state`` (n, 7), the clip's
+    start; see the module docstring. ``problem``: the clip's first-frame problem (no
+    terms between frames; motors it already locks are left alone); ``targets``: the
+    whole clip's, batched over frames; ``reach_tolerance`` [m]."""
+    began = time.perf_counter()
+    if settings is not None:
+        problem = dataclasses.replace(problem, settings=settings)
+    readout = problem.readout
+    names, n = readout.names, len(readout.names)
+    if n == 0:
+        return Holding()
+    values = readout.read(state)
+    already = {int(m) for t in problem.terms if isinstance(t, MotorLock) for m in t.motors}
+    lins = [_Linearization(problem, s) for s in (state, *_check_poses(problem, state))]
+    # a pose where held motors leave more motion free than elsewhere is singular (a dead
+    # centre): its first-order picture is not the mechanism's, so it is not asked
+    passive = [lin.free_directions(range(n)).shape[1] for lin in lins]
+    lins = [lin for lin, d in zip(lins, passive, strict=True) if d == min(passive)]
+    start = lins[0]
+    unused = [i for i in np.flatnonzero(_unused(problem, lins)) if i not in already]
+    locked = sorted(already | set(unused))
+
+    # redundant motors: only where the motors determine the objectives (no floating base),
+    # so that the other motors, not an unanimated base, take over
+    moved = start.O @ start.free_directions(range(n))
+    determined = moved.size == 0 or np.linalg.norm(moved, 2) <= UNUSED_TOLERANCE * start.L
+    directions = start.motor_directions(locked) if determined else []
+    energy = {
+        i: _kinetic_energy(problem, start, d)
+        for i, d in enumerate(directions)
+        if d is not None and i not in locked
+    }
+    candidates = sorted(energy, key=lambda i: -energy[i])
+
+    def keeps_rank(i) -> bool:
+        """Locking motor i loses no direction the objectives can move in, at any pose."""
+        return all(lin.objective_rank([*locked, i]) == lin.objective_rank(locked) for lin in lins)
+
+    candidates = [i for i in candidates if keeps_rank(i)]
+
+    kept_free, passes, redundant = {}, 0, []
+    if candidates:
+        count = len(targets.positions)
+        frames = np.unique(np.linspace(0, count - 1, min(COARSE_FRAMES, count)).round().astype(int))
+        coarse = [
+            IKTargets(
+                targets.positions[f], targets.rotations[f], None if targets.com is None else targets.com[f]
+            )
+            for f in frames
+        ]
+        free = _coarse_pass(_with_locks(problem, locked, values), coarse, state, reach_tolerance)
+        passes = 1
+        units = motor_units(readout, problem.constraints.length_scale)
+        limits = problem.actuator_limits
+        free_excess = np.maximum(limits.lower - free.values, 0) + np.maximum(free.values - limits.upper, 0)
+        free_travel = free.travel(values, units)
+        tried = 0
+        for i in candidates:
+            if not keeps_rank(i):  # the motors held so far took its place
+                continue
+            if tried == MAX_TRIALS:
+                kept_free[names[i]] = f"not tried (at most {MAX_TRIALS} trials)"
+                continue
+            tried += 1
+            why = []
+
+            def accept(j, miss, v, why=why):
+                excess = np.maximum(limits.lower - v, 0) + np.maximum(v - limits.upper, 0)
+                if miss > free.miss[j] + REACH_SLACK * reach_tolerance:
+                    why.append(f"a target would be missed by {miss:.3g} m")
+                elif (excess > free_excess[j] + 1e-9).any():
+                    why.append("a motor would leave its range")
+                return not why
+
+            trial = _coarse_pass(
+                _with_locks(problem, [*locked, i], values), coarse, state, reach_tolerance, accept
+            )
+            passes += 1
+            if trial is not None and trial.travel(values, units) > TRAVEL_RATIO * free_travel + 1e-9:
+                why.append(
+                    f"the other motors would travel {trial.travel(values, units) / free_travel:.3g}x as far"
+                )
+            if why:
+                kept_free[names[i]] = why[0]
+                continue
+            locked.append(i)
+            redundant.append(i)
+    return Holding(
+        unused=tuple(names[i] for i in unused),
+        redundant=tuple(names[i] for i in redundant),
+        values={names[i]: float(values[i]) for i in (*unused, *redundant)},
+        kept_free=kept_free,
+        passes=passes,
+        seconds=time.perf_counter() - began,
+    )

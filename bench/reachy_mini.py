@@ -2,8 +2,11 @@
 
 Prints per file: bodies in the file and solved (welded bodies merged, see
 core/rigid.py), joints, motors, and ms per frame of a default retarget (whole
-clip) and of the per-frame solver (``whole_clip`` off), with the largest head
-error. ``make bench`` runs it; the models are in ../shared/models/reachy_mini.
+clip), of the per-frame solver (``whole_clip`` off) and of the whole clip with
+``auto_hold`` off, with the largest head error; the motors the default held
+(core/holding.py), the time that decision took and the largest drift of the
+untargeted motors (antennas, body yaw) [rad]. ``make bench`` runs it; the models
+are in ../shared/models/reachy_mini.
 
     python bench/reachy_mini.py [--frames N] [--rate HZ]
 """
@@ -12,10 +15,12 @@ import argparse
 import json
 import sys
 import time
+import warnings
 from pathlib import Path
 
 import numpy as np
 from looprig.cad_import import load_mechanism
+from looprig.core.errors import LooprigWarning
 from looprig.core.retarget import RetargetMapping, TargetSpec, TrackSamples, retarget
 from looprig.core.rigid import RigidGroups
 from scipy.spatial.transform import Rotation
@@ -50,14 +55,26 @@ def run(path: Path, frames: int, rate: float) -> dict:
         "joints": len(mechanism.joints),
         "motors": len(mechanism.actuator_names),
     }
-    for variant, whole in (("clip", True), ("frame", False)):
+    untargeted = [mechanism.actuator_names.index(n) for n in ("yaw_body", "left_antenna", "right_antenna")]
+    for variant, settings in (
+        ("clip", {}),
+        ("frame", {"whole_clip": False}),
+        ("clip_no_hold", {"auto_hold": False}),
+    ):
         mapping = RetargetMapping(
-            (TargetSpec("head", "xl_330", (1, 1, 1), (1, 1, 1)),), rate=rate, whole_clip=whole
+            (TargetSpec("head", "xl_330", (1, 1, 1), (1, 1, 1)),), rate=rate, **settings
         )
         start = time.perf_counter()
-        result = retarget(mechanism, clip, mapping)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", LooprigWarning)  # the held motors are printed below
+            result = retarget(mechanism, clip, mapping)
         line[f"{variant}_ms_per_frame"] = round(1e3 * (time.perf_counter() - start) / frames, 3)
         line[f"{variant}_max_error_m"] = float(f"{result.position_error.max():.3g}")
+        values = result.curves.values[:, untargeted]
+        line[f"{variant}_untargeted_drift_rad"] = float(f"{np.abs(values - values[0]).max():.3g}")
+        if result.holding is not None:
+            line[f"{variant}_held"] = list(result.holding.motors)
+            line[f"{variant}_hold_decision_ms"] = round(1e3 * result.holding.seconds, 1)
     return line
 
 

@@ -3,37 +3,39 @@
 An animator expects a motor nobody animated to stay where it is. Before a clip is
 solved, :func:`motors_to_hold` picks the motors to lock exactly at their value at
 the clip's start (with :class:`~looprig.core.terms.MotorLock`, the equality term
-behind the mapping's ``hold``):
+behind the mapping's ``hold``); ``docs/retarget.md`` states the rule for users.
 
-* **unused** — no objective depends on the motor: moving it with the other motors
-  held moves no targeted frame (on the weighted axes) and not the centre of mass.
-  Decided on the linearised constraints, read-off and tasks at the start pose and
-  at :data:`CHECK_POSES` assembled poses around it (motors moved by about
-  :data:`CHECK_SPREAD` rad, seeded), so a start that is singular by chance (a
-  slider-crank at a dead centre, a straight arm) does not pass for structure.
-* **redundant** — the others can do its work: locking it keeps the rank of the
-  objectives' Jacobian at the start pose, and a coarse pass over the clip (about
-  :data:`COARSE_FRAMES` frames spread over it, each solved from the last) still
-  meets every target as well as with the motor free (within
-  :data:`REACH_SLACK` times the reach tolerance), stays inside the motors'
-  ranges, and does not make the other motors travel more than
-  :data:`TRAVEL_RATIO` times as far. Candidates are tried one by one, the one
-  whose motion moves the most mass first (its kinetic energy per unit motor
-  speed): a body yaw that carries a whole head before a wrist.
+* **unused** — moving the motor, the other motors held, moves no targeted frame
+  (on its weighted axes) and not the centre of mass, beyond what the passive
+  motions (a floating base) already do. Decided on the linearised constraints,
+  read-off and tasks at the start pose and at :data:`CHECK_POSES` assembled poses
+  around it (motors moved by about :data:`CHECK_SPREAD` rad, seeded). A pose
+  where the held motors leave more motion free than at the others is singular (a
+  slider-crank's dead centre, where the crank moves nothing to first order) and
+  is not asked.
+* **redundant** — the other motors can do its work. Only where the motors
+  determine the objectives (with a floating base the base, no motor, would take
+  over). Candidates keep the objectives' structural rank (the largest over the
+  poses) when locked; they are tried one by one, the one whose motion moves the
+  most mass first (kinetic energy per unit motor speed: a body yaw that carries
+  a whole head before a wrist), and held when a coarse pass over the clip (about
+  :data:`COARSE_FRAMES` frames, each solved from the last, the first as the
+  clip's first frame is) still meets every target as well as with the motor free
+  (within :data:`REACH_SLACK` times the reach tolerance), keeps the motors in
+  their ranges wherever the free pass does, and does not make the motors travel
+  more than :data:`TRAVEL_RATIO` times as far.
 
-The trade-off, on a 7-DoF arm with only the hand targeted: its base joint is
-the heaviest redundant motor, so it is held when the other six can follow the
-hand within their ranges without travelling much further; the arm then moves
-like a 6-DoF arm and gives up the null-space motion that keeps it away from
-limits and singularities. Where that costs reach, range or a singular
-detour (much more travel), the joint stays free and the minimal-motion metric
-shares the motion as before. Holding is a decision made once, on the start pose
-and a coarse pass: ``auto_hold = false`` (``--no-auto-hold``) frees every motor
-but those in the mapping's ``hold``.
+The trade-off, on a 7-DoF arm with only the hand targeted: its base joint is the
+heaviest redundant motor, so it is held when the other six follow the hand
+within their ranges without travelling much further; the arm then moves like a
+6-DoF arm and gives up the null-space motion that keeps it away from limits and
+singularities. Where that costs reach, range or a detour (much more travel), the
+joint stays free and the minimal-motion metric shares the motion. The decision
+is made once, on the start pose and a coarse pass; ``auto_hold = false``
+(``--no-auto-hold``) frees every motor but those in the mapping's ``hold``.
 
-Cost: the Jacobians at a few poses (SVDs of the constraint Jacobian), one coarse
-pass with the motors free, and one per redundant candidate (stopped at its
-first failing frame).
+Cost: Jacobians and SVDs at a few poses, one coarse pass with the motors free,
+and one per candidate tried (stopped at its first failing frame).
 """
 
 import dataclasses
@@ -147,10 +149,14 @@ class _Linearization:
             rows.append(com_task.residual(point)[1][0])
         self.O = np.concatenate(rows) * scale
         self.state, self.R, self.L = state, R[0], L
+        self.assembled = _null_space(self.E)  # (N, d): the motions that keep the constraints
 
     def free_directions(self, locked) -> np.ndarray:
         """Orthonormal basis (N, d) of the motions that keep the constraints and the ``locked`` motors."""
-        return _null_space(np.concatenate([self.E, self.P[list(locked)]]))
+        locked = list(locked)
+        if not locked:
+            return self.assembled
+        return self.assembled @ _null_space(self.P[locked] @ self.assembled)
 
     def motor_directions(self, locked):
         """Per motor, the motion (N,) that turns it by one unit with the other motors (and the
@@ -170,8 +176,12 @@ class _Linearization:
 
 
 def _null_space(A: np.ndarray) -> np.ndarray:
+    """Orthonormal basis (n, d) of the null space of A (m, n), singular values below 1e-10
+    of the largest counted as zero."""
+    if A.shape[0] == 0:
+        return np.eye(A.shape[1])
     _, sigma, Vt = np.linalg.svd(A)
-    rank = int((sigma > 1e-10 * sigma.max(initial=0.0)).sum()) if sigma.size and sigma.max() > 0 else 0
+    rank = int((sigma > 1e-10 * sigma.max(initial=0.0)).sum()) if sigma.max(initial=0.0) > 0 else 0
     return Vt[rank:].T
 
 
@@ -326,8 +336,11 @@ def motors_to_hold(
     candidates = sorted(energy, key=lambda i: -energy[i])
 
     def keeps_rank(i) -> bool:
-        """Locking motor i loses no direction the objectives can move in, at any pose."""
-        return all(lin.objective_rank([*locked, i]) == lin.objective_rank(locked) for lin in lins)
+        """Locking motor i loses no direction the objectives can move in: the structural
+        rank (the largest over the poses; one pose may be singular by chance) stays."""
+        return max(lin.objective_rank([*locked, i]) for lin in lins) == max(
+            lin.objective_rank(locked) for lin in lins
+        )
 
     candidates = [i for i in candidates if keeps_rank(i)]
 

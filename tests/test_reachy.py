@@ -18,6 +18,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 from looprig.cad_import import load_mechanism
+from looprig.core.errors import LooprigWarning
 from looprig.core.retarget import RetargetMapping, TargetSpec, TrackSamples, retarget
 from scipy.spatial.transform import Rotation
 
@@ -95,15 +96,15 @@ def head_motion(centre, rate: float = 100.0):
     return times, R, centre + shift - np.einsum("fij,j->fi", R, centre)
 
 
-def retarget_head(path: Path, times, R, t, hold=()):
+def retarget_head(path: Path, times, R, t, **settings):
     """looprig's default retarget of the head frame ``xl_330`` moved by x -> R x + t
-    (``hold``: motors locked at their start)."""
+    (``settings``: mapping fields, e.g. ``hold``, the motors locked at their start)."""
     mechanism = load_mechanism(path) if path.suffix == ".xml" else load_mechanism(path, actuated=MOTORS)
     frame = mechanism.frame("xl_330")
     R0 = Rotation.from_quat(frame.orientation[[1, 2, 3, 0]]).as_matrix()
     track = TrackSamples(times, {"head": np.einsum("fij,j->fi", R, frame.position) + t}, {"head": R @ R0})
     mapping = RetargetMapping(
-        (TargetSpec("head", "xl_330", (1, 1, 1), (1, 1, 1)),), rate=1 / (times[1] - times[0]), hold=hold
+        (TargetSpec("head", "xl_330", (1, 1, 1), (1, 1, 1)),), rate=1 / (times[1] - times[0]), **settings
     )
     result = retarget(mechanism, track, mapping)
     names = mechanism.actuator_names
@@ -111,13 +112,36 @@ def retarget_head(path: Path, times, R, t, hold=()):
 
 
 @pytest.mark.parametrize("path", [MJCF, URDF], ids=["mjcf", "urdf"])
-def test_head_clip_stewart_motors_match_the_closed_form_for_the_body_yaw_reached(path):
-    """The head is met and the six Stewart motors agree with the closed form to 1e-5 rad
-    at every sample, the first included, for the base turned by the body yaw the solve
-    reached (the head's pose alone does not fix the split between yaw and Stewart)."""
+def test_by_default_antennas_and_yaw_hold_still_and_the_stewart_matches_the_closed_form(path):
+    """Default settings, only the head targeted: the antennas (no target depends on them)
+    and the body yaw (the Stewart platform meets every head pose without it) keep their
+    start values to 1e-9 rad, and the six Stewart motors agree with the closed form for
+    the unturned base to 1e-5 rad at every sample, the first included."""
+    legs, _, centre = head_geometry()
+    times, R, t = head_motion(centre)
+    with pytest.warns(LooprigWarning, match=r"held at their start values: .*antenna.*yaw_body"):
+        result, curves = retarget_head(path, times, R, t)
+    assert set(result.holding.unused) == {"left_antenna", "right_antenna"}
+    assert result.holding.redundant == ("yaw_body",)
+    for name in ("yaw_body", "left_antenna", "right_antenna"):
+        assert np.abs(curves[name] - curves[name][0]).max() < 1e-9
+        assert abs(curves[name][0]) < 1e-9  # the clip starts from the file pose
+    got = np.stack([curves[name] for name in STEWART], -1)
+    assert np.abs(got - stewart_angles(legs, R, t)).max() < 1e-5
+    assert result.position_error.max() < 1e-8 and result.orientation_error.max() < 1e-8
+    assert result.unreachable.sum() == 0
+
+
+@pytest.mark.parametrize("path", [MJCF, URDF], ids=["mjcf", "urdf"])
+def test_without_auto_hold_the_stewart_matches_the_closed_form_for_the_body_yaw_reached(path):
+    """With ``auto_hold`` off the minimal-motion metric shares the head's turn between the
+    body yaw and the Stewart platform; the head is met and the six Stewart motors agree
+    with the closed form to 1e-5 rad at every sample for the base turned by the yaw the
+    solve reached (the head's pose alone does not fix the split)."""
     legs, yaw_joint, centre = head_geometry()
     times, R, t = head_motion(centre)
-    result, curves = retarget_head(path, times, R, t)
+    result, curves = retarget_head(path, times, R, t, auto_hold=False)
+    assert result.holding is None and np.abs(curves["yaw_body"]).max() > 1e-2
     expected = stewart_angles(legs, R, t, curves["yaw_body"], yaw_joint)
     got = np.stack([curves[name] for name in STEWART], -1)
     assert np.abs(got - expected).max() < 1e-5
@@ -127,13 +151,14 @@ def test_head_clip_stewart_motors_match_the_closed_form_for_the_body_yaw_reached
 
 @pytest.mark.parametrize("path", [MJCF, URDF], ids=["mjcf", "urdf"])
 def test_held_motors_stay_put_and_the_stewart_matches_the_yaw_held_closed_form(path):
-    """With the body yaw and the antennas held (the mapping's ``hold``), they keep their
-    start values exactly and the six Stewart motors match the closed form for the
-    unturned base to 1e-5 rad at every sample."""
+    """With the body yaw and the antennas held by the mapping's ``hold`` (``auto_hold`` off),
+    they keep their start values exactly and the six Stewart motors match the closed form
+    for the unturned base to 1e-5 rad at every sample."""
     legs, _, centre = head_geometry()
     times, R, t = head_motion(centre)
-    result, curves = retarget_head(path, times, R, t, hold=("yaw_body", "left_antenna", "right_antenna"))
-    for name in ("yaw_body", "left_antenna", "right_antenna"):
+    held = ("yaw_body", "left_antenna", "right_antenna")
+    result, curves = retarget_head(path, times, R, t, hold=held, auto_hold=False)
+    for name in held:
         assert np.abs(curves[name]).max() < 1e-9
     got = np.stack([curves[name] for name in STEWART], -1)
     assert np.abs(got - stewart_angles(legs, R, t)).max() < 1e-5

@@ -1,0 +1,127 @@
+"""Motors the clip does not need hold still by default (core/holding.py), checked on arms
+whose answers are known in closed form: a wrist no target depends on, a redundant elbow
+the other motors can stand in for, and a shoulder they cannot."""
+
+import dataclasses
+
+import numpy as np
+import pytest
+from looprig.core import Actuator, Body, Frame, Joint, JointKind, Mechanism
+from looprig.core.errors import LooprigWarning
+from looprig.core.library._build import link
+from looprig.core.retarget import RetargetMapping, TargetSpec, TrackSamples, retarget
+
+Z = np.array([0.0, 0.0, 1.0])
+#: link lengths [m] of the planar arm along +x: upper arm, forearm, hand
+UPPER, FORE, HAND = 0.3, 0.25, 0.15
+
+
+def planar_arm(frame_at_wrist: bool = False) -> Mechanism:
+    """Planar 3R arm along +x (shoulder, elbow, wrist about z); frame ``tip`` at the hand's
+    end, or at the wrist's axis with ``frame_at_wrist``."""
+    p1, p2, p3 = (
+        np.array([UPPER, 0, 0]),
+        np.array([UPPER + FORE, 0, 0]),
+        np.array([UPPER + FORE + HAND, 0, 0]),
+    )
+    motor = Actuator(lower=-3.0, upper=3.0, velocity_limit=20.0)
+    return Mechanism(
+        [
+            Body("base", grounded=True),
+            link("upper", np.zeros(3), p1),
+            link("fore", p1, p2),
+            link("hand", p2, p3),
+        ],
+        [
+            Joint(
+                "shoulder", JointKind.REVOLUTE, "base", "upper", anchor=np.zeros(3), axis=Z, actuator=motor
+            ),
+            Joint("elbow", JointKind.REVOLUTE, "upper", "fore", anchor=p1, axis=Z, actuator=motor),
+            Joint("wrist", JointKind.REVOLUTE, "fore", "hand", anchor=p2, axis=Z, actuator=motor),
+        ],
+        [Frame("tip", "fore" if frame_at_wrist else "hand", position=p2 if frame_at_wrist else p3)],
+    )
+
+
+def circle_clip(radius: float, sweep: float, rate: float = 200.0) -> TrackSamples:
+    """The tip on a circle of ``radius`` [m] about the shoulder, from angle 0 to ``sweep`` [rad] in 1 s."""
+    t = np.arange(int(rate) + 1) / rate
+    phi = sweep * (3 * t**2 - 2 * t**3)
+    tip = np.stack([radius * np.cos(phi), radius * np.sin(phi), 0 * t], -1)
+    return TrackSamples(t, {"tip": tip}, {"tip": np.tile(np.eye(3), (len(t), 1, 1))})
+
+
+def two_link_angles(x, y, a, b):
+    """Closed-form 2R inverse kinematics (elbow angle >= 0): base angle and elbow angle [rad]."""
+    elbow = np.arccos((x * x + y * y - a * a - b * b) / (2 * a * b))
+    return np.arctan2(y, x) - np.arctan2(b * np.sin(elbow), a + b * np.cos(elbow)), elbow
+
+
+def test_a_motor_no_target_depends_on_holds_exactly_and_the_others_match_the_closed_form():
+    """Tracked at the wrist's axis, the wrist moves nothing targeted: it is held at its start
+    (given in the mapping, 0.7 rad) to 1e-12 rad, and shoulder and elbow are the 2R
+    closed form."""
+    clip = circle_clip(0.45, 1.2)
+    start = {"shoulder": 0.3, "elbow": 0.8, "wrist": 0.7}
+    mapping = RetargetMapping((TargetSpec("tip", "tip"),), rate=200.0, start=start)
+    arm = planar_arm(frame_at_wrist=True)
+    with pytest.warns(LooprigWarning, match=r"held at their start values: wrist .*--no-auto-hold"):
+        result = retarget(arm, clip, mapping)
+    assert result.holding.unused == ("wrist",) and result.holding.redundant == ()
+    assert result.summary()["held_motors"]["unused"] == ["wrist"]
+    values = dict(zip(result.curves.names, result.curves.values.T, strict=True))
+    assert np.abs(values["wrist"] - 0.7).max() < 1e-12
+    tip = clip.resampled(200.0).positions["tip"]
+    shoulder, elbow = two_link_angles(tip[:, 0], tip[:, 1], UPPER, FORE)
+    assert np.abs(values["shoulder"] - shoulder).max() < 1e-7
+    assert np.abs(values["elbow"] - elbow).max() < 1e-7
+
+
+def test_a_redundant_motor_is_held_when_the_others_reach_every_target_and_not_otherwise():
+    """Tracked at the hand's end (position only), the planar 3R arm has one motor to spare.
+    The shoulder, heaviest to move, cannot be held: elbow and wrist alone cannot carry the
+    tip 1.2 rad around the shoulder, so it stays free. The elbow can: shoulder and wrist
+    meet every target with it held, so it keeps its start value exactly and the other two
+    are the 2R closed form of the shoulder-to-wrist-tip chain. With auto_hold off, all move."""
+    clip = circle_clip(0.6, 1.2)
+    mapping = RetargetMapping((TargetSpec("tip", "tip"),), rate=200.0, start={"elbow": 0.5})
+    with pytest.warns(LooprigWarning, match="elbow"):
+        result = retarget(planar_arm(), clip, mapping)
+    assert result.holding.redundant == ("elbow",)
+    assert "missed" in result.holding.kept_free["shoulder"]
+    values = dict(zip(result.curves.names, result.curves.values.T, strict=True))
+    assert np.abs(values["elbow"] - 0.5).max() < 1e-12
+    # with the elbow held at 0.5 rad, shoulder -> wrist is one rigid link of length a
+    elbow_point = np.array([UPPER + FORE * np.cos(0.5), FORE * np.sin(0.5)])
+    a, offset = np.linalg.norm(elbow_point), np.arctan2(elbow_point[1], elbow_point[0])
+    tip = clip.resampled(200.0).positions["tip"]
+    base, wrist = two_link_angles(tip[:, 0], tip[:, 1], a, HAND)
+    assert np.abs(values["shoulder"] - (base - offset)).max() < 1e-7
+    assert np.abs(values["wrist"] - (wrist + offset - 0.5)).max() < 1e-7
+    assert result.position_error.max() < 1e-8 and result.unreachable.sum() == 0
+
+    free = retarget(
+        planar_arm(),
+        clip,
+        RetargetMapping((TargetSpec("tip", "tip"),), rate=200.0, start={"elbow": 0.5}, auto_hold=False),
+    )
+    assert free.holding is None
+    assert np.ptp(free.curves.values, axis=0).min() > 1e-3  # every motor moves
+    assert free.position_error.max() < 1e-8
+
+
+def test_a_motor_whose_holding_would_push_another_out_of_its_range_stays_free():
+    """The same arm and clip with the wrist's range cut to +-0.5 rad: holding the elbow would
+    need the wrist at 0.96 rad, so the elbow stays free; the greedy search goes on to the
+    wrist, which the shoulder and elbow can stand in for within their ranges."""
+    arm = planar_arm()
+    joints = list(arm.joints)
+    joints[2] = dataclasses.replace(joints[2], actuator=Actuator(lower=-0.5, upper=0.5, velocity_limit=20.0))
+    arm = Mechanism(arm.bodies, joints, arm.frames)
+    mapping = RetargetMapping((TargetSpec("tip", "tip"),), rate=200.0, start={"elbow": 0.5})
+    with pytest.warns(LooprigWarning, match="wrist"):
+        result = retarget(arm, circle_clip(0.6, 1.2), mapping)
+    assert "range" in result.holding.kept_free["elbow"] and result.holding.redundant == ("wrist",)
+    assert np.abs(result.curves.values[:, 2]).max() < 1e-12
+    assert result.summary()["actuators"][2]["violations"] == []
+    assert result.position_error.max() < 1e-8

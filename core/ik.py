@@ -232,18 +232,18 @@ def floating_bodies(mechanism: Mechanism) -> np.ndarray:
 @dataclass
 class HessianModel:
     """The objective's Gauss-Newton model (B, N, N), kept as the parts the terms made:
-    ``dense`` (B, N, N) or None, ``factor`` (B, r, N) or None (contributing
+    ``dense`` (B, N, N) or None, ``factors`` each (B, r, N) (contributing
     ``factor^T factor``), ``diagonal`` (B, N). Products with it never form the matrix."""
 
     dense: np.ndarray | None
-    factor: np.ndarray | None
+    factors: list[np.ndarray]
     diagonal: np.ndarray
 
     def times(self, M: np.ndarray) -> np.ndarray:
         """``H M`` for M (B, N, k): (B, N, k)."""
         out = self.diagonal[..., None] * M
-        if self.factor is not None:
-            out += np.swapaxes(self.factor, 1, 2) @ (self.factor @ M)
+        for F in self.factors:
+            out += np.swapaxes(F, 1, 2) @ (F @ M)
         if self.dense is not None:
             out += self.dense @ M
         return out
@@ -252,8 +252,8 @@ class HessianModel:
         """``Z^T (H + shift I) Z`` for Z (B, N, D) and shift (B,): (B, D, D)."""
         Zt = np.swapaxes(Z, 1, 2)
         out = Zt @ ((self.diagonal + shift[:, None])[..., None] * Z)
-        if self.factor is not None:
-            FZ = self.factor @ Z
+        for F in self.factors:
+            FZ = F @ Z
             out += np.swapaxes(FZ, 1, 2) @ FZ
         if self.dense is not None:
             out += Zt @ (self.dense @ Z)
@@ -262,8 +262,8 @@ class HessianModel:
     def curvature(self, v: np.ndarray) -> np.ndarray:
         """``v^T H v`` per frame for v (B, N): (B,)."""
         out = np.einsum("bn,bn,bn->b", v, self.diagonal, v)
-        if self.factor is not None:
-            Fv = np.einsum("brn,bn->br", self.factor, v)
+        for F in self.factors:
+            Fv = np.einsum("brn,bn->br", F, v)
             out += np.einsum("br,br->b", Fv, Fv)
         if self.dense is not None:
             out += np.einsum("bn,bnk,bk->b", v, self.dense, v)
@@ -272,8 +272,8 @@ class HessianModel:
     def scale(self) -> np.ndarray:
         """max(|diag H|, 1) per frame (B,): the unit of the relative Levenberg damping."""
         diag = self.diagonal.copy()
-        if self.factor is not None:
-            diag += np.einsum("brn,brn->bn", self.factor, self.factor)
+        for F in self.factors:
+            diag += np.einsum("brn,brn->bn", F, F)
         if self.dense is not None:
             diag += np.diagonal(self.dense, axis1=1, axis2=2)
         return np.maximum(np.abs(diag).max(-1, initial=0.0), 1.0)
@@ -358,8 +358,7 @@ def build_step(problem: IKProblem, point: Point, derivatives: bool = True) -> Li
             if lin.diagonal is not None:
                 diagonal += lin.diagonal
     if derivatives:
-        factor = np.concatenate(factors, axis=1) if len(factors) > 1 else (factors[0] if factors else None)
-        model = HessianModel(dense, factor, diagonal)
+        model = HessianModel(dense, factors, diagonal)
     cs = problem.constraints
     residual, blocks = cs.evaluate(point.state, jacobian=derivatives, R=point.R)
     extras = [term.linearize(point, derivatives) for term in problem.equality_terms[1:]]

@@ -42,6 +42,31 @@ SPEED_TOLERANCE = 1e-6
 #: before it arrives): a sudden stop at the bound would make the curve's cubic
 #: spline, which the limit checks and the resampling use, overshoot the bound.
 CATCH_UP_BRAKING = 0.25
+#: Frames the braking adds at most to a catch-up: a lag of 2 h closes in 3 frames
+#: with CATCH_UP_BRAKING = 1/4 (sqrt(2 b L) >= h above that), one more for rounding.
+BRAKING_FRAMES = 4
+
+
+def frames_behind(values: np.ndarray, steps: np.ndarray) -> np.ndarray:
+    """(F,) bool: the frames a speed bound can touch, predicted from curves ``values``
+    (F, A) [rad | m] solved without it and the bound ``steps`` (A,) [rad | m per frame].
+
+    Each motor is followed at most h per frame; its lag L (how far behind the curve
+    it is) obeys ``L_k = W_k - clip(W_k, -h, h)`` with ``W_k = L_k-1 + values_k -
+    values_k-1``. Frames where a motor is behind, or would be moved by more than h,
+    and ``BRAKING_FRAMES`` after each, are the ones the bound may change.
+    """
+    values = np.asarray(values, dtype=float)
+    lag = np.zeros(values.shape[1:])
+    behind = np.zeros(len(values), bool)
+    for k in range(1, len(values)):
+        wanted = lag + values[k] - values[k - 1]
+        lag = wanted - np.clip(wanted, -steps, steps)
+        behind[k] = bool((np.abs(lag) > 1e-12).any() or (np.abs(wanted) > steps).any())
+    affected = behind.copy()
+    for k in np.flatnonzero(behind):
+        affected[k : k + BRAKING_FRAMES + 1] = True
+    return affected
 
 
 @dataclass

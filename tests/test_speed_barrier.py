@@ -3,10 +3,10 @@
 Every retarget uses ``RetargetMapping``'s defaults otherwise. The bound is
 ``|p_k - p_k-1| <= h = k v / rate`` per motor (k = ``limit_fraction`` = 0.9, v the
 motor's velocity limit [rad/s]). Which frames it may touch is predicted from the
-run without it alone (:func:`affected_frames`): where that run moves a motor by
-more than h, the motor lags at h and then catches up at h; with the catch-up's
-braking this takes at most ``BRAKING_FRAMES`` more frames. Every other frame must
-match the run without the bound.
+run without it alone (:func:`~looprig.core.speed_limit.frames_behind`): where that
+run moves a motor by more than h, the motor lags at h and then catches up at h;
+the catch-up's braking adds at most ``BRAKING_FRAMES`` frames. Every other frame
+must match the run without the bound.
 """
 
 import dataclasses
@@ -17,31 +17,10 @@ from looprig.core.curves import all_violations
 from looprig.core.library import build
 from looprig.core.library.planar import fourbar, fourbar_closed_form
 from looprig.core.retarget import RetargetMapping, TargetSpec, TrackSamples, retarget
+from looprig.core.speed_limit import BRAKING_FRAMES, frames_behind
 from test_closed_forms import ALL_AXES, BOXER_RATE, boxer_clip_through_the_singularity, boxer_hand
 
-#: Frames a caught-up motor may still need to brake (core.speed_limit.CATCH_UP_BRAKING = 1/4:
-#: a lag of 2 h closes in 3 frames).
-BRAKING_FRAMES = 4
 HAND = (TargetSpec("hand", "hand", ALL_AXES, ALL_AXES),)
-
-
-def affected_frames(values: np.ndarray, steps: np.ndarray) -> np.ndarray:
-    """(F,) bool: frames where motor curves ``values`` (F, A) [rad], followed at most
-    ``steps`` (A,) [rad] per frame, are behind, and ``BRAKING_FRAMES`` after each such run.
-
-    Per motor, the lag L (how far the followed curve is behind) obeys
-    ``L_k = L_k-1 + d_k - clip(L_k-1 + d_k, -h, h)`` with d_k = values_k - values_k-1.
-    """
-    lag = np.zeros(values.shape[1])
-    behind = np.zeros(len(values), bool)
-    for k in range(1, len(values)):
-        wanted = lag + values[k] - values[k - 1]
-        lag = wanted - np.clip(wanted, -steps, steps)
-        behind[k] = bool((np.abs(lag) > 1e-12).any()) or bool((np.abs(wanted) > steps).any())
-    affected = behind.copy()
-    for k in np.flatnonzero(behind):
-        affected[k : k + BRAKING_FRAMES + 1] = True
-    return affected
 
 
 def _per_frame_steps(result, rate: float) -> np.ndarray:
@@ -82,7 +61,7 @@ def test_a_crank_too_slow_for_the_clip_lags_at_its_limit_and_catches_up():
     result = retarget(_with_speed_limit(fourbar(file_angle), 4.0), samples, mapping)
     crank, h = result.curves.values[:, 0], 0.9 * 4.0 / rate
     expected = theta - file_angle
-    affected = affected_frames(expected[:, None], np.array([h]))
+    affected = frames_behind(expected[:, None], np.array([h]))
     assert 20 < affected.sum() < len(t) // 2
     assert np.abs(np.diff(crank)).max() <= h * (1 + 1e-6)
     assert np.abs(crank - expected)[~affected].max() < 1e-6
@@ -102,7 +81,7 @@ def test_a_speed_limit_the_motion_respects_changes_nothing():
     free = retarget(boxer, clip, RetargetMapping(HAND, rate=BOXER_RATE, whole_clip=False))
     limited = retarget(boxer, clip, RetargetMapping(HAND, rate=BOXER_RATE, respect_speed_limits=True))
     steps = _per_frame_steps(free, BOXER_RATE)
-    assert not affected_frames(free.curves.values, steps).any()
+    assert not frames_behind(free.curves.values, steps).any()
     assert np.array_equal(limited.curves.values, free.curves.values)
     assert np.array_equal(limited.states, free.states)
 
@@ -112,7 +91,7 @@ def _boxer_through_the_singularity(clip, rate):
     free = retarget(build("boxer"), clip, RetargetMapping(HAND, rate=rate, whole_clip=False))
     limited = retarget(build("boxer"), clip, RetargetMapping(HAND, rate=rate, respect_speed_limits=True))
     steps = _per_frame_steps(free, rate)
-    return free, limited, steps, affected_frames(free.curves.values, steps)
+    return free, limited, steps, frames_behind(free.curves.values, steps)
 
 
 def _assert_bound_and_exact_elsewhere(free, limited, steps, affected):

@@ -232,16 +232,21 @@ def _check_poses(problem: IKProblem, state: np.ndarray) -> list[np.ndarray]:
 
 
 def _unused(problem: IKProblem, lins: list[_Linearization]) -> np.ndarray:
-    """(A,) bool: motors whose motion, the other motors held, moves the objectives in no
-    direction that the passive motions (a floating base, every motor held) do not already
-    give, by more than UNUSED_TOLERANCE L per unit, at every pose."""
+    """(A,) bool: motors that can move with the other motors held (not fixed by them, as in
+    an over-actuated loop) and whose motion then moves the objectives in no direction that
+    the passive motions (a floating base, every motor held) do not already give, by more
+    than UNUSED_TOLERANCE L per unit, at every pose."""
     n = len(problem.readout.names)
     unused = np.ones(n, bool)
     for lin in lins:
         passive = lin.O @ lin.free_directions(range(n))
         Q = _range(passive, UNUSED_TOLERANCE * lin.L)
         for i in np.flatnonzero(unused):
-            moved = lin.O @ lin.free_directions([k for k in range(n) if k != i])
+            alone = lin.free_directions([k for k in range(n) if k != i])
+            if np.linalg.norm(lin.P[i] @ alone) <= 1e-6:  # the others fix it (over-actuated)
+                unused[i] = False
+                continue
+            moved = lin.O @ alone
             beyond = moved - Q @ (Q.T @ moved)
             unused[i] = beyond.size == 0 or np.linalg.norm(beyond, 2) <= UNUSED_TOLERANCE * lin.L
     return unused

@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 from looprig.core import Actuator, Body, Frame, Joint, JointKind, Mechanism
 from looprig.core.errors import LooprigWarning
+from looprig.core.library import build
 from looprig.core.library._build import link
 from looprig.core.retarget import RetargetMapping, TargetSpec, TrackSamples, retarget
 
@@ -125,3 +126,18 @@ def test_a_motor_whose_holding_would_push_another_out_of_its_range_stays_free():
     assert np.abs(result.curves.values[:, 2]).max() < 1e-12
     assert result.summary()["actuators"][2]["violations"] == []
     assert result.position_error.max() < 1e-8
+
+
+def test_over_actuated_motors_are_never_held():
+    """The dancer's 8 servos over-determine its 6-DoF pelvis: with the others held a servo
+    cannot move, so none counts as unused or redundant, and the pelvis is met."""
+    dancer = build("dancer")
+    t = np.arange(41) / 200.0
+    pelvis = dancer.frame("pelvis_frame").position + np.stack(
+        [0.01 * np.sin(np.pi * t), 0 * t, -0.01 * t], -1
+    )
+    clip = TrackSamples(t, {"pelvis": pelvis}, {"pelvis": np.tile(np.eye(3), (len(t), 1, 1))})
+    mapping = RetargetMapping((TargetSpec("pelvis", "pelvis_frame", (1, 1, 1), (1, 1, 1)),), rate=200.0)
+    result = retarget(dancer, clip, mapping)
+    assert result.holding.motors == ()
+    assert result.position_error.max() < 1e-7 and result.unreachable.sum() == 0

@@ -47,16 +47,6 @@ def couples_frames(problem: IKProblem) -> bool:
     return paper_state or any(isinstance(t, coupled) for t in problem.objective_terms)
 
 
-def clip_footprint(problem: IKProblem) -> int:
-    """Doubles the clip solver stacks per frame (about): the tree's null-space basis
-    and its propagation (3 N D), the terms' factors and the loop rows (N each), the
-    joint rows' blocks (12 m) and the reduced KKT matrix ((D + m_loop)^2)."""
-    cs, tree = problem.constraints, problem.tree
-    loop = len(tree.loop_rows)
-    factor_rows = 6 * len(problem.frame_terms) + 3 + len(problem.readout.names)
-    return cs.n_vars * (3 * tree.dof + loop + factor_rows) + 12 * cs.n_rows + (tree.dof + loop) ** 2
-
-
 @dataclass
 class ClipSolution:
     """Outcome of :func:`solve_clip` for F frames: states (F, n, 7); iterations,

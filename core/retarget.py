@@ -19,7 +19,7 @@ import numpy as np
 from scipy.interpolate import CubicSpline
 from scipy.spatial.transform import Rotation, RotationSpline
 
-from .clip import clip_footprint, coarse_then_clip, couples_frames
+from .clip import coarse_then_clip, couples_frames
 from .constraints import mean_joint_distance
 from .curves import ActuatorCurves, all_violations
 from .errors import LooprigError, LooprigWarning, TargetError, did_you_mean
@@ -264,11 +264,15 @@ def _held_values(mechanism: Mechanism, mapping: RetargetMapping, state: np.ndarr
 
 
 #: Frames solved together by the clip solver between two progress reports and cancel
-#: checks: an eighth of the clip, within these bounds, and no more than keeps its
-#: stacked arrays (:func:`~looprig.core.clip.clip_footprint` doubles a frame) within
-#: CLIP_MEMORY bytes.
+#: checks: an eighth of the clip, within these bounds, and no more than keeps the
+#: stacked KKT matrices (frames x K x K doubles) within CLIP_MEMORY bytes.
 CLIP_CHUNK = (32, 600)
 CLIP_MEMORY = 64e6
+#: KKT size (unknowns + constraint rows) above which frames are solved one by one even
+#: when they could be solved together: there the factorisation, not numpy's per-call
+#: overhead, dominates (measured: a 150-row system solves 1.7x faster as a clip, a
+#: 376-row one 1.4x slower; bench/peers.py, bench/reachy_mini.py).
+CLIP_MAX_KKT = 300
 
 
 def _solve_in_sequence(problem, positions, rotations, com, rate, speed_limit, progress, cancel, *out):
@@ -367,10 +371,11 @@ def retarget(
         residual[0], iterations[0], converged[0] = first.residual, first.iterations, first.converged
         if progress is not None:
             progress(1, frames)
+        K = problem.constraints.n_vars + problem.constraints.n_rows
         speed_limit = None
         if mapping.respect_speed_limits:
             speed_limit = SpeedLimitedSolve(problem, mapping.rate, mapping.limit_fraction)
-        if speed_limit or couples_frames(problem) or not mapping.whole_clip:
+        if speed_limit or couples_frames(problem) or not mapping.whole_clip or K > CLIP_MAX_KKT:
             _solve_in_sequence(
                 problem,
                 positions,
@@ -391,8 +396,7 @@ def retarget(
             )
         else:
             target_batch = Targets(positions, rotations, com)
-            fitting = int(CLIP_MEMORY / (8 * clip_footprint(problem)))
-            chunk_size = min(int(np.clip(frames // 8, *CLIP_CHUNK)), max(8, fitting))
+            chunk_size = min(int(np.clip(frames // 8, *CLIP_CHUNK)), max(8, int(CLIP_MEMORY / (8 * K * K))))
             for start in range(0, frames - 1, chunk_size):
                 if cancel is not None and cancel():
                     raise RetargetCancelled(f"retarget cancelled at frame {start + 1} of {frames}")

@@ -269,9 +269,10 @@ def _held_values(mechanism: Mechanism, mapping: RetargetMapping, state: np.ndarr
 CLIP_CHUNK = (32, 600)
 CLIP_MEMORY = 64e6
 #: KKT size (unknowns + constraint rows) above which frames are solved one by one even
-#: when they could be solved together: there the factorisation, not numpy's per-call
-#: overhead, dominates (measured: a 150-row system solves 1.7x faster as a clip, a
-#: 376-row one 1.4x slower; bench/peers.py, bench/reachy_mini.py).
+#: when they could be solved together. The largest reference mechanism, the walker
+#: (354 rows), has competing objectives that converge linearly: warm-started from the
+#: previous frame's answer a frame needs a few iterations, from an interpolated start
+#: some need more than the iteration limit (tests/test_retargeting.py's CoM gait).
 CLIP_MAX_KKT = 300
 
 

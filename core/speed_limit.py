@@ -84,6 +84,7 @@ class SpeedLimitedSolve:
     def __post_init__(self):
         limits = self.problem.actuator_limits
         self.steps = self.fraction * limits.velocity / self.rate  # (A,) [rad | m] per frame; inf: unlimited
+        self._braking = CATCH_UP_BRAKING * np.where(np.isfinite(self.steps), self.steps, 0.0)  # (A,)
         self._clamped: dict[tuple, tuple[IKProblem, MotorLock]] = {}
         self._free = None  # the previous frame's unclamped motor values (A,)
         self._catching_up = np.zeros(len(self.steps), bool)  # (A,) clamped at the previous frame
@@ -120,9 +121,7 @@ class SpeedLimitedSolve:
             # how far the motion moved since the previous frame, as far as a motor can follow
             motion = np.clip(free - self._free, -self.steps, self.steps)
             lag = self._free - previous
-            closing = np.sign(lag) * np.minimum(
-                np.abs(lag), np.sqrt(2.0 * CATCH_UP_BRAKING * self.steps * np.abs(lag))
-            )
+            closing = np.sign(lag) * np.minimum(np.abs(lag), np.sqrt(2.0 * self._braking * np.abs(lag)))
             braked = np.clip(motion + closing, -self.steps, self.steps)
             catching = self._catching_up & (np.abs(braked - step) > self.steps * SPEED_TOLERANCE)
             wanted = np.where(catching, braked, wanted)

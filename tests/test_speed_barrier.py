@@ -39,6 +39,20 @@ def _with_speed_limit(mechanism: Mechanism, velocity: float) -> Mechanism:
     return Mechanism(mechanism.bodies, joints, mechanism.frames, name=mechanism.name)
 
 
+def _coupler_samples(t, theta) -> TrackSamples:
+    """Track ``coupler``: the library four-bar's coupler point (5 cm off the coupler's
+    middle) for crank angles theta (F,) [rad] at times t (F,) [s]."""
+    _, B = fourbar_closed_form(theta)
+    A = np.stack([0.1 * np.cos(theta), 0.1 * np.sin(theta)], -1)
+    along = (B - A) / np.linalg.norm(B - A, axis=-1, keepdims=True)
+    point = 0.5 * (A + B) + 0.05 * np.stack([-along[:, 1], along[:, 0]], -1)
+    return TrackSamples(
+        t,
+        {"coupler": np.concatenate([point, np.zeros((len(t), 1))], -1)},
+        {"coupler": np.tile(np.eye(3), (len(t), 1, 1))},
+    )
+
+
 def test_a_crank_too_slow_for_the_clip_lags_at_its_limit_and_catches_up():
     """Four-bar, position-only coupler target; the crank angle theta(t) = theta_0 +
     1.5 t + 0.4 tanh((t - 0.6) / 0.08) [rad] turns at 1.5 rad/s with a burst up to
@@ -48,15 +62,7 @@ def test_a_crank_too_slow_for_the_clip_lags_at_its_limit_and_catches_up():
     rate, file_angle = 200.0, np.pi / 2
     t = np.arange(401) / rate
     theta = file_angle + 0.3 + 1.5 * t + 0.4 * np.tanh((t - 0.6) / 0.08)
-    _, B = fourbar_closed_form(theta)
-    A = np.stack([0.1 * np.cos(theta), 0.1 * np.sin(theta)], -1)
-    along = (B - A) / np.linalg.norm(B - A, axis=-1, keepdims=True)
-    point = 0.5 * (A + B) + 0.05 * np.stack([-along[:, 1], along[:, 0]], -1)
-    samples = TrackSamples(
-        t,
-        {"coupler": np.concatenate([point, np.zeros((len(t), 1))], -1)},
-        {"coupler": np.tile(np.eye(3), (len(t), 1, 1))},
-    )
+    samples = _coupler_samples(t, theta)
     mapping = RetargetMapping((TargetSpec("coupler", "coupler_point"),), rate=rate, respect_speed_limits=True)
     result = retarget(_with_speed_limit(fourbar(file_angle), 4.0), samples, mapping)
     crank, h = result.curves.values[:, 0], 0.9 * 4.0 / rate
@@ -139,3 +145,18 @@ def test_boxer_whose_motion_breaks_the_limit_at_the_singularity_catches_up():
     free, limited, steps, affected = _boxer_through_the_singularity(clip, BOXER_RATE)
     assert 20 < affected.sum() < len(t) // 2
     _assert_bound_and_exact_elsewhere(free, limited, steps, affected)
+
+
+def test_a_motor_without_a_speed_limit_is_never_bounded():
+    """The four-bar burst of the first test on a motor with no velocity limit
+    (``inf``): the curves of the run without the bound."""
+    rate, file_angle = 200.0, np.pi / 2
+    t = np.arange(201) / rate
+    theta = file_angle + 0.3 + 1.5 * t + 0.4 * np.tanh((t - 0.6) / 0.08)
+    samples = _coupler_samples(t, theta)
+    mechanism = _with_speed_limit(fourbar(file_angle), np.inf)
+    spec = (TargetSpec("coupler", "coupler_point"),)
+    free = retarget(mechanism, samples, RetargetMapping(spec, rate=rate, whole_clip=False))
+    limited = retarget(mechanism, samples, RetargetMapping(spec, rate=rate, respect_speed_limits=True))
+    assert np.abs(np.diff(free.curves.values[:, 0])).max() * rate > 6.0
+    assert np.array_equal(limited.curves.values, free.curves.values)

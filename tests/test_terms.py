@@ -12,6 +12,10 @@ per frame of the batch:
   Hessian = the symmetrised derivative of the gradient where it is exact;
 * proximal terms: zero value and gradient; every Hessian symmetric and
   positive semi-definite.
+
+The joint constraints' curvature ``sum_j lam_j Hess C_j`` (the Newton model's
+second-order part) is checked against second differences of ``lam . C`` through
+``retract``, on mechanisms that use every primitive.
 """
 
 import dataclasses
@@ -49,6 +53,7 @@ from looprig.core.terms import (
     TermKind,
     VelocityBarrier,
 )
+from looprig.core.terms.curvature import ConstraintCurvature
 
 
 def _point(problem: IKProblem, states, references, targets: Targets, actuators=None, velocities=None):
@@ -349,3 +354,34 @@ def test_minimal_motion_metric_is_the_motor_motion():
     point = _point(problem, a[None], a[None], Targets(np.zeros((1, 0, 3)), np.zeros((1, 0, 3, 3))))
     H = term.linearize(point).hessian_matrix()[0]
     assert np.isclose(d @ H @ d, 2.0 * L**2 * dp**2, rtol=1e-4)
+
+
+def _second_differences(fun, state: np.ndarray, constraints, eps: float = 1e-4) -> np.ndarray:
+    """Hessian (N, N) of ``fun(states (P, n, 7)) -> (P,)`` at ``state`` over the tangent
+    through ``retract``, by central second differences (all perturbations in one batch)."""
+    N = constraints.n_vars
+    E = eps * np.eye(N)
+    i, j = np.triu_indices(N, k=1)
+    deltas = np.concatenate([np.zeros((1, N)), E, -E, E[i] + E[j], E[i] - E[j], -E[i] + E[j], -E[i] - E[j]])
+    values = fun(retract(state[None], constraints.tangent_to_bodies(deltas)))
+    f0, plus, minus = values[0], values[1 : 1 + N], values[1 + N : 1 + 2 * N]
+    pp, pm, mp, mm = values[1 + 2 * N :].reshape(4, -1)
+    H = np.diag((plus - 2 * f0 + minus) / eps**2)
+    H[i, j] = H[j, i] = (pp - pm - mp + mm) / (4 * eps**2)
+    return H
+
+
+@pytest.mark.parametrize("name", ["stewart", "chain_6r6p", "slider_crank", "all_joints"])
+def test_constraint_curvature_is_the_hessian_of_the_multiplied_constraints(name):
+    """sum_j lam_j Hess C_j (C: the IK's joint rows) equals the Hessian of lam . C(retract(s, d))
+    over d at 0, for every primitive (point, dot, slide), per frame of a batch of two."""
+    rng = np.random.default_rng(5)
+    m = build(name)
+    cs = IKProblem(m).constraints
+    states = _random_states(m, rng, 0.3)
+    multipliers = rng.normal(size=(2, cs.n_rows))
+    curvature = ConstraintCurvature(cs)(states, quat_to_matrix(states[..., 3:]), multipliers)
+    for b in range(2):
+        numeric = _second_differences(lambda s: cs.residual(s) @ multipliers[b], states[b], cs)  # noqa: B023
+        assert np.abs(curvature[b] - numeric).max() <= 1e-6 * max(1.0, np.abs(numeric).max())
+        assert np.allclose(curvature[b], curvature[b].T)

@@ -4,6 +4,7 @@ See :mod:`.base` for the protocol; one module per family.
 """
 
 from .base import LeastSquaresTerm, Linearization, Point, Reference, Targets, Term, TermKind
+from .curvature import ConstraintCurvature
 from .equality import JointConstraints, MotorLock
 from .limits import ActuatorBarrier, ActuatorLimits, actuator_barrier
 from .regularizers import (
@@ -21,6 +22,7 @@ __all__ = [
     "ActuatorLimits",
     "ComObjective",
     "ComTask",
+    "ConstraintCurvature",
     "FrameObjective",
     "FrameTask",
     "JointConstraints",

@@ -19,11 +19,12 @@ behind the mapping's ``hold``); ``docs/retarget.md`` states the rule for users.
   poses) when locked; they are tried one by one, the one whose motion moves the
   most mass first (kinetic energy per unit motor speed: a body yaw that carries
   a whole head before a wrist), and held when a coarse pass over the clip (about
-  :data:`COARSE_FRAMES` frames, each solved from the last, the first as the
-  clip's first frame is) still meets every target as well as with the motor free
-  (within :data:`REACH_SLACK` times the reach tolerance), keeps the motors in
-  their ranges wherever the free pass does, and does not make the motors travel
-  more than :data:`TRAVEL_RATIO` times as far.
+  :data:`COARSE_FRAMES` frames, each solved from the last) still meets every
+  target as well as with the motor free (within :data:`REACH_SLACK` times the
+  reach tolerance), keeps the motors in their ranges wherever the free pass
+  does, and does not make the motors travel more than :data:`TRAVEL_RATIO` times
+  as far. When the free pass already misses a target (beyond the reach
+  tolerance), no redundant motor is held: there is no reach to keep.
 
 The trade-off, on a 7-DoF arm with only the hand targeted: its base joint is the
 heaviest redundant motor, so it is held when the other six follow the hand
@@ -272,21 +273,25 @@ class _Pass:
         return float(np.abs(np.diff(path, axis=0) * units).sum())
 
 
-def _coarse_pass(
-    problem: IKProblem, targets: list[IKTargets], state, reach_tolerance: float, accept=None
-) -> _Pass | None:
-    """Solve the coarse frames in order, each from the last (the first from ``state``);
-    None as soon as ``accept(frame, miss, values)`` is False."""
-    settings = dataclasses.replace(problem.settings, max_iterations=10 * problem.settings.max_iterations)
+def _coarse_pass(problem: IKProblem, targets: list[IKTargets], state, reach_tolerance, accept=None):
+    """Solve the coarse frames in order, each from the last; the first from ``state`` as
+    the clip's first frame is (restarts where the start is singular) without ``accept``,
+    else with ten times the iterations only. None as soon as ``accept(frame, miss,
+    values)`` is False."""
     L = problem.constraints.length_scale
     previous, previous_values = state, problem.readout.read(state)
     miss, values = np.empty(len(targets)), np.empty((len(targets), len(previous_values)))
     for j, target in enumerate(targets):
-        if j == 0:  # as the clip's first frame is: restarts where the start is singular
+        if j == 0 and accept is None:
             result = solve_first_frame(problem, target, state, reach_tolerance)
         else:
+            many = dataclasses.replace(problem.settings, max_iterations=10 * problem.settings.max_iterations)
             result = solve_ik(
-                problem, target, previous, previous_actuators=previous_values, settings=settings
+                problem,
+                target,
+                previous,
+                previous_actuators=previous_values,
+                settings=many if j == 0 else None,
             )
         errors = [result.position_error, L * result.orientation_error]
         if np.isfinite(result.com_error):
@@ -361,6 +366,10 @@ def motors_to_hold(
         ]
         free = _coarse_pass(_with_locks(problem, locked, values), coarse, state, reach_tolerance)
         passes = 1
+        if free.miss.max() > reach_tolerance:  # holding cannot keep what is not there
+            why = f"the clip misses targets by up to {free.miss.max():.3g} m with every motor free"
+            kept_free = dict.fromkeys((names[i] for i in candidates), why)
+            candidates = []
         units = motor_units(readout, problem.constraints.length_scale)
         limits = problem.actuator_limits
         free_excess = np.maximum(limits.lower - free.values, 0) + np.maximum(free.values - limits.upper, 0)
@@ -373,24 +382,22 @@ def motors_to_hold(
                 kept_free[names[i]] = f"not tried (at most {MAX_TRIALS} trials)"
                 continue
             tried += 1
-            why = []
+            why, path = [], [values]
 
-            def accept(j, miss, v, why=why):
+            def accept(j, miss, v, why=why, path=path):
                 excess = np.maximum(limits.lower - v, 0) + np.maximum(v - limits.upper, 0)
+                path.append(v)
+                travel = _Pass(np.zeros(0), np.array(path[1:])).travel(values, units)
                 if miss > free.miss[j] + REACH_SLACK * reach_tolerance:
                     why.append(f"a target would be missed by {miss:.3g} m")
                 elif (excess > free_excess[j] + 1e-9).any():
                     why.append("a motor would leave its range")
+                elif travel > TRAVEL_RATIO * free_travel + 1e-9:
+                    why.append(f"the motors would travel more than {TRAVEL_RATIO:g}x as far")
                 return not why
 
-            trial = _coarse_pass(
-                _with_locks(problem, [*locked, i], values), coarse, state, reach_tolerance, accept
-            )
+            _coarse_pass(_with_locks(problem, [*locked, i], values), coarse, state, reach_tolerance, accept)
             passes += 1
-            if trial is not None and trial.travel(values, units) > TRAVEL_RATIO * free_travel + 1e-9:
-                why.append(
-                    f"the other motors would travel {trial.travel(values, units) / free_travel:.3g}x as far"
-                )
             if why:
                 kept_free[names[i]] = why[0]
                 continue

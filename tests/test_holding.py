@@ -8,9 +8,12 @@ import numpy as np
 import pytest
 from looprig.core import Actuator, Body, Frame, Joint, JointKind, Mechanism
 from looprig.core.errors import LooprigWarning
+from looprig.core.fk import solve_fk
 from looprig.core.library import build
 from looprig.core.library._build import link
 from looprig.core.retarget import RetargetMapping, TargetSpec, TrackSamples, retarget
+from looprig.core.terms import FrameObjective, FrameTask
+from scipy.spatial.transform import Rotation
 
 Z = np.array([0.0, 0.0, 1.0])
 #: link lengths [m] of the planar arm along +x: upper arm, forearm, hand
@@ -141,3 +144,51 @@ def test_over_actuated_motors_are_never_held():
     result = retarget(dancer, clip, mapping)
     assert result.holding.motors == ()
     assert result.position_error.max() < 1e-7 and result.unreachable.sum() == 0
+
+
+def test_a_clip_out_of_reach_holds_no_redundant_motor():
+    """A tip circle of radius 0.75 m is beyond the 0.7 m arm: with every motor free the
+    clip already misses, so no redundant motor is held (each is reported kept free)."""
+    mapping = RetargetMapping((TargetSpec("tip", "tip"),), rate=200.0, start={"elbow": 0.5})
+    result = retarget(planar_arm(), circle_clip(0.75, 1.2), mapping)
+    assert result.holding.motors == ()
+    assert set(result.holding.kept_free) == {"shoulder", "elbow", "wrist"}
+    assert all("every motor free" in why for why in result.holding.kept_free.values())
+    assert result.unreachable.all()
+
+
+def seven_joint_arm() -> Mechanism:
+    """A 7R arm standing along +z: yaw, pitch, roll, pitch (elbow), roll, pitch, roll, joints
+    at heights 0.1 .. 1.05 m, links lighter outwards; frame ``hand`` at 1.1 m on the last axis."""
+    heights = [0.1, 0.3, 0.5, 0.7, 0.85, 1.0, 1.05, 1.1]
+    bodies, joints = [Body("base", grounded=True)], []
+    for k in range(7):
+        a, b = np.array([0, 0, heights[k]]), np.array([0, 0, heights[k + 1]])
+        bodies.append(link(f"link{k + 1}", a, b, mass=1.0 - 0.12 * k))
+        axis = Z if k % 2 == 0 else np.array([0.0, 1.0, 0.0])
+        motor = Actuator(lower=-2.9, upper=2.9, velocity_limit=10.0)
+        parent = "base" if k == 0 else f"link{k}"
+        joints.append(Joint(f"j{k + 1}", JointKind.REVOLUTE, parent, f"link{k + 1}", a, axis, actuator=motor))
+    return Mechanism(bodies, joints, [Frame("hand", "link7", position=np.array([0, 0, 1.1]))])
+
+
+def test_on_a_7_joint_arm_the_base_is_held_when_the_other_six_follow_the_hand():
+    """Hand position and orientation animated (a 5 cm loop turning by up to 0.4 rad): the
+    base yaw, which moves the most mass, is held exactly and the other six meet the hand;
+    the shoulder pitch, next in mass, cannot be held as well (the hand would be missed)."""
+    arm = seven_joint_arm()
+    start = {"j1": 0.2, "j2": 0.5, "j3": 0.1, "j4": 1.0, "j5": -0.1, "j6": 0.6}
+    values = [start.get(name, 0.0) for name in arm.actuator_names]
+    points, axes = FrameTask(arm, [FrameObjective("hand")]).poses(solve_fk(arm, values).state)
+    position, rotation = points[0], axes[0]  # where the start puts the hand
+    t = np.arange(401) / 200.0
+    w = np.pi * t
+    loop = 0.05 * np.stack([np.sin(w), 1 - np.cos(w), 0.5 * np.sin(2 * w)], -1)
+    turn = Rotation.from_rotvec(np.outer(np.sin(w), [0.2, 0.1, 0.3])).as_matrix()
+    clip = TrackSamples(t, {"hand": position + loop}, {"hand": turn @ rotation})
+    mapping = RetargetMapping((TargetSpec("hand", "hand", (1, 1, 1), (1, 1, 1)),), rate=200.0, start=start)
+    with pytest.warns(LooprigWarning, match="j1"):
+        result = retarget(arm, clip, mapping)
+    assert result.holding.redundant == ("j1",) and "missed" in result.holding.kept_free["j2"]
+    assert np.abs(result.curves.values[:, 0] - 0.2).max() < 1e-12
+    assert result.position_error.max() < 1e-8 and result.orientation_error.max() < 1e-8

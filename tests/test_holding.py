@@ -191,4 +191,4 @@ def test_on_a_7_joint_arm_the_base_is_held_when_the_other_six_follow_the_hand():
         result = retarget(arm, clip, mapping)
     assert result.holding.redundant == ("j1",) and "missed" in result.holding.kept_free["j2"]
     assert np.abs(result.curves.values[:, 0] - 0.2).max() < 1e-12
-    assert result.position_error.max() < 1e-8 and result.orientation_error.max() < 1e-8
+    assert result.position_error.max() < 1e-7 and result.orientation_error.max() < 1e-7

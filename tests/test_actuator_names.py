@@ -162,6 +162,9 @@ def test_command_line_takes_actuator_and_joint_names(capsys, tmp_path):
         run(f"held_{name}", "--hold", name, "--allow-unreachable")
         held = read_csv(tmp_path / f"held_{name}" / "curves.csv").values
         assert np.abs(held).max() < 1e-9  # the crank stays at its start, 0
+    # the rocker as the motor: the file's crank servo is passive, and left out of the ticks
+    assert run("rocker", "--motors", "rocker_joint", "--formats", "dynamixel-csv") == 0
+    assert "time [s],rocker_joint [tick]" in (tmp_path / "rocker" / "curves.dynamixel.csv").read_text()
     capsys.readouterr()
     assert run("bad", "--hold", "crank") == 2
     err = capsys.readouterr().err.strip()

@@ -161,14 +161,19 @@ class DynamixelSettings:
             object.__setattr__(self, "tick_range", (lo, hi))
 
     @classmethod
-    def from_mechanism(cls, mechanism, mode: str = "position", **options) -> "DynamixelSettings":
+    def from_mechanism(
+        cls, mechanism, mode: str = "position", names: Sequence[str] | None = None, **options
+    ) -> "DynamixelSettings":
         """Settings whose motors take each actuator's zero offset, direction and travel
-        per turn (:class:`~looprig.core.mechanism.Actuator`)."""
+        per turn (:class:`~looprig.core.mechanism.Actuator`). names: the actuators the
+        curves hold (default: all); the mechanism's others (motors a retarget's
+        ``motors`` made passive) are left out."""
         motors = {
             j.actuator_name: DynamixelMotor(
                 j.actuator.zero_offset_ticks, j.actuator.direction, j.actuator.metres_per_revolution
             )
             for j in mechanism.actuated_joints
+            if names is None or j.actuator_name in names
         }
         return cls(mode=mode, motors=motors, **options)
 

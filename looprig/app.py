@@ -100,7 +100,9 @@ def write_curves(curves, outdir: Path, formats: Sequence[str], allow_violations:
     from .core import export
 
     outdir.mkdir(parents=True, exist_ok=True)
-    servos = export.DynamixelSettings.from_mechanism(mechanism) if mechanism is not None else None
+    servos = None
+    if mechanism is not None:
+        servos = export.DynamixelSettings.from_mechanism(mechanism, names=curves.names)
     settings = {
         "dynamixel-csv": servos,
         "dynamixel-json": servos,

@@ -486,10 +486,11 @@ def _bent_starts(mechanism: Mechanism, count: int):
 
 
 # --------------------------------------------------------------------- mechanism
-def _actuator_names(model: TreeModel, notes: list[str]) -> dict[str, str]:
-    """The name each actuated joint's motor takes: the file's actuator name, else the
-    joint's. A name that two joints' motors share (one transmission driving several
-    joints) or that names another joint is dropped for the joint names, with a note."""
+def _actuator_names(model: TreeModel, notes: list[str]) -> dict[str, str | None]:
+    """The name each actuated joint's motor takes: the file's actuator name, else None
+    (the joint's). A name that two joints' motors share (one transmission driving
+    several joints) or that names another joint is dropped for the joint names, with
+    a note."""
     joint_names = {j.name for j in model.joints}
     wanted = {j.name: j.actuator_name or j.name for j in model.joints if j.actuated}
     counts: dict[str, int] = {}
@@ -501,7 +502,7 @@ def _actuator_names(model: TreeModel, notes: list[str]) -> dict[str, str]:
             why = "drives several joints" if counts[name] > 1 else "is the name of another joint"
             notes.append(f"actuator {name!r} {why}; its curve on joint {joint!r} is named {joint!r}")
             name = joint
-        names[joint] = name
+        names[joint] = None if name == joint else name
     return names
 
 

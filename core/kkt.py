@@ -204,7 +204,7 @@ class ReducedKKT:
         M[:, tj.real_joint, tj.motion_row, 3:] = np.where(
             tj.rotation[tj.real_joint, tj.real_slot, None], axis[:, tj.real_joint, tj.real_slot], 0.0
         )
-        inverse = np.linalg.inv(M)
+        inverse = _inverse(M)
         N_ = inverse[:, tj.real_joint, :, tj.motion_row]  # (P, B, 6): the real motions
         self.G = G = inverse * tj.row_mask[:, None, :]
         self.T = T = -G @ A_old
@@ -252,8 +252,20 @@ class ReducedKKT:
         if self._lu is not None:
             q = sla.lu_solve(self._lu, rhs[0], check_finite=False)[None]
         else:
-            q = np.linalg.solve(self.K, rhs[..., None])[..., 0]
+            try:
+                q = np.linalg.solve(self.K, rhs[..., None])[..., 0]
+            except np.linalg.LinAlgError:  # an exactly singular frame: least squares for all
+                q = np.einsum("bij,bj->bi", np.linalg.pinv(self.K), rhs)
         return e + np.einsum("bnd,bd->bn", self.Z, q[:, : tree.dof])
+
+
+def _inverse(M: np.ndarray) -> np.ndarray:
+    """Inverses of a stack of matrices; pseudo-inverses if one is exactly singular (a
+    joint whose free motions its own rows block: a joint pulled far apart)."""
+    try:
+        return np.linalg.inv(M)
+    except np.linalg.LinAlgError:
+        return np.linalg.pinv(M)
 
 
 #: A batch of one frame whose whole KKT matrix has at most this many rows is factorised

@@ -92,3 +92,18 @@ def test_one_frame_factorisation_serves_several_right_hand_sides():
         problem.tree, one.point.R, one.model, one.row_blocks, one.loop_jacobian, np.array([1e-6]), 1e-12
     ).solve(g[:1], c[:1])
     assert np.abs(single[0] - batched[0]).max() <= 1e-9 * np.abs(batched[0]).max()
+
+
+def test_a_singular_joint_frame_falls_back_to_least_squares():
+    """A revolute joint bent a right angle off its axis has its free rotation blocked
+    by its own rows: the step is still finite (pseudo-inverse), not an exception."""
+    problem, step = _step("two_link_arm", seed=8, batch=2)
+    tj = problem.tree.joints
+    rows = step.row_blocks.copy()
+    rows[1, tj.rows[0, tj.row_mask[0]], tj.new_side[0, 0], 3:] = 0.0  # no rotation rows: rank-deficient
+    rows[1, tj.rows[0, 0], tj.new_side[0, 0], :] = 0.0
+    reduced = ReducedKKT(
+        problem.tree, step.point.R, step.model, rows, step.loop_jacobian, np.full(2, 1e-6), 1e-12
+    )
+    d = reduced.solve(step.gradient, step.constraint)
+    assert np.isfinite(d).all()

@@ -314,8 +314,10 @@ def retarget(
     :func:`with_motors` (``mapping.motors``, else the file's, else every joint).
 
     progress(frame, total) is called every few frames; cancel() returning True
-    raises :class:`RetargetCancelled`.
+    raises :class:`RetargetCancelled`. Motors may be named by the robot file's
+    actuator names or by their joints' (:meth:`RetargetMapping.named_for`).
     """
+    mapping = mapping.named_for(mechanism)
     # welded bodies are solved as one (core.rigid); states come back for every body
     groups = RigidGroups(with_motors(mechanism, mapping.motors))
     mechanism = groups.solver

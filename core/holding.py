@@ -46,7 +46,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from .fk import solve_fk
-from .ik import IKProblem, IKSettings, IKTargets, solve_ik
+from .ik import IKProblem, IKTargets, solve_ik
 from .readoff import ActuatorReadout
 from .rotations import quat_to_matrix
 from .start import solve_first_frame
@@ -267,10 +267,10 @@ class _Pass:
     miss: np.ndarray
     values: np.ndarray
 
-    def travel(self, start_values: np.ndarray, units: np.ndarray) -> float:
-        """Total motor travel [rad, displacements in units of L] from the start through the frames."""
-        path = np.concatenate([start_values[None], self.values])
-        return float(np.abs(np.diff(path, axis=0) * units).sum())
+
+def _travel(path: np.ndarray, units: np.ndarray) -> float:
+    """Total motor travel along motor values (C, A) [rad, displacements in units of L]."""
+    return float(np.abs(np.diff(path, axis=0) * units).sum())
 
 
 def _coarse_pass(problem: IKProblem, targets: list[IKTargets], state, reach_tolerance, accept=None):
@@ -309,15 +309,12 @@ def motors_to_hold(
     targets: Targets,
     state: np.ndarray,
     reach_tolerance: float,
-    settings: IKSettings | None = None,
 ) -> Holding:
     """The motors of ``problem`` to lock at their values in ``state`` (n, 7), the clip's
     start; see the module docstring. ``problem``: the clip's first-frame problem (no
     terms between frames; motors it already locks are left alone); ``targets``: the
     whole clip's, batched over frames; ``reach_tolerance`` [m]."""
     began = time.perf_counter()
-    if settings is not None:
-        problem = dataclasses.replace(problem, settings=settings)
     readout = problem.readout
     names, n = readout.names, len(readout.names)
     if n == 0:
@@ -373,7 +370,7 @@ def motors_to_hold(
         units = motor_units(readout, problem.constraints.length_scale)
         limits = problem.actuator_limits
         free_excess = np.maximum(limits.lower - free.values, 0) + np.maximum(free.values - limits.upper, 0)
-        free_travel = free.travel(values, units)
+        free_travel = _travel(np.concatenate([values[None], free.values]), units)
         tried = 0
         for i in candidates:
             if not keeps_rank(i):  # the motors held so far took its place
@@ -387,7 +384,7 @@ def motors_to_hold(
             def accept(j, miss, v, why=why, path=path):
                 excess = np.maximum(limits.lower - v, 0) + np.maximum(v - limits.upper, 0)
                 path.append(v)
-                travel = _Pass(np.zeros(0), np.array(path[1:])).travel(values, units)
+                travel = _travel(np.array(path), units)
                 if miss > free.miss[j] + REACH_SLACK * reach_tolerance:
                     why.append(f"a target would be missed by {miss:.3g} m")
                 elif (excess > free_excess[j] + 1e-9).any():

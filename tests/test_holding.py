@@ -3,6 +3,7 @@ whose answers are known in closed form: a wrist no target depends on, a redundan
 the other motors can stand in for, and a shoulder they cannot."""
 
 import dataclasses
+import json
 
 import numpy as np
 import pytest
@@ -192,3 +193,37 @@ def test_on_a_7_joint_arm_the_base_is_held_when_the_other_six_follow_the_hand():
     assert result.holding.redundant == ("j1",) and "missed" in result.holding.kept_free["j2"]
     assert np.abs(result.curves.values[:, 0] - 0.2).max() < 1e-12
     assert result.position_error.max() < 1e-7 and result.orientation_error.max() < 1e-7
+
+
+def test_the_command_line_says_which_motors_it_held_and_how_to_free_them(capsys, tmp_path):
+    """``looprig retarget`` prints one warning line naming the held wrist and the flag that
+    frees it, and report.json lists it; with ``--no-auto-hold`` neither appears."""
+    from looprig.cad_import import save_mechanism
+    from looprig.core.rotations import quat_from_matrix
+    from looprig.core.tracks import Clip, Track, write_tracks
+
+    from looprig.cli import main
+
+    arm = save_mechanism(planar_arm(frame_at_wrist=True), tmp_path / "arm.looprig.json")
+    samples = circle_clip(0.45, 1.2, rate=100.0)
+    clip = Clip(
+        100.0, 0, {"tip": Track(samples.positions["tip"], quat_from_matrix(samples.rotations["tip"]))}
+    )
+    tracks = write_tracks(clip, tmp_path / "tip.tracks.json")
+    mapping = tmp_path / "tip.map.json"
+    RetargetMapping((TargetSpec("tip", "tip"),), rate=100.0, start={"elbow": 0.8}).save(mapping)
+    for extra, held in (((), True), (("--no-auto-hold",), False)):
+        out = tmp_path / f"out{held}"
+        code = main(
+            ["retarget", str(arm), str(tracks), "--map", str(mapping), "-o", str(out), "--quiet", *extra]
+        )
+        err = capsys.readouterr().err
+        assert code == 0
+        lines = [line for line in err.splitlines() if "held at their start values" in line]
+        report = json.loads((out / "report.json").read_text())
+        if held:
+            assert len(lines) == 1 and lines[0].startswith("looprig: warning: ")
+            assert "wrist" in lines[0] and "--no-auto-hold" in lines[0]
+            assert report["held_motors"]["unused"] == ["wrist"]
+        else:
+            assert lines == [] and report["held_motors"] is None

@@ -8,7 +8,7 @@ splines, as the limit checks read them, and sample to sample), tracking errors,
 limit violations by kind, solve time.
 
 Runs: the paper's (its absolute state weight 2e-4) without and with its body
-velocity barrier; looprig's defaults frame by frame; the defaults with
+velocity barrier; looprig's defaults; the defaults with
 ``respect_speed_limits`` (motor speeds bounded between frames), alone and with the
 body barrier. Those two also report how many frames the bound could touch
 (predicted from the defaults' run, core.speed_limit.frames_behind) and the
@@ -39,7 +39,7 @@ PAPER_STATE = {"state_weight": 2e-4, "state_mode": "paper"}
 RUNS = {
     "unregularized (paper state weight)": PAPER_STATE,
     "body velocity barrier (paper)": {**PAPER_STATE, "velocity_weight": 1e-5, "max_angular_velocity": 1.5},
-    "defaults, frame by frame": {"whole_clip": False},
+    "defaults": {},
     "motor speed limit": {"respect_speed_limits": True},
     "motor speed limit and body barrier": {
         "respect_speed_limits": True,
@@ -48,7 +48,7 @@ RUNS = {
     },
 }
 #: The run whose curves predict the frames the motor speed limit can touch.
-UNLIMITED = "defaults, frame by frame"
+UNLIMITED = "defaults"
 
 
 def run(name: str, options: dict, segment: float, elevation: float, rate: float) -> dict:

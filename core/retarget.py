@@ -4,7 +4,9 @@ The clip is resampled to the solve rate (cubic splines for positions,
 rotation splines for orientations; the paper samples its input at 1200 Hz).
 The first frame is solved exactly from the clip's start (:mod:`.start`); the
 others together (:mod:`.clip`), or one by one, each warm-started from (and
-compared with) the previous one, when a term ties consecutive frames. Welded
+compared with) the previous one, when a term ties consecutive frames. Under
+a motor speed limit (:mod:`.speed_limit`), the stretches where the clip solver's
+answer moves a motor too fast are re-solved one by one under the bound. Welded
 bodies are solved as one (:mod:`.rigid`). Every frame comes out assembled;
 frames whose targets could not be met are flagged. The mapping and its file
 form live in :mod:`.mapping` (re-exported here).
@@ -32,7 +34,7 @@ from .mechanism import Actuator, JointKind, Mechanism
 from .readoff import ActuatorReadout, unwrap_sequence
 from .rigid import RigidGroups
 from .rotations import quat_to_matrix
-from .speed_limit import SpeedLimitedSolve
+from .speed_limit import REJOIN_TOLERANCE, SPEED_TOLERANCE, SpeedLimitedSolve
 from .start import solve_first_frame, start_state
 from .terms import ComObjective, FrameObjective, MotorLock, Targets
 
@@ -276,19 +278,29 @@ CLIP_MEMORY = 64e6
 CLIP_MAX_KKT = 300
 
 
-def _solve_in_sequence(problem, positions, rotations, com, rate, speed_limit, progress, cancel, *out):
-    """Frames 1.. one by one, each warm-started from (and compared with) the previous one,
-    under ``speed_limit`` (a :class:`SpeedLimitedSolve`) if given; fills the output arrays
-    ``out`` (states, actuators, errors, residual, iterations, converged)."""
+def _solve_in_sequence(
+    problem, positions, rotations, com, rate, speed_limit, progress, cancel, *out, start=1, rejoin=False
+) -> int:
+    """Frames ``start``.. one by one, each warm-started from (and compared with) the previous
+    one, under ``speed_limit`` (a :class:`SpeedLimitedSolve`) if given; fills the output
+    arrays ``out`` (states, actuators, errors, residual, iterations, converged).
+
+    rejoin: the arrays already hold an answer solved without the bound (the clip solver's);
+    stop at the first frame that needs no bound and matches it (``REJOIN_TOLERANCE``),
+    keeping that answer. Returns the frame after the last one solved (or rejoined).
+    """
     states, act, pos_err, ori_err, com_err, residual, iterations, converged = out
     frames = len(states)
-    velocities = None
-    for f in range(1, frames):
+    velocities = (act[start - 1] - act[start - 2]) * rate if start >= 2 else None
+    for f in range(start, frames):
         if cancel is not None and cancel():
             raise RetargetCancelled(f"retarget cancelled at frame {f} of {frames}")
         targets = IKTargets(positions[f], rotations[f], None if com is None else com[f])
         if speed_limit is not None:
-            result, _ = speed_limit.solve(targets, states[f - 1], act[f - 1], velocities)
+            result, clamped = speed_limit.solve(targets, states[f - 1], act[f - 1], velocities)
+            matches = np.abs(result.actuators - act[f]).max(initial=0.0) <= REJOIN_TOLERANCE
+            if rejoin and not clamped.size and matches:
+                return f + 1
         else:
             result = solve_ik(
                 problem, targets, states[f - 1], previous_actuators=act[f - 1], previous_velocities=velocities
@@ -297,8 +309,36 @@ def _solve_in_sequence(problem, positions, rotations, com, rate, speed_limit, pr
         states[f], act[f] = result.state, result.actuators
         pos_err[f], ori_err[f], com_err[f] = result.position_error, result.orientation_error, result.com_error
         residual[f], iterations[f], converged[f] = result.residual, result.iterations, result.converged
-        if progress is not None and (f % 50 == 0 or f == frames - 1):
+        if progress is not None and not rejoin and (f % 50 == 0 or f == frames - 1):
             progress(f + 1, frames)
+    return frames
+
+
+def _bound_clip_speeds(speed_limit, positions, rotations, com, rate, cancel, *out) -> None:
+    """Re-solve under ``speed_limit``, one by one, each stretch of a clip solver's answer
+    ``out`` (as for :func:`_solve_in_sequence`) where a motor moves by more than its bound,
+    from the frame before it until the answer rejoins the clip solver's."""
+    act = out[1]
+    bound = speed_limit.steps * (1.0 + SPEED_TOLERANCE)
+    f = 1
+    while f < len(act):
+        over = np.flatnonzero((np.abs(act[f:] - act[f - 1 : -1]) > bound).any(axis=-1))
+        if not len(over):
+            return
+        speed_limit.reset()
+        f = _solve_in_sequence(
+            speed_limit.problem,
+            positions,
+            rotations,
+            com,
+            rate,
+            speed_limit,
+            None,
+            cancel,
+            *out,
+            start=f + int(over[0]),
+            rejoin=True,
+        )
 
 
 def retarget(
@@ -378,7 +418,7 @@ def retarget(
         speed_limit = None
         if mapping.respect_speed_limits:
             speed_limit = SpeedLimitedSolve(problem, mapping.rate, mapping.limit_fraction)
-        if speed_limit or couples_frames(problem) or not mapping.whole_clip or K > CLIP_MAX_KKT:
+        if couples_frames(problem) or not mapping.whole_clip or K > CLIP_MAX_KKT:
             _solve_in_sequence(
                 problem,
                 positions,
@@ -426,6 +466,23 @@ def retarget(
             if problem.com_term is not None:
                 diff = (problem.com_term.com(out_states) - com) * (problem.com_term.weight > 0)
                 com_err[:] = np.linalg.norm(diff, axis=-1)
+            if speed_limit is not None:
+                _bound_clip_speeds(
+                    speed_limit,
+                    positions,
+                    rotations,
+                    com,
+                    mapping.rate,
+                    cancel,
+                    out_states,
+                    out_act,
+                    pos_err,
+                    ori_err,
+                    com_err,
+                    residual,
+                    iterations,
+                    converged,
+                )
     curves = ActuatorCurves.from_mechanism(
         mechanism, out_act, mapping.rate, float(samples.times[0]), unwrap=False
     )

@@ -37,6 +37,9 @@ from .terms import MotorLock
 #: A motor breaks its bound only if it moves more than the bound by this fraction:
 #: a clamped motor moves by the bound to the solver's tolerance.
 SPEED_TOLERANCE = 1e-6
+#: A stretch re-solved under the bound rejoins an answer solved without it once every
+#: motor is within this of it [rad | m] (both meet the targets to the solver's tolerance).
+REJOIN_TOLERANCE = 1e-8
 #: While a clamped motor catches up with the motion, its speed relative to the
 #: motion changes by at most this fraction of its bound per frame (it brakes
 #: before it arrives): a sudden stop at the bound would make the curve's cubic
@@ -88,6 +91,16 @@ class SpeedLimitedSolve:
         self._clamped: dict[tuple, tuple[IKProblem, MotorLock]] = {}
         self._free = None  # the previous frame's unclamped motor values (A,)
         self._catching_up = np.zeros(len(self.steps), bool)  # (A,) clamped at the previous frame
+
+    @property
+    def catching_up(self) -> np.ndarray:
+        """(A,) bool: the motors clamped at the last frame solved (still catching up)."""
+        return self._catching_up.copy()
+
+    def reset(self) -> None:
+        """Forget the last frame: the next one starts with no motor catching up."""
+        self._free = None
+        self._catching_up[:] = False
 
     def _with_clamps(self, values: dict[int, float]) -> IKProblem:
         """``problem`` with the motors of ``values`` (motor -> value [rad | m]) locked there."""

@@ -81,21 +81,27 @@ def test_a_crank_too_slow_for_the_clip_lags_at_its_limit_and_catches_up():
 def test_a_speed_limit_the_motion_respects_changes_nothing():
     """The Boxer through its exact gimbal singularity with 4 rad/s servos (bound
     3.6 rad/s, above every step of the run without it): the same curves and states
-    as that run, to the last bit."""
+    as that run, to the last bit, solved as a whole clip (the default) or frame by
+    frame."""
     _, clip = boxer_clip_through_the_singularity()
     boxer = _with_speed_limit(build("boxer"), 4.0)
-    free = retarget(boxer, clip, RetargetMapping(HAND, rate=BOXER_RATE, whole_clip=False))
-    limited = retarget(boxer, clip, RetargetMapping(HAND, rate=BOXER_RATE, respect_speed_limits=True))
-    steps = _per_frame_steps(free, BOXER_RATE)
-    assert not frames_behind(free.curves.values, steps).any()
-    assert np.array_equal(limited.curves.values, free.curves.values)
-    assert np.array_equal(limited.states, free.states)
+    for whole_clip in (True, False):
+        options = {"rate": BOXER_RATE, "whole_clip": whole_clip}
+        free = retarget(boxer, clip, RetargetMapping(HAND, **options))
+        limited = retarget(boxer, clip, RetargetMapping(HAND, respect_speed_limits=True, **options))
+        steps = _per_frame_steps(free, BOXER_RATE)
+        assert not frames_behind(free.curves.values, steps).any()
+        assert np.array_equal(limited.curves.values, free.curves.values)
+        assert np.array_equal(limited.states, free.states)
 
 
-def _boxer_through_the_singularity(clip, rate):
-    """Runs without and with the bound, the bound h (A,) and the frames it may touch."""
-    free = retarget(build("boxer"), clip, RetargetMapping(HAND, rate=rate, whole_clip=False))
-    limited = retarget(build("boxer"), clip, RetargetMapping(HAND, rate=rate, respect_speed_limits=True))
+def _boxer_through_the_singularity(clip, rate, whole_clip=False):
+    """Runs without and with the bound, the bound h (A,) and the frames it may touch.
+    Frame by frame (``whole_clip=False``), the singular sample's split is the
+    per-frame solver's."""
+    options = {"rate": rate, "whole_clip": whole_clip}
+    free = retarget(build("boxer"), clip, RetargetMapping(HAND, **options))
+    limited = retarget(build("boxer"), clip, RetargetMapping(HAND, respect_speed_limits=True, **options))
     steps = _per_frame_steps(free, rate)
     return free, limited, steps, frames_behind(free.curves.values, steps)
 
@@ -142,9 +148,11 @@ def test_boxer_whose_motion_breaks_the_limit_at_the_singularity_catches_up():
     )
     p, R = boxer_hand(q)
     clip = TrackSamples(t, {"hand": p}, {"hand": R})
-    free, limited, steps, affected = _boxer_through_the_singularity(clip, BOXER_RATE)
-    assert 20 < affected.sum() < len(t) // 2
-    _assert_bound_and_exact_elsewhere(free, limited, steps, affected)
+    for whole_clip in (False, True):  # frame by frame; the clip solver, re-solved where it is too fast
+        free, limited, steps, affected = _boxer_through_the_singularity(clip, BOXER_RATE, whole_clip)
+        assert 20 < affected.sum() < len(t) // 2
+        _assert_bound_and_exact_elsewhere(free, limited, steps, affected)
+        assert np.abs(limited.curves.values - free.curves.values)[~affected].max() < 1e-8
 
 
 def test_a_motor_without_a_speed_limit_is_never_bounded():
@@ -156,7 +164,7 @@ def test_a_motor_without_a_speed_limit_is_never_bounded():
     samples = _coupler_samples(t, theta)
     mechanism = _with_speed_limit(fourbar(file_angle), np.inf)
     spec = (TargetSpec("coupler", "coupler_point"),)
-    free = retarget(mechanism, samples, RetargetMapping(spec, rate=rate, whole_clip=False))
+    free = retarget(mechanism, samples, RetargetMapping(spec, rate=rate))
     limited = retarget(mechanism, samples, RetargetMapping(spec, rate=rate, respect_speed_limits=True))
     assert np.abs(np.diff(free.curves.values[:, 0])).max() * rate > 6.0
     assert np.array_equal(limited.curves.values, free.curves.values)

@@ -90,20 +90,21 @@ def solve_clip(
     problem: IKProblem,
     targets: Targets,
     starts: np.ndarray,
-    reference: Reference,
+    reference: Reference | None = None,
     settings: IKSettings | None = None,
 ) -> ClipSolution:
     """Solve F frames at once from ``starts`` (F, n, 7).
 
     targets: batched to F; reference: what each frame's terms compare with
-    (read-off unwrapping; see :func:`couples_frames` for terms that need the
-    previous frame's answer). SQP as in :func:`~looprig.core.ik.solve_ik` —
+    (read-off unwrapping; by default the starts; see :func:`couples_frames` for
+    terms that need the previous frame's answer). SQP as in :func:`~looprig.core.ik.solve_ik` —
     the same KKT step, step cap, l1 merit, gain-ratio damping and chord-step
     convergence test — per frame on masks, without the second-order correction
     (frames that end off the manifold are restored by
     :func:`~looprig.core.fk.solve_constraints`).
     """
     settings = settings or problem.settings
+    reference = _reference(problem, starts) if reference is None else reference
     cs = problem.constraints
     tol = settings.constraint_tolerance * cs.length_scale
     states = np.array(starts, dtype=float)
@@ -217,6 +218,48 @@ def _point(problem: IKProblem, states, targets: Targets, reference: Reference, f
 SEQUENTIAL_COARSE = 24
 
 
+def coarse_states(
+    problem: IKProblem,
+    times: np.ndarray,
+    targets: Targets,
+    first_state: np.ndarray,
+    stride: int = 8,
+    settings: IKSettings | None = None,
+) -> tuple[np.ndarray, np.ndarray]:
+    """Every ``stride``-th frame of a clip (and the last) solved, frame 0 being
+    ``first_state``: by the per-frame solver, warm-started in order, or, when there
+    are more than :data:`SEQUENTIAL_COARSE` of them, as a clip of their own
+    (recursively, so only every ``stride``-squared-th frame of a long clip is solved
+    in sequence). Returns their indices (K,) and states (K, n, 7)."""
+    F = len(times)
+    coarse = np.unique(np.r_[np.arange(0, F, stride), F - 1])
+    if len(coarse) > SEQUENTIAL_COARSE:
+        sub_times, sub_targets = times[coarse], targets.take(coarse)
+        starts = clip_starts(
+            sub_times, *coarse_states(problem, sub_times, sub_targets, first_state, stride, settings)
+        )
+        return coarse, solve_clip(problem, sub_targets, starts, settings=settings).states
+    known = np.empty((len(coarse),) + first_state.shape)
+    known[0] = state = first_state
+    actuators = problem.readout.read(state)
+    for i, f in enumerate(coarse[1:], start=1):
+        com = None if targets.com is None else targets.com[f]
+        target = IKTargets(targets.positions[f], targets.rotations[f], com)
+        result = solve_ik(problem, target, state, previous_actuators=actuators)
+        known[i] = state = result.state
+        actuators = result.actuators
+    return coarse, known
+
+
+def clip_starts(times: np.ndarray, coarse: np.ndarray, known: np.ndarray) -> np.ndarray:
+    """Starts (F, n, 7) for every frame of a clip at ``times`` (F,) from the solved
+    frames ``coarse`` (K,) and their states ``known`` (K, n, 7): those exact, the others
+    interpolated (:func:`interpolate_states`)."""
+    starts = interpolate_states(times[coarse], known, times) if len(coarse) > 1 else known[[0] * len(times)]
+    starts[coarse] = known
+    return starts
+
+
 def coarse_then_clip(
     problem: IKProblem,
     times: np.ndarray,
@@ -225,38 +268,11 @@ def coarse_then_clip(
     stride: int = 8,
     settings: IKSettings | None = None,
 ) -> ClipSolution:
-    """Frames 1..F-1 of a clip whose frame 0 is solved (``first_state``).
-
-    Every ``stride``-th frame (and the last) is solved first: by the per-frame
-    solver, warm-started in order, or, when there are more than
-    :data:`SEQUENTIAL_COARSE` of them, as a clip of their own (recursively, so
-    only every ``stride``-squared-th frame of a long clip is solved in sequence).
-    Their states, interpolated, start :func:`solve_clip` on all frames. Returns
-    states for all F frames (frame 0 = ``first_state``).
-    """
-    F = len(times)
-    coarse = np.unique(np.r_[np.arange(0, F, stride), F - 1])
-    if len(coarse) > SEQUENTIAL_COARSE:
-        known = coarse_then_clip(
-            problem, times[coarse], targets.take(coarse), first_state, stride, settings
-        ).states
-    else:
-        known = np.empty((len(coarse),) + first_state.shape)
-        known[0] = state = first_state
-        actuators = problem.readout.read(state)
-        for i, f in enumerate(coarse[1:], start=1):
-            com = None if targets.com is None else targets.com[f]
-            result = solve_ik(
-                problem,
-                IKTargets(targets.positions[f], targets.rotations[f], com),
-                state,
-                previous_actuators=actuators,
-            )
-            known[i] = state = result.state
-            actuators = result.actuators
-    starts = interpolate_states(times[coarse], known, times) if len(coarse) > 1 else known[[0]]
-    starts[coarse] = known
-    return solve_clip(problem, targets, starts, _reference(problem, starts), settings)
+    """A clip whose frame 0 is solved (``first_state``): its coarse frames
+    (:func:`coarse_states`), then every frame from :func:`clip_starts` by
+    :func:`solve_clip`. Returns states for all F frames (frame 0 = ``first_state``)."""
+    starts = clip_starts(times, *coarse_states(problem, times, targets, first_state, stride, settings))
+    return solve_clip(problem, targets, starts, settings=settings)
 
 
 def _reference(problem: IKProblem, states: np.ndarray) -> Reference:

@@ -21,7 +21,7 @@ import numpy as np
 from scipy.interpolate import CubicSpline
 from scipy.spatial.transform import Rotation, RotationSpline
 
-from .clip import coarse_then_clip, couples_frames
+from .clip import clip_starts, coarse_states, couples_frames, solve_clip
 from .constraints import mean_joint_distance
 from .curves import ActuatorCurves, all_violations
 from .errors import LooprigError, LooprigWarning, TargetError, did_you_mean
@@ -440,23 +440,18 @@ def retarget(
         else:
             target_batch = Targets(positions, rotations, com)
             chunk_size = min(int(np.clip(frames // 8, *CLIP_CHUNK)), max(8, int(CLIP_MEMORY / (8 * K * K))))
-            for start in range(0, frames - 1, chunk_size):
+            coarse = coarse_states(problem, samples.times, target_batch, out_states[0], settings=settings)
+            starts = clip_starts(samples.times, *coarse)
+            for start in range(1, frames, chunk_size):
                 if cancel is not None and cancel():
-                    raise RetargetCancelled(f"retarget cancelled at frame {start + 1} of {frames}")
-                chunk = np.arange(start, min(start + chunk_size, frames - 1) + 1)
-                solution = coarse_then_clip(
-                    problem,
-                    samples.times[chunk],
-                    target_batch.take(chunk),
-                    out_states[start],
-                    settings=settings,
-                )
-                rest = chunk[1:]
-                out_states[rest] = solution.states[1:]
-                residual[rest], converged[rest] = solution.residual[1:], solution.converged[1:]
-                iterations[rest] = solution.iterations[1:]
+                    raise RetargetCancelled(f"retarget cancelled at frame {start} of {frames}")
+                chunk = np.arange(start, min(start + chunk_size, frames))
+                solution = solve_clip(problem, target_batch.take(chunk), starts[chunk], settings=settings)
+                out_states[chunk] = solution.states
+                residual[chunk], converged[chunk] = solution.residual, solution.converged
+                iterations[chunk] = solution.iterations
                 if progress is not None:
-                    progress(int(rest[-1]) + 1, frames)
+                    progress(int(chunk[-1]) + 1, frames)
             values = problem.readout.read(out_states)
             values[0] = out_act[0]
             out_act[:] = unwrap_sequence(values, problem.readout.is_angle)

@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 from looprig.core import ComObjective, FrameObjective, IKProblem, IKSettings, IKTargets, solve_ik
-from looprig.core.clip import coarse_then_clip, couples_frames, interpolate_states
+from looprig.core.clip import SEQUENTIAL_COARSE, coarse_then_clip, couples_frames, interpolate_states
 from looprig.core.library import NAMES, build
 from looprig.core.linalg import single_threaded_blas
 from looprig.core.motion import feasible_motion
@@ -85,3 +85,26 @@ def test_problems_with_terms_between_frames_are_marked_coupled():
     )
     barrier = Regularization(velocity_weight=1.0, velocity_threshold=1e-3)
     assert couples_frames(IKProblem(m, [FrameObjective("tip")], regularization=barrier))
+
+
+@pytest.mark.parametrize("name", ["fourbar", "stewart"])
+def test_long_clips_solve_their_coarse_frames_as_a_clip(name):
+    """Past SEQUENTIAL_COARSE coarse frames, the coarse frames are themselves solved as
+    a clip from every stride^2-th frame: the same answer as the per-frame solver (1e-9),
+    each frame's motors included."""
+    problem = _problem(name)
+    states = feasible_motion(problem.mechanism, duration=0.4, rate=1200, seed=3)
+    assert len(np.unique(np.r_[np.arange(0, len(states), 8), len(states) - 1])) > SEQUENTIAL_COARSE
+    points, axes = problem.frame_terms.poses(states)
+    with single_threaded_blas():
+        sequential, state, actuators = [states[0]], states[0], problem.readout.read(states[0])
+        for f in range(1, len(states)):
+            result = solve_ik(problem, IKTargets(points[f], axes[f]), state, previous_actuators=actuators)
+            state, actuators = result.state, result.actuators
+            sequential.append(state)
+        clip = coarse_then_clip(problem, np.arange(len(states)) / 1200.0, Targets(points, axes), states[0])
+    assert clip.converged.all()
+    L = problem.constraints.length_scale
+    assert np.abs(clip.states[..., :3] - np.array(sequential)[..., :3]).max() <= 1e-9 * L
+    motors = problem.readout.read(clip.states) - problem.readout.read(np.array(sequential))
+    assert np.abs(motors).max() <= 1e-9

@@ -32,8 +32,10 @@ within their ranges without travelling much further; the arm then moves like a
 6-DoF arm and gives up the null-space motion that keeps it away from limits and
 singularities. Where that costs reach, range or a detour (much more travel), the
 joint stays free and the minimal-motion metric shares the motion. The decision
-is made once, on the start pose and a coarse pass; ``auto_hold = false``
-(``--no-auto-hold``) frees every motor but those in the mapping's ``hold``.
+is made on the start pose and a coarse pass (:func:`~looprig.core.retarget.retarget`
+solves the clip again with the redundant motors free when a frame between the
+coarse ones turns out to need one); ``auto_hold = false`` (``--no-auto-hold``)
+frees every motor but those in the mapping's ``hold``.
 
 Cost: Jacobians and SVDs at a few poses, one coarse pass with the motors free,
 and one per candidate tried (stopped at its first failing frame).

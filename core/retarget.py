@@ -357,6 +357,7 @@ def retarget(
     raises :class:`RetargetCancelled`. Motors may be named by the robot file's
     actuator names or by their joints' (:meth:`RetargetMapping.named_for`).
     """
+    given = (mechanism, samples, initial_state)
     mapping = mapping.named_for(mechanism)
     # welded bodies are solved as one (core.rigid); states come back for every body
     groups = RigidGroups(with_motors(mechanism, mapping.motors))
@@ -482,7 +483,7 @@ def retarget(
         mechanism, out_act, mapping.rate, float(samples.times[0]), unwrap=False
     )
     unreachable = np.max(pos_err, axis=1, initial=0.0) > mapping.reach_tolerance
-    return RetargetResult(
+    result = RetargetResult(
         mapping=asked,
         times=samples.times,
         states=groups.expand(out_states),
@@ -497,3 +498,30 @@ def retarget(
         target_names=[t.frame for t in mapping.targets],
         holding=holding,
     )
+    if holding is not None and holding.redundant and unreachable.any():
+        return _released(result, given, settings, progress, cancel)
+    return result
+
+
+def _released(result: RetargetResult, given, settings, progress, cancel) -> RetargetResult:
+    """The clip solved again with the redundant motors :mod:`.holding` held set free, when
+    that leaves fewer frames unreachable (a frame between the coarse pass's needed them);
+    ``given``: retarget's mechanism, samples and initial state."""
+    holding, asked = result.holding, result.mapping
+    mapping = dataclasses.replace(asked, hold=(*asked.hold, *holding.unused), auto_hold=False)
+    mechanism, samples, initial_state = given
+    freed = retarget(mechanism, samples, mapping, initial_state, settings, progress, cancel)
+    missed = int(result.unreachable.sum())
+    if freed.unreachable.sum() >= missed:
+        return result
+    why = f"released: {missed} frame(s) unreachable with it held"
+    freed.mapping = asked
+    freed.holding = dataclasses.replace(
+        holding,
+        redundant=(),
+        values={name: holding.values[name] for name in holding.unused},
+        kept_free={**holding.kept_free, **dict.fromkeys(holding.redundant, why)},
+    )
+    message = f"{', '.join(holding.redundant)} {why}; solved again with it free"
+    warnings.warn(LooprigWarning(message), stacklevel=3)
+    return freed

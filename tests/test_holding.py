@@ -227,3 +227,20 @@ def test_the_command_line_says_which_motors_it_held_and_how_to_free_them(capsys,
             assert report["held_motors"]["unused"] == ["wrist"]
         else:
             assert lines == [] and report["held_motors"] is None
+
+
+def test_a_held_motor_is_released_when_a_frame_between_the_coarse_ones_needs_it():
+    """The circle of radius 0.6 m bulges to 0.69 m for a few frames between two of the
+    coarse pass's (frames 17 and 25 of 201): with the elbow held at 0.5 rad the arm reaches
+    only 0.6885 m, so the clip is solved again with the elbow free and every frame is met."""
+    clip = circle_clip(0.6, 1.2)
+    frame = np.arange(len(clip.times))
+    radius = 0.6 + 0.09 * np.exp(-(((frame - 21) / 1.2) ** 2))
+    tip = clip.positions["tip"] * (radius / 0.6)[:, None]
+    clip = TrackSamples(clip.times, {"tip": tip}, clip.rotations)
+    mapping = RetargetMapping((TargetSpec("tip", "tip"),), rate=200.0, start={"elbow": 0.5})
+    with pytest.warns(LooprigWarning, match=r"elbow released: \d+ frame\(s\) unreachable with it held"):
+        result = retarget(planar_arm(), clip, mapping)
+    assert result.holding.redundant == () and result.holding.kept_free["elbow"].startswith("released")
+    assert result.unreachable.sum() == 0 and result.position_error.max() < 1e-8
+    assert np.ptp(result.curves.values[:, 1]) > 0.1  # the elbow moved

@@ -1,5 +1,8 @@
 """Retargeting: a clip of tracked frames + a mapping -> robot motion and motor curves.
 
+One module although long: the loop over a clip and the paths it takes (clip
+solver, frame by frame, stretches re-solved under a speed limit) share its arrays.
+
 The clip is resampled to the solve rate (cubic splines for positions,
 rotation splines for orientations; the paper samples its input at 1200 Hz).
 The first frame is solved exactly from the clip's start (:mod:`.start`); the

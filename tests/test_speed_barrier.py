@@ -15,6 +15,7 @@ import numpy as np
 from looprig.core import Mechanism
 from looprig.core.curves import all_violations
 from looprig.core.library import build
+from looprig.core.library.parallel import delta, delta_file_height
 from looprig.core.library.planar import fourbar, fourbar_closed_form
 from looprig.core.retarget import RetargetMapping, TargetSpec, TrackSamples, retarget
 from looprig.core.speed_limit import BRAKING_FRAMES, frames_behind
@@ -168,3 +169,30 @@ def test_a_motor_without_a_speed_limit_is_never_bounded():
     limited = retarget(mechanism, samples, RetargetMapping(spec, rate=rate, respect_speed_limits=True))
     assert np.abs(np.diff(free.curves.values[:, 0])).max() * rate > 6.0
     assert np.array_equal(limited.curves.values, free.curves.values)
+
+
+def test_a_parallel_robot_keeps_its_loops_closed_under_the_bound():
+    """The 3-RSS delta (three arm motors, closed loops) on the platform clip of
+    tests/test_closed_forms.py, its motors limited to 70 % of the clip's fastest
+    step: every step within the bound, every loop closed, and the platform exact
+    outside the frames the bound can touch."""
+    rate = 200.0
+    t = np.arange(241) / rate
+    w = 2 * np.pi * t
+    home = np.array([0.0, 0.0, delta_file_height()])
+    p = home + np.stack([0.012 + 0.03 * np.sin(w), -0.01 + 0.025 * np.sin(2 * w), 0.012 * np.cos(w)], -1)
+    samples = TrackSamples(t, {"platform": p}, {"platform": np.tile(np.eye(3), (len(t), 1, 1))})
+    spec = (TargetSpec("platform", "platform", ALL_AXES, ALL_AXES),)
+    fastest = np.abs(
+        np.diff(retarget(delta(), samples, RetargetMapping(spec, rate=rate)).curves.values, axis=0)
+    )
+    limit = 0.7 * fastest.max() * rate / 0.9  # [rad/s]: the bound is 70 % of the fastest step
+    mechanism = _with_speed_limit(delta(), limit)
+    free = retarget(mechanism, samples, RetargetMapping(spec, rate=rate))
+    limited = retarget(mechanism, samples, RetargetMapping(spec, rate=rate, respect_speed_limits=True))
+    steps = _per_frame_steps(free, rate)
+    affected = frames_behind(free.curves.values, steps)
+    assert 0 < affected.sum() < len(t)
+    assert (np.abs(np.diff(limited.curves.values, axis=0)) <= steps * (1 + 1e-6)).all()
+    assert limited.residual.max() < 1e-9
+    assert limited.position_error.max(axis=1)[~affected].max() < 1e-6

@@ -1,10 +1,13 @@
-"""Benchmark: per-frame IK time and accuracy on every reference mechanism.
+"""Benchmark: IK time and accuracy on every reference mechanism, per frame and as a clip.
 
 For each mechanism, a smooth 1-second motion the mechanism can perform is
 sampled at 1200 Hz (:func:`looprig.core.motion.feasible_motion`); every named
 frame of the mechanism is tracked in position and orientation (and the centre
 of mass, for the walker), warm-starting each frame from the previous one, as a
-retarget does. Prints one JSON object per line.
+retarget does; then the same targets by the whole-clip solver
+(:func:`looprig.core.clip.coarse_then_clip`): its time per frame, the frames it
+converged and its largest distance from the per-frame answer [m]. Prints one
+JSON object per line.
 
     python bench/run.py [NAME ...] [--rate HZ] [--duration S] [--blas {single,default}]
 """
@@ -15,9 +18,11 @@ import time
 
 import numpy as np
 from looprig.core import ComObjective, FrameObjective, IKProblem, IKTargets, solve_ik
+from looprig.core.clip import coarse_then_clip
 from looprig.core.library import NAMES, build
 from looprig.core.linalg import blas_info, single_threaded_blas
 from looprig.core.motion import feasible_motion
+from looprig.core.terms import Targets
 
 #: Paper Table I, C++ on an i7-6700K [ms/frame].
 PAPER_MS = {"boxer": 0.14, "dancer": 0.68, "walker": 13.99}
@@ -45,11 +50,13 @@ def run(name: str, rate: float, duration: float) -> dict:
     targets = clip_targets(problem, states)
     state, actuators = states[0], problem.readout.read(states[0])
     times, iterations, residual, pos_err, ori_err = [], [], 0.0, 0.0, 0.0
+    solved = [state]
     for target in targets[1:]:
         start = time.perf_counter()
         result = solve_ik(problem, target, state, previous_actuators=actuators)
         times.append(time.perf_counter() - start)
         state, actuators = result.state, result.actuators
+        solved.append(state)
         iterations.append(result.iterations)
         residual = max(residual, result.residual)
         pos_err = max(pos_err, float(np.max(result.position_error, initial=0.0)))
@@ -75,6 +82,18 @@ def run(name: str, rate: float, duration: float) -> dict:
     }
     if name in PAPER_MS:
         line["paper_ms"] = PAPER_MS[name]
+    batch = Targets(
+        np.array([t.positions for t in targets]),
+        np.array([t.rotations for t in targets]),
+        None if problem.com is None else np.array([t.com for t in targets]),
+    )
+    start = time.perf_counter()
+    clip = coarse_then_clip(problem, np.arange(len(states)) / rate, batch, states[0])
+    line["clip_ms_per_frame"] = round(1e3 * (time.perf_counter() - start) / (len(states) - 1), 4)
+    line["clip_converged"] = round(float(clip.converged[1:].mean()), 4)
+    line["clip_vs_frame_max_m"] = float(
+        f"{np.abs(clip.states[..., :3] - np.array(solved)[..., :3]).max():.3g}"
+    )
     return line
 
 

@@ -5,8 +5,9 @@ hold the objective's gradient with non-zero multipliers, ``grad f + A^T lam = 0`
 and the Hessian of the Lagrangian ``f + lam . C`` differs from the Gauss-Newton
 model by ``sum_j lam_j Hess C_j``. Without that part SQP converges linearly, as
 slowly as the constraint forces are large against the curvature the tasks see
-(the walker's CoM gait: ~13 iterations a frame, 74 of 960 frames stopped at the
-limit); with it, quadratically (docs/solver.md, "The Hessian model").
+(the walker's CoM gait: ~12 iterations a frame, 56 of 961 frames stopped at the
+limit); with it, quadratically (docs/solver.md, "The Hessian model", says how
+the SQP takes the multipliers and when it adds this part).
 
 Every row is a bilinear form in body-fixed vectors turned by one or two bodies,
 so its Hessian through ``retract`` (``R <- Exp(dtheta) R``, ``c <- c + dc``)

@@ -40,17 +40,26 @@ class Reference:
 
     state (B, n, 7) and its rotation matrices R (B, n, 3, 3); actuators (B, A)
     unwrapped [rad | m]; velocities (B, A) [rad/s | m/s] or None (unknown).
+    A reference taken from another (:meth:`take`) keeps it as ``origin`` with the
+    indices ``frames`` (B,) of its frames there, so terms can compute what depends
+    on the reference alone once for the origin.
     """
 
     state: np.ndarray
     R: np.ndarray
     actuators: np.ndarray
     velocities: np.ndarray | None = None
+    origin: "Reference | None" = None
+    frames: np.ndarray | None = None
 
     def take(self, frames) -> "Reference":
         """The reference of some frames (an index or mask over B)."""
         velocities = None if self.velocities is None else self.velocities[frames]
-        return Reference(self.state[frames], self.R[frames], self.actuators[frames], velocities)
+        index = np.arange(len(self.state))[frames]
+        origin, index = (self, index) if self.origin is None else (self.origin, self.frames[index])
+        return Reference(
+            self.state[frames], self.R[frames], self.actuators[frames], velocities, origin, index
+        )
 
 
 @dataclass

@@ -156,16 +156,21 @@ class MinimalMotion(Term):
         if not derivatives:
             return Linearization(zero, None, None)
         reference = point.reference
-        if self._last[0] is not reference.state:
-            self._last = (reference.state, self._metric(point))
+        origin = reference if reference.origin is None else reference.origin
+        if self._last[0] is not origin.state:  # once per reference (for all its frames)
+            self._last = (origin.state, self._metric(origin, point))
         factor, diagonal = self._last[1]
+        if reference.origin is not None:
+            diagonal = diagonal[reference.frames]
+            factor = None if factor is None else factor[reference.frames]
         return Linearization(zero, np.zeros((point.batch, point.n_vars)), factor=factor, diagonal=diagonal)
 
-    def _metric(self, point: Point):
-        """The metric's factor (B, A, N) (None without motors) and diagonal (B, N) at the reference."""
-        reference, N = point.reference, point.n_vars
+    def _metric(self, reference, point: Point):
+        """The metric's factor (B, A, N) (None without motors) and diagonal (B, N) at
+        ``reference`` (B frames)."""
+        N = point.n_vars
         scale = self.weight * self.length_scale**2
-        diagonal = np.zeros((point.batch, N))
+        diagonal = np.zeros((len(reference.state), N))
         cols = (point.column_of_body[self.free_bodies, None] + np.arange(6)).ravel()
         eps = np.where(self.floating, 1.0, self._eps)[:, None] * self._body_metric  # (n_free, 6)
         diagonal[:, cols] = scale * eps.ravel()

@@ -39,6 +39,11 @@ def bone_body_name(armature_object, bone_name: str) -> str:
     return f"{armature_object.name}:{bone_name}"
 
 
+def bone_joint_name(armature_object, bone_name: str) -> str:
+    """The name of the joint a bone makes with its parent: ``<armature>:<bone>.joint``."""
+    return f"{bone_body_name(armature_object, bone_name)}.joint"
+
+
 def frame_body(ob):
     """Body of an Empty parented to a bone (or to the armature object), or None."""
     if ob.parent_type == "BONE" and ob.parent_bone:
@@ -151,8 +156,9 @@ def read_armature(arm, record, depsgraph, s: float) -> None:
 def _bone_joint(arm, pb, parent: str, child: str, T: np.ndarray) -> JointRecord:
     linear, angular = _locks(pb, pb.bone)
     found = generic_joint_kind(linear, angular)
-    name = f"{child}.joint"
-    joint = JointRecord(name, arm.name, None, parent, child, T.copy(), bone_name=pb.name)
+    joint = JointRecord(
+        bone_joint_name(arm, pb.name), arm.name, None, parent, child, T.copy(), bone_name=pb.name
+    )
     T = rigid_part(T)  # joint axes without the armature's scale
     if isinstance(found, str):
         joint.problem = "bone locks: " + found.replace("GENERIC constraint", "bone").replace(

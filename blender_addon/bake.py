@@ -17,6 +17,11 @@ per-violation lines in ``scene.looprig`` for the panel. Each robot's bake is
 its own: the root's ``looprig_bake`` record names the robot, and clearing one
 robot's bake leaves the others'. All of it persists in the file, so it is
 there without any window.
+
+``<actuator>`` is the motor's name as the robot names it (the joint's *Motor
+Name*, which a file import sets from the file's actuator), else its joint's:
+:attr:`~looprig.core.mechanism.Mechanism.actuator_names`, as every export names
+its curves.
 """
 
 from __future__ import annotations

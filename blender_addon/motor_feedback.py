@@ -41,10 +41,12 @@ def over_path(actuator: str, kind: str) -> str:
     return f'["{actuator} over {KIND_LABELS[kind]}"]'
 
 
-def motor_object(context, model, joint_name: str):
-    """The object tinted for actuator ``joint_name``: its joint's *Motor Object* (on the
-    constraint object or the pose bone), else the driven body's object (for a bone: the
-    first mesh carried by the driven bone, else the armature)."""
+def motor_object(context, model, actuator: str):
+    """The object tinted for the actuator named ``actuator`` (its motor name, as the curves
+    carry it, or its joint's name): its joint's *Motor Object* (on the constraint object or
+    the pose bone), else the driven body's object (for a bone: the first mesh carried by the
+    driven bone, else the armature)."""
+    joint_name = model.mechanism.actuated_joint(actuator).name
     joint = next(j for j in model.record.joints if j.name == joint_name)
     source = context.scene.objects.get(joint.object_name)
     if source is None:

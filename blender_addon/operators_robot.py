@@ -270,7 +270,8 @@ class LOOPRIG_OT_pick_motors(bpy.types.Operator):
             layout.label(text="No joint of this robot can carry a motor (HINGE, SLIDER, PISTON, bones)")
         col = layout.column(align=True)
         for name, owner in candidates:
-            col.prop(owner.looprig_joint, "actuated", text=name)
+            motor = owner.looprig_joint.actuator_name
+            col.prop(owner.looprig_joint, "actuated", text=f"{name} (motor {motor})" if motor else name)
 
 
 class LOOPRIG_OT_export_robot(bpy.types.Operator, ExportHelper):

@@ -5,9 +5,11 @@ from __future__ import annotations
 
 import bpy
 
+from .armature import bone_joint_name
 from .bake import time_label
 from .motor_feedback import KIND_LABELS, LEGEND_ICONS, PRIORITY
 from .properties import SOLVER_SETTINGS
+from .scene_data import robot_name
 
 ICONS = {"ERROR": "ERROR", "WARNING": "QUESTION", "INFO": "INFO"}
 
@@ -139,14 +141,17 @@ class LOOPRIG_PT_joint(_Sidebar, bpy.types.Panel):
             row.prop(bs, "mass_source", text="")
             if bs.mass_source == "CUSTOM":
                 layout.prop(bs, "mass")
-        draw_joint_settings(layout, owner.looprig_joint)
+        joint = robot_name(ob)[0] if owner is ob else bone_joint_name(ob, owner.name)
+        draw_joint_settings(layout, owner.looprig_joint, joint)
 
 
-def draw_joint_settings(layout, js):
+def draw_joint_settings(layout, js, joint: str):
+    """The actuator settings of the joint named ``joint`` (its motor name defaults to it)."""
     layout.prop(js, "actuated")
     if not js.actuated:
         return
     col = layout.column()
+    col.prop(js, "actuator_name", placeholder=joint)
     col.prop(js, "motion")
     col.prop(js, "use_range")
     if js.use_range:

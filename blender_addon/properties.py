@@ -54,6 +54,11 @@ class LOOPRIG_PG_joint(bpy.types.PropertyGroup):
         description="A motor drives this joint: looprig bakes a curve for it",
         default=False,
     )
+    actuator_name: StringProperty(
+        name="Motor Name",
+        description="The motor's name as the robot names it (a file's actuator name); curves, "
+        "exports and the bake carry it. Empty: the joint's name",
+    )
     motion: EnumProperty(
         name="Motion",
         description="The joint coordinate the motor drives (cylindrical joints offer both)",

@@ -270,6 +270,7 @@ def _actuator(joint: JointRecord, kind: JointKind) -> Actuator | None:
         zero_offset_ticks=a.zero_offset_ticks,
         direction=a.direction,
         metres_per_revolution=a.metres_per_revolution,
+        name=a.name,
     )
 
 
@@ -393,7 +394,7 @@ def build_robot(record: RobotRecord) -> RobotModel:
     try:
         mechanism = Mechanism(bodies, joints, frames, name=record.name)
     except LooprigError as error:
-        problems.append(Problem(ERROR, str(error), _object_named_in(str(error), record)))
+        problems.append(Problem(ERROR, str(error), **_where_named_in(str(error), record)))
         return model
     model.mechanism = mechanism
     try:
@@ -452,9 +453,15 @@ def mobility_problems(mobility, record: RobotRecord) -> list[Problem]:
     return out
 
 
-def _object_named_in(message: str, record: RobotRecord) -> str:
-    """The object of the first body or joint whose name appears quoted in a message."""
-    for item in [*record.joints, *record.bodies, *record.frames]:
-        if repr(item.name) in message:
-            return item.object_name
-    return ""
+def _where_named_in(message: str, record: RobotRecord) -> dict:
+    """The object (and bone) of the body, joint or frame whose quoted name comes first in a
+    message (``joint 'j': its actuator's name 'k' ...`` points at j's object)."""
+    found = [
+        (message.find(repr(item.name)), item)
+        for item in [*record.joints, *record.bodies, *record.frames]
+        if repr(item.name) in message
+    ]
+    if not found:
+        return {}
+    item = min(found, key=lambda pair: pair[0])[1]
+    return dict(object_name=item.object_name, bone_name=getattr(item, "bone_name", ""))

@@ -84,7 +84,8 @@ class BodyRecord:
 
 @dataclass
 class ActuatorRecord:
-    """Actuator settings as edited in the panel (SI units; 0 velocity/acceleration = none)."""
+    """Actuator settings as edited in the panel (SI units; 0 velocity/acceleration = none);
+    ``name``: the motor's name, None for the joint's."""
 
     motion: str = "angle"
     lower: float = -math.inf
@@ -95,6 +96,7 @@ class ActuatorRecord:
     zero_offset_ticks: int = 2048
     direction: int = 1
     metres_per_revolution: float | None = None
+    name: str | None = None
 
 
 @dataclass

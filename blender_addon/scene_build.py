@@ -138,9 +138,10 @@ def frame_object(name: str, parent, matrix_world, collection, size=0.02):
 
 
 def set_actuator(ob_or_bone, actuator) -> None:
-    """Copy a core Actuator (limits, hardware id, servo mapping) into looprig_joint settings."""
+    """Copy a core Actuator (name, limits, hardware id, servo mapping) into looprig_joint settings."""
     js = ob_or_bone.looprig_joint
     js.actuated = True
+    js.actuator_name = actuator.name or ""
     js.motion = actuator.motion.value
     finite = math.isfinite(actuator.lower) and math.isfinite(actuator.upper)
     js.use_range = finite

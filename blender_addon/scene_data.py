@@ -103,6 +103,7 @@ def actuator_record(settings, kind: str | None) -> ActuatorRecord | None:
         zero_offset_ticks=int(settings.zero_offset_ticks),
         direction=int(settings.direction),
         metres_per_revolution=settings.metres_per_revolution or None,
+        name=settings.actuator_name or None,
     )
 
 

@@ -118,7 +118,7 @@ def motor_candidates(collection) -> list[tuple[str, object]]:
         (robot_name(ob)[0], ob) for ob in roles["constraints"] if ob.rigid_body_constraint.type in MOTOR_TYPES
     ]
     for arm in roles["armatures"]:
-        out += [(f"{armature.bone_body_name(arm, pb.name)}.joint", pb) for pb in arm.pose.bones]
+        out += [(armature.bone_joint_name(arm, pb.name), pb) for pb in arm.pose.bones]
     return out
 
 

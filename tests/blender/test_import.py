@@ -48,6 +48,18 @@ def test_native_round_trip_through_the_scene_is_lossless(name, tmp_path):
     assert not (tmp_path / "exported_meshes").exists()  # placeholder boxes are not robot geometry
 
 
+def test_a_named_motor_round_trips_through_the_scene_losslessly(tmp_path):
+    """The MJCF four-bar's ``crank_motor`` (on ``crank_joint``) as a native file: import then
+    export gives the same file, the motor's name included."""
+    original = tmp_path / "fourbar.looprig.json"
+    save_mechanism(load_mechanism(ROOT / "tests" / "data" / "fourbar_connect.xml"), original)
+    assert _native(original)["joints"][0]["actuator"]["name"] == "crank_motor"
+    _import(original)
+    exported = tmp_path / "exported.looprig.json"
+    assert bpy.ops.looprig.export_robot(filepath=str(exported)) == {"FINISHED"}
+    assert _native(exported) == _native(original)
+
+
 def test_native_file_from_the_tests_data(tmp_path):
     source = ROOT / "tests" / "data" / "fourbar.looprig.json"
     collection = _import(source)
@@ -102,11 +114,13 @@ def test_mjcf_model_imports_with_its_loops_and_actuators(tmp_path):
     assert bpy.ops.looprig.check_robot() == {"FINISHED"}
     assert settings.check_loops == reference.independent_loops() == 2
     assert settings.check_actuators == len(reference.actuated_joints)
+    assert reference.actuator_names == ["fingers_actuator"]  # on left_driver_joint
     exported = tmp_path / "gripper.looprig.json"
     assert bpy.ops.looprig.export_robot(filepath=str(exported)) == {"FINISHED"}
     again = load_mechanism(exported)
     assert again.body_names == reference.body_names
     assert [j.kind for j in again.joints] == [j.kind for j in reference.joints]
+    assert again.actuator_names == reference.actuator_names
 
 
 def test_scene_built_robot_exports_with_stl_meshes_and_reimports(demo, tmp_path):

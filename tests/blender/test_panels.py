@@ -11,6 +11,9 @@ from helpers import fourbar_rig, robot_collection
 
 from blender_addon import panels
 
+#: The keyword arguments Blender's ``UILayout.prop`` takes.
+PROP_ARGUMENTS = {p.identifier for p in bpy.types.UILayout.bl_rna.functions["prop"].parameters}
+
 
 class RecordingLayout:
     def __init__(self, log):
@@ -26,7 +29,11 @@ class RecordingLayout:
     def prop(self, data, name, **kwargs):
         assert data is not None, name
         assert name in data.bl_rna.properties, f"{data.bl_rna.identifier} has no property {name!r}"
+        assert set(kwargs) <= PROP_ARGUMENTS, sorted(set(kwargs) - PROP_ARGUMENTS)
         self.log.append(("prop", name))
+        for key in ("text", "placeholder"):
+            if key in kwargs:
+                self.log.append((key, name, kwargs[key]))
 
     def label(self, text="", icon="NONE", **kwargs):
         self.log.append(("label", text))
@@ -80,7 +87,15 @@ def test_joint_panel_of_a_bone(empty_scene):
     assert panels.LOOPRIG_PT_joint.poll(context)
     log = _draw(panels.LOOPRIG_PT_joint, context)
     assert ("prop", "velocity_limit") in log and ("prop", "grounded") in log
+    assert ("placeholder", "actuator_name", "rig:crank.joint") in log  # empty: the joint's name
     bpy.ops.object.mode_set(mode="OBJECT")
+
+
+def test_joint_panel_shows_the_motor_name_the_joints_when_empty(demo):
+    context = bpy.context
+    context.view_layer.objects.active = demo.objects["crank_joint"]
+    log = _draw(panels.LOOPRIG_PT_joint, context)
+    assert ("placeholder", "actuator_name", "crank_joint") in log
 
 
 def test_problem_and_actuator_lists_draw_their_rows(demo):
@@ -119,6 +134,16 @@ def test_pick_motors_dialog_lists_every_joint_that_can_carry_a_motor(demo):
     dialog = type("Dialog", (), {"layout": RecordingLayout(log)})()
     LOOPRIG_OT_pick_motors.draw(dialog, bpy.context)
     assert log.count(("prop", "actuated")) == 4  # the four hinges
+
+
+def test_pick_motors_dialog_shows_a_motors_own_name(demo):
+    from blender_addon.operators_robot import LOOPRIG_OT_pick_motors
+
+    demo.objects["crank_joint"].looprig_joint.actuator_name = "crank_motor"
+    log = []
+    LOOPRIG_OT_pick_motors.draw(type("Dialog", (), {"layout": RecordingLayout(log)})(), bpy.context)
+    texts = [entry[2] for entry in log if entry[:2] == ("text", "actuated")]
+    assert "crank_joint (motor crank_motor)" in texts and "rocker_joint" in texts
 
 
 def test_solver_settings_are_reflected_from_the_core_schema():

@@ -48,12 +48,17 @@ RED = (1.0, 0.12, 0.1)
 VELOCITY_RED = (1.0, 0.45, 0.4)
 
 
+def velocity_key(name: str) -> str:
+    """Custom property (and curve) of actuator ``name``'s velocity on the root."""
+    return f"{name} velocity"
+
+
 def velocity_path(name: str) -> str:
-    return f'["{name} velocity"]'
+    return motor_feedback.property_path(velocity_key(name))
 
 
 def value_path(name: str) -> str:
-    return f'["{name}"]'
+    return motor_feedback.property_path(name)
 
 
 @dataclass
@@ -168,13 +173,12 @@ def clear_bake(context, collection) -> None:
         if ad is not None and animation.is_looprig_action(ad.action) and ad.action_slot is not None:
             bag = animation.channelbag(ad.action, ad.action_slot)
         for name in record.get("actuators", []):
-            paths = [value_path(name), velocity_path(name)]
-            paths += [motor_feedback.over_path(name, kind) for kind in motor_feedback.KINDS]
-            for path in paths:
-                fc = bag.fcurves.find(path) if bag is not None else None
+            keys = [name, velocity_key(name)]
+            keys += [motor_feedback.over_key(name, kind) for kind in motor_feedback.KINDS]
+            for key in keys:
+                fc = bag.fcurves.find(motor_feedback.property_path(key)) if bag is not None else None
                 if fc is not None:
                     bag.fcurves.remove(fc)
-                key = path[2:-2]
                 if key in root.keys():
                     del root[key]
         del root[BAKE_KEY]
@@ -217,9 +221,9 @@ def write_bake(context, collection, model: RobotModel, result: BakeResult, tint:
         violations = by_actuator.get(name, [])
         broken = bool(violations)
         root[name] = float(values[0])
-        root[f"{name} velocity"] = float(velocity[0])
+        root[velocity_key(name)] = float(velocity[0])
         root.id_properties_ui(name).update(description=f"actuator {name} [{unit}], baked by looprig")
-        root.id_properties_ui(f"{name} velocity").update(description=f"velocity of {name} [{unit}/s]")
+        root.id_properties_ui(velocity_key(name)).update(description=f"velocity of {name} [{unit}/s]")
         colour = RED if broken else PALETTE[a % len(PALETTE)]
         fc = animation.write_fcurve(bag, value_path(name), 0, frames, values, GROUP)
         _colour(fc, colour)
@@ -228,10 +232,15 @@ def write_bake(context, collection, model: RobotModel, result: BakeResult, tint:
         fc = animation.write_fcurve(bag, velocity_path(name), 0, frames, velocity, GROUP, key_types=key_types)
         _colour(fc, VELOCITY_RED if over.any() else tuple(0.6 * c + 0.4 for c in colour))
         for kind, mask in masks.items():
-            path = motor_feedback.over_path(name, kind)
-            root[path[2:-2]] = 0.0
+            root[motor_feedback.over_key(name, kind)] = 0.0
             fc = animation.write_fcurve(
-                bag, path, 0, frames, mask.astype(float), GROUP, interpolation="CONSTANT"
+                bag,
+                motor_feedback.over_path(name, kind),
+                0,
+                frames,
+                mask.astype(float),
+                GROUP,
+                interpolation="CONSTANT",
             )
             fc.hide = True
         for v in violations:

@@ -36,9 +36,19 @@ MARKER_KEY = "looprig_marker_of"
 MARKER_COLLECTION = "looprig markers"
 
 
+def property_path(key: str) -> str:
+    """Data path of the custom property ``key`` (any name: quotes and backslashes escaped)."""
+    return f'["{bpy.utils.escape_identifier(key)}"]'
+
+
+def over_key(actuator: str, kind: str) -> str:
+    """Custom property of the 0/1 curve "``actuator`` breaks its ``kind`` limit" on the root."""
+    return f"{actuator} over {KIND_LABELS[kind]}"
+
+
 def over_path(actuator: str, kind: str) -> str:
-    """Data path of the 0/1 curve "``actuator`` breaks its ``kind`` limit" on the root."""
-    return f'["{actuator} over {KIND_LABELS[kind]}"]'
+    """Data path of :func:`over_key`."""
+    return property_path(over_key(actuator, kind))
 
 
 def motor_object(context, model, actuator: str):

@@ -114,11 +114,18 @@ def test_the_motor_name_and_its_bake_survive_saving_and_reopening_the_blend(empt
 
 
 def test_renaming_the_motor_renames_its_curves_and_an_empty_name_is_the_joints(empty_scene):
-    robot, _ = import_and_follow_b()
+    """Each name, quotes and backslashes too, keys the curves, and the tint drivers follow it
+    (the crank breaks 1 rad/s at frame 2); an empty name is the joint's."""
+    robot, theta = import_and_follow_b()
     assert bpy.ops.looprig.retarget() == {"FINISHED"}
     root = robot.objects["world"]
     js = robot.objects["crank_joint"].looprig_joint
-    for name, shown in (("shoulder", "shoulder"), ("", "crank_joint")):
+    js.velocity_limit = 1.0
+    for name, shown in (
+        ("shoulder", "shoulder"),
+        ('grip "left" \\ 2', 'grip "left" \\ 2'),
+        ("", "crank_joint"),
+    ):
         js.actuator_name = name
         message = fails(bpy.ops.looprig.export_curves, filepath="/nonexistent/curves.json")
         assert f"the robot's actuators ({shown}) differ from the baked ones" in message
@@ -129,6 +136,11 @@ def test_renaming_the_motor_renames_its_curves_and_an_empty_name_is_the_joints(e
             f"{shown}{suffix}"
             for suffix in ("", " velocity", " over range", " over velocity", " over acceleration")
         }
+        np.testing.assert_allclose(baked(root, shown), theta, atol=1e-6)
+        bpy.context.scene.frame_set(2)
+        np.testing.assert_allclose(
+            robot.objects["crank"].color[:3], motor_feedback.TINTS["velocity"], atol=1e-3
+        )
 
 
 @pytest.mark.parametrize(

@@ -225,6 +225,12 @@ class LOOPRIG_OT_import_robot(bpy.types.Operator, ImportHelper):
         return {"FINISHED"}
 
 
+def _motor_label(joint: str, owner) -> str:
+    """A joint that may carry a motor, as the motor dialog lists it: ``j`` or ``j (motor m)``."""
+    motor = owner.looprig_joint.actuator_name
+    return f"{joint} (motor {motor})" if motor else joint
+
+
 class LOOPRIG_OT_pick_motors(bpy.types.Operator):
     """Choose the joints that carry a motor (their limits and servo settings stay as set)"""
 
@@ -234,8 +240,8 @@ class LOOPRIG_OT_pick_motors(bpy.types.Operator):
 
     names: StringProperty(
         name="Motors",
-        description="Comma-separated joint names to actuate, all others not (for scripts; the dialog "
-        "ticks them one by one)",
+        description="Comma-separated joints to actuate, all others not, by joint or motor name (for "
+        "scripts; the dialog ticks them one by one)",
     )
 
     def execute(self, context):
@@ -247,13 +253,14 @@ class LOOPRIG_OT_pick_motors(bpy.types.Operator):
         candidates = motor_candidates(collection)
         if self.names:
             wanted = {n.strip() for n in self.names.split(",") if n.strip()}
-            unknown = sorted(wanted - {name for name, _owner in candidates})
+            named = {name: {name, owner.looprig_joint.actuator_name} - {""} for name, owner in candidates}
+            unknown = sorted(wanted - set().union(*named.values()))
             if unknown:
-                valid = ", ".join(name for name, _owner in candidates)
+                valid = ", ".join(_motor_label(name, owner) for name, owner in candidates)
                 self.report({"ERROR"}, f"no joint {unknown[0]!r} can carry a motor; they are: {valid}")
                 return {"CANCELLED"}
             for name, owner in candidates:
-                owner.looprig_joint.actuated = name in wanted
+                owner.looprig_joint.actuated = bool(named[name] & wanted)
         count = sum(owner.looprig_joint.actuated for _name, owner in candidates)
         self.report({"INFO"}, f"robot {collection.name!r}: {count} motor(s)")
         return {"FINISHED"}
@@ -270,8 +277,7 @@ class LOOPRIG_OT_pick_motors(bpy.types.Operator):
             layout.label(text="No joint of this robot can carry a motor (HINGE, SLIDER, PISTON, bones)")
         col = layout.column(align=True)
         for name, owner in candidates:
-            motor = owner.looprig_joint.actuator_name
-            col.prop(owner.looprig_joint, "actuated", text=f"{name} (motor {motor})" if motor else name)
+            col.prop(owner.looprig_joint, "actuated", text=_motor_label(name, owner))
 
 
 class LOOPRIG_OT_export_robot(bpy.types.Operator, ExportHelper):

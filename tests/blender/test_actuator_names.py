@@ -96,6 +96,30 @@ def test_the_files_motor_name_is_set_on_import_and_names_the_bake_and_the_motor(
     assert again.joint("crank_joint").actuator.name == "crank_motor"
 
 
+def test_a_urdf_transmissions_actuator_names_the_motor(empty_scene):
+    """``fourbar_closing.urdf``: a ``<transmission>`` whose ``<actuator name="crank_motor">``
+    drives ``crank_joint``."""
+    urdf = ROOT / "tests" / "data" / "fourbar_closing.urdf"
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        assert bpy.ops.looprig.import_robot(filepath=str(urdf)) == {"FINISHED"}
+    robot = bpy.context.scene.looprig.robot
+    assert robot.objects["crank_joint"].looprig_joint.actuator_name == "crank_motor"
+    assert checked_model(bpy.context).mechanism.actuator_names == ["crank_motor"]
+
+
+def test_motors_are_picked_by_motor_or_joint_name(empty_scene):
+    robot, _ = import_and_follow_b()
+    crank = robot.objects["crank_joint"].looprig_joint
+    assert bpy.ops.looprig.pick_motors(names="rocker_joint") == {"FINISHED"}
+    assert not crank.actuated and crank.actuator_name == "crank_motor"  # the name stays
+    assert bpy.ops.looprig.pick_motors(names="crank_motor") == {"FINISHED"}
+    assert crank.actuated and not robot.objects["rocker_joint"].looprig_joint.actuated
+    message = fails(bpy.ops.looprig.pick_motors, names="crank")
+    expected = "they are: coupler_joint, crank_joint (motor crank_motor), rocker_joint"  # pin_B: a POINT
+    assert f"no joint 'crank' can carry a motor; {expected}" in message
+
+
 def test_the_motor_name_and_its_bake_survive_saving_and_reopening_the_blend(empty_scene, tmp_path):
     import_and_follow_b()
     assert bpy.ops.looprig.retarget() == {"FINISHED"}

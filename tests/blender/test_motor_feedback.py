@@ -16,7 +16,9 @@ def _colour(ob, frame):
     return np.array(ob.color[:3])
 
 
-def test_a_bone_motor_tints_its_motor_object_not_the_armature(empty_scene):
+@pytest.mark.parametrize("motor_name, curve", [("", "rig:crank.joint"), ("crank_servo", "crank_servo")])
+def test_a_bone_motor_tints_its_motor_object_not_the_armature(empty_scene, motor_name, curve):
+    """The bone's motor is found by its curve's name: its Motor Name, else the bone joint's."""
     context = bpy.context
     context.scene.render.fps = 24
     collection = robot_collection("rig_robot")
@@ -25,12 +27,14 @@ def test_a_bone_motor_tints_its_motor_object_not_the_armature(empty_scene):
     horn.looprig_body.ignore = True
     horn.color = (0.2, 0.8, 0.2, 1.0)
     rig.pose.bones["crank"].looprig_joint.motor_object = horn
+    rig.pose.bones["crank"].looprig_joint.actuator_name = motor_name
     target = demo_scene.animate_target(context)
     item = context.scene.looprig.targets.add()
     item.frame, item.target = "coupler_point", target
     context.scene.looprig.state_weight = 1e-6
     assert bpy.ops.looprig.retarget() == {"FINISHED"}
-    assert context.scene.looprig.actuators["rig:crank.joint"].motor_object == "horn"
+    assert [a.name for a in context.scene.looprig.actuators] == [curve]
+    assert context.scene.looprig.actuators[curve].motor_object == "horn"
     np.testing.assert_allclose(_colour(horn, 25), motor_feedback.TINTS["velocity"], atol=1e-3)
     np.testing.assert_allclose(_colour(horn, 5), (0.2, 0.8, 0.2), atol=1e-3)
     assert not any(fc.data_path == "color" for fc in rig.animation_data.drivers)

@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from functools import cached_property
 
 import numpy as np
+import scipy.linalg as sla
 
 from .constraints import ConstraintSet
 from .errors import TargetError
@@ -35,6 +36,7 @@ from .terms import (
     ActuatorLimits,
     ComObjective,
     ComTask,
+    ConstraintCurvature,
     FrameObjective,
     FrameTask,
     JointConstraints,
@@ -142,6 +144,7 @@ class IKProblem:
         self.constraint_term = JointConstraints(self.constraints)
         self.tree = SpanningTree(self.constraints)
         self.readout = ActuatorReadout(self.mechanism)
+        self.constraint_curvature = ConstraintCurvature(self.constraints)
         self.actuator_limits = ActuatorLimits.of(self.mechanism)
         self.frame_terms = FrameTask(self.mechanism, self.frames)
         self.com_term = None if self.com is None else ComTask(self.mechanism, self.com)
@@ -421,6 +424,23 @@ class _FrameKKT:
         return self._kkt.solve(g[None], c[None])[0]
 
 
+def _qp_multipliers(it, step):
+    """Least-squares multipliers of the QP step: ``g + H d + A^T lam ~ 0``."""
+    A = it.step.constraint_jacobian[0]
+    u = it.gradient + it.step.model.times(step[None, :, None])[0, :, 0]
+    gram = A @ A.T
+    gram[np.diag_indices_from(gram)] += 1e-12 * max(float(np.trace(gram)), 1.0)
+    return -sla.cho_solve(sla.cho_factor(gram), A @ u)
+
+
+def _newton_model(problem, it, lam):
+    model = it.step.model
+    cs = problem.constraints
+    curvature = problem.constraint_curvature(it.state[None], it.R[None], lam[None, : cs.n_rows])
+    dense = curvature if model.dense is None else model.dense + curvature
+    return HessianModel(dense, model.factors, model.diagonal)
+
+
 @dataclass
 class _Merit:
     """The l1 merit ``f + nu |C|_1`` at the current iterate and its slope along the step."""
@@ -508,9 +528,18 @@ def solve_ik(
     polished_result = None  # (state, residual, rotations) after a final chord step
     converged = False
     iteration = 0
+    last_step = None  # (iterate, step) of the last accepted step: its QP multipliers
     for iteration in range(1, settings.max_iterations + 1):
+        gauss_newton = it.step.model
+        if last_step is not None:
+            it.step.model = _newton_model(problem, it, _qp_multipliers(*last_step))
         kkt = _FrameKKT(problem, it, damping, settings.dual_regularization)
         step = kkt.solve(it.gradient, it.c)
+        if it.step.model is not gauss_newton and it.step.model.curvature(step[None])[0] <= 0.0:
+            it.step.model = gauss_newton  # not a descent model here (far from the answer)
+            kkt = _FrameKKT(problem, it, damping, settings.dual_regularization)
+            step = kkt.solve(it.gradient, it.c)
+        full_step = step.copy()
         step /= max(1.0, float((np.abs(step) * inverse_limit).max(initial=0.0)))
         step_size = _max_abs(step)
         # a step is only a convergence test when damping does not shorten it
@@ -564,6 +593,12 @@ def solve_ik(
             damping = min(max(damping, 1e-8) * 100.0, 1e6)
         if not accepted:
             continue
+        # Gauss-Newton while the objective falls fast (it is vanishing: the targets are
+        # met); once a full step gains less than a fifth of it, the objectives compete
+        # and the next model adds the constraints' curvature (Fletcher & Xu's hybrid
+        # switch; a cut step says the start is far, not that the objectives compete)
+        competing = alpha == 1.0 and it.value - trial.value < 0.2 * it.value
+        last_step = (it, full_step) if competing else None
         it = trial
         if alpha == 1.0 and undamped:
             # chord step: the same factorisation at the new iterate, a cheap Newton

@@ -18,13 +18,14 @@ behind the mapping's ``hold``); ``docs/retarget.md`` states the rule for users.
   over). Candidates keep the objectives' structural rank (the largest over the
   poses) when locked; they are tried one by one, the one whose motion moves the
   most mass first (kinetic energy per unit motor speed: a body yaw that carries
-  a whole head before a wrist), and held when a coarse pass over the clip (about
-  :data:`COARSE_FRAMES` frames, each solved from the last) still meets every
-  target as well as with the motor free (within :data:`REACH_SLACK` times the
-  reach tolerance), keeps the motors in their ranges wherever the free pass
-  does, and does not make the motors travel more than :data:`TRAVEL_RATIO` times
-  as far. When the free pass already misses a target (beyond the reach
-  tolerance), no redundant motor is held: there is no reach to keep.
+  a whole head before a wrist), and held when the coarse frames of the clip
+  (:data:`COARSE_FRAMES` of them), solved with it locked from the free pass's
+  answers, still meet every target as well as with the motor free (within
+  :data:`REACH_SLACK` times the reach tolerance), keep the motors in their ranges
+  wherever the free pass does, and do not make the motors travel more than
+  :data:`TRAVEL_RATIO` times as far. When the free pass already misses a target
+  (beyond the reach tolerance), no redundant motor is held: there is no reach
+  to keep.
 
 The trade-off, on a 7-DoF arm with only the hand targeted: its base joint is the
 heaviest redundant motor, so it is held when the other six follow the hand
@@ -38,7 +39,8 @@ coarse ones turns out to need one); ``auto_hold = false`` (``--no-auto-hold``)
 frees every motor but those in the mapping's ``hold``.
 
 Cost: Jacobians and SVDs at a few poses, one coarse pass with the motors free,
-and one per candidate tried (stopped at its first failing frame).
+and one batched held pass per candidate tried (the whole-clip solver's machinery,
+:mod:`.clip`), whatever the clip's length.
 """
 
 import dataclasses
@@ -47,9 +49,10 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from .clip import coarse_then_clip, solve_clip
 from .fk import solve_fk
-from .ik import IKProblem, IKTargets, solve_ik
-from .readoff import ActuatorReadout
+from .ik import IKProblem, IKTargets
+from .readoff import ActuatorReadout, unwrap_sequence, unwrap_to
 from .rotations import quat_to_matrix
 from .start import solve_first_frame
 from .terms import ComObjective, ComTask, FrameObjective, FrameTask, MotorLock, Reference, Targets
@@ -61,6 +64,9 @@ COARSE_FRAMES = 25
 REACH_SLACK = 0.01
 #: A held motor may make the other motors travel at most this many times as far (coarse pass).
 TRAVEL_RATIO = 2.0
+#: Iterations of a held pass (from the free pass's states a reachable frame needs a few;
+#: one a held motor makes unreachable would use them all).
+HELD_ITERATIONS = 20
 #: Most redundant candidates tried with a coarse pass (heaviest first).
 MAX_TRIALS = 8
 #: Assembled poses besides the start where a motor must also be unused, and their spread [rad | L].
@@ -264,10 +270,27 @@ def _with_locks(problem: IKProblem, motors, values) -> IKProblem:
 
 @dataclass
 class _Pass:
-    """A coarse pass: per coarse frame the miss (C,) [m] and motor values (C, A) [rad | m]."""
+    """A coarse pass: per coarse frame the states (C, n, 7), the miss (C,) [m] (the largest
+    of the position error, L times the orientation error and the CoM error) and the motor
+    values (C, A) [rad | m]."""
 
+    states: np.ndarray
     miss: np.ndarray
     values: np.ndarray
+
+    @classmethod
+    def measure(cls, problem: IKProblem, states: np.ndarray, targets: Targets, near: np.ndarray) -> "_Pass":
+        """The pass of ``states`` against ``targets``; angles unwrapped towards ``near`` (C, A)."""
+        R = quat_to_matrix(states[..., 3:])
+        position, orientation = problem.frame_terms.tracking_errors(states, R, targets)
+        miss = np.maximum(
+            position.max(-1, initial=0.0), problem.constraints.length_scale * orientation.max(-1, initial=0.0)
+        )
+        if problem.com_term is not None:
+            com = (problem.com_term.com(states) - targets.com) * (problem.com_term.weight > 0)
+            miss = np.maximum(miss, np.linalg.norm(com, axis=-1))
+        values = unwrap_to(problem.readout.read(states, R=R), near, problem.readout.is_angle)
+        return cls(states, miss, values)
 
 
 def _travel(path: np.ndarray, units: np.ndarray) -> float:
@@ -275,35 +298,30 @@ def _travel(path: np.ndarray, units: np.ndarray) -> float:
     return float(np.abs(np.diff(path, axis=0) * units).sum())
 
 
-def _coarse_pass(problem: IKProblem, targets: list[IKTargets], state, reach_tolerance, accept=None):
-    """Solve the coarse frames in order, each from the last; the first from ``state`` as
-    the clip's first frame is (restarts where the start is singular) without ``accept``,
-    else with ten times the iterations only. None as soon as ``accept(frame, miss,
-    values)`` is False."""
-    L = problem.constraints.length_scale
-    previous, previous_values = state, problem.readout.read(state)
-    miss, values = np.empty(len(targets)), np.empty((len(targets), len(previous_values)))
-    for j, target in enumerate(targets):
-        if j == 0 and accept is None:
-            result = solve_first_frame(problem, target, state, reach_tolerance)
-        else:
-            many = dataclasses.replace(problem.settings, max_iterations=10 * problem.settings.max_iterations)
-            result = solve_ik(
-                problem,
-                target,
-                previous,
-                previous_actuators=previous_values,
-                settings=many if j == 0 else None,
-            )
-        errors = [result.position_error, L * result.orientation_error]
-        if np.isfinite(result.com_error):
-            errors.append([result.com_error])
-        miss[j] = max(float(np.max(e, initial=0.0)) for e in errors)
-        values[j] = result.actuators
-        if accept is not None and not accept(j, miss[j], values[j]):
-            return None
-        previous, previous_values = result.state, result.actuators
-    return _Pass(miss, values)
+def _free_pass(problem: IKProblem, targets: Targets, times, state, reach_tolerance: float) -> _Pass:
+    """The coarse frames at ``times`` (C,) [s]: the first from ``state`` as the clip's first
+    frame is (restarts where the start is singular), the others as the clip solver does
+    (:func:`~looprig.core.clip.coarse_then_clip`: every few in order, then all together)."""
+    first = solve_first_frame(
+        problem,
+        IKTargets(
+            targets.positions[0], targets.rotations[0], None if targets.com is None else targets.com[0]
+        ),
+        state,
+        reach_tolerance,
+    )
+    states = coarse_then_clip(problem, times, targets, first.state, stride=4).states
+    values = problem.readout.read(states)
+    values[0] = first.actuators
+    return _Pass.measure(problem, states, targets, unwrap_sequence(values, problem.readout.is_angle))
+
+
+def _held_pass(problem: IKProblem, targets: Targets, free: _Pass) -> _Pass:
+    """The coarse frames solved together (:func:`~looprig.core.clip.solve_clip`) with a motor
+    held, each from the free pass's state: the held answer nearest to the free one."""
+    settings = dataclasses.replace(problem.settings, max_iterations=HELD_ITERATIONS)
+    solution = solve_clip(problem, targets, free.states, settings=settings)
+    return _Pass.measure(problem, solution.states, targets, free.values)
 
 
 def motors_to_hold(
@@ -357,13 +375,10 @@ def motors_to_hold(
     if candidates:
         count = len(targets.positions)
         frames = np.unique(np.linspace(0, count - 1, min(COARSE_FRAMES, count)).round().astype(int))
-        coarse = [
-            IKTargets(
-                targets.positions[f], targets.rotations[f], None if targets.com is None else targets.com[f]
-            )
-            for f in frames
-        ]
-        free = _coarse_pass(_with_locks(problem, locked, values), coarse, state, reach_tolerance)
+        coarse = targets.take(frames)
+        free = _free_pass(
+            _with_locks(problem, locked, values), coarse, frames.astype(float), state, reach_tolerance
+        )
         passes = 1
         if free.miss.max() > reach_tolerance:  # holding cannot keep what is not there
             why = f"the clip misses targets by up to {free.miss.max():.3g} m with every motor free"
@@ -371,7 +386,10 @@ def motors_to_hold(
             candidates = []
         units = motor_units(readout, problem.constraints.length_scale)
         limits = problem.actuator_limits
-        free_excess = np.maximum(limits.lower - free.values, 0) + np.maximum(free.values - limits.upper, 0)
+
+        def excess(v):  # (C, A) how far outside its range each motor is [rad | m]
+            return np.maximum(limits.lower - v, 0) + np.maximum(v - limits.upper, 0)
+
         free_travel = _travel(np.concatenate([values[None], free.values]), units)
         tried = 0
         for i in candidates:
@@ -381,27 +399,21 @@ def motors_to_hold(
                 kept_free[names[i]] = f"not tried (at most {MAX_TRIALS} trials)"
                 continue
             tried += 1
-            why, path = [], [values]
-
-            def accept(j, miss, v, why=why, path=path):
-                excess = np.maximum(limits.lower - v, 0) + np.maximum(v - limits.upper, 0)
-                path.append(v)
-                travel = _travel(np.array(path), units)
-                if miss > free.miss[j] + REACH_SLACK * reach_tolerance:
-                    why.append(f"a target would be missed by {miss:.3g} m")
-                elif (excess > free_excess[j] + 1e-9).any():
-                    why.append("a motor would leave its range")
-                elif travel > TRAVEL_RATIO * free_travel + 1e-9:
-                    why.append(f"the motors would travel more than {TRAVEL_RATIO:g}x as far")
-                return not why
-
-            _coarse_pass(_with_locks(problem, [*locked, i], values), coarse, state, reach_tolerance, accept)
+            held = _held_pass(_with_locks(problem, [*locked, i], values), coarse, free)
             passes += 1
-            if why:
-                kept_free[names[i]] = why[0]
-                continue
-            locked.append(i)
-            redundant.append(i)
+            missed = held.miss > free.miss + REACH_SLACK * reach_tolerance
+            travel = _travel(np.concatenate([values[None], held.values]), units)
+            if missed.any():
+                kept_free[names[i]] = f"a target would be missed by {held.miss[missed].max():.3g} m"
+            elif (excess(held.values) > excess(free.values) + 1e-9).any():
+                kept_free[names[i]] = "a motor would leave its range"
+            elif travel > TRAVEL_RATIO * free_travel + 1e-9:
+                kept_free[names[i]] = (
+                    f"the motors would travel {travel / max(free_travel, 1e-300):.3g}x as far"
+                )
+            else:
+                locked.append(i)
+                redundant.append(i)
     return Holding(
         unused=tuple(names[i] for i in unused),
         redundant=tuple(names[i] for i in redundant),

@@ -27,7 +27,16 @@ from dataclasses import dataclass
 import numpy as np
 
 from .fk import FKSettings, solve_constraints
-from .ik import IKProblem, IKSettings, IKTargets, build_step, solve_ik, step_kkt
+from .ik import (
+    IKProblem,
+    IKSettings,
+    IKTargets,
+    build_step,
+    qp_multipliers,
+    solve_ik,
+    step_kkt,
+    with_constraint_curvature,
+)
 from .rotations import (
     quat_conjugate,
     quat_from_rotvec,
@@ -139,11 +148,21 @@ def _solve_block(
     step_at = build_step(problem, _point(problem, states[active], targets, reference, active))
     value, violation = step_at.value, step_at.violation
     l1 = np.abs(step_at.constraint).sum(-1)
+    multipliers = np.zeros((F, step_at.constraint.shape[1]))  # nonzero: the Lagrangian's Hessian
     for _ in range(settings.max_iterations):
         if not len(active):
             break
+        gauss_newton = step_at.model
+        step_at.model = _lagrangian_model(problem, gauss_newton, step_at.point, multipliers[active])
         kkt = step_kkt(problem, step_at, damping[active], settings.dual_regularization)
         step = kkt.solve(step_at.gradient, step_at.constraint)
+        ascent = step_at.model.curvature(step) <= 0.0
+        if step_at.model is not gauss_newton and ascent.any():  # no descent model there: Gauss-Newton
+            multipliers[active[ascent]] = 0.0
+            step_at.model = _lagrangian_model(problem, gauss_newton, step_at.point, multipliers[active])
+            kkt = step_kkt(problem, step_at, damping[active], settings.dual_regularization)
+            step = kkt.solve(step_at.gradient, step_at.constraint)
+        full_step = step.copy()
         step /= np.maximum(1.0, (np.abs(step) * inverse_limit).max(-1, initial=0.0))[:, None]
         size = np.abs(step).max(-1, initial=0.0)
         slope = np.einsum("bn,bn->b", step_at.gradient, step)
@@ -201,6 +220,15 @@ def _solve_block(
         d = np.where(accepted & (alpha < 1.0), np.minimum(np.maximum(d, 1e-8) * 4.0, 1e6), d)
         d = np.where(~accepted, np.minimum(np.maximum(d, 1e-8) * 100.0, 1e6), d)
         damping[active] = d
+        # as the per-frame solver: once a full step gains less than a fifth of the
+        # objective, the objectives compete and the next model is the Lagrangian's
+        competing = full & (value - new_value < 0.2 * value)
+        multipliers[active] = 0.0
+        if competing.any():
+            kept = np.flatnonzero(keep)[competing]
+            d_full = np.zeros_like(step_at.gradient)
+            d_full[kept] = full_step[kept]
+            multipliers[active[competing]] = qp_multipliers(step_at, d_full)[kept]
         states[active] = new_states
         step_at = build_step(problem, _point(problem, states[active], targets, reference, active))
         value, violation = step_at.value, step_at.violation
@@ -228,6 +256,14 @@ def _solve_block(
         restored = solve_constraints(cs, states[f], None, FKSettings(tolerance=settings.constraint_tolerance))
         states[f], residual[f] = restored.state, restored.residual
     return ClipSolution(states, iterations, converged & (residual <= tol), residual)
+
+
+def _lagrangian_model(problem: IKProblem, model, point, multipliers: np.ndarray):
+    """``model`` with the constraints' curvature where ``multipliers`` (B, m) are
+    nonzero (:func:`~looprig.core.ik.with_constraint_curvature`)."""
+    if not multipliers.any():
+        return model
+    return with_constraint_curvature(problem, model, point, multipliers)
 
 
 def _point(problem: IKProblem, states, targets: Targets, reference: Reference, frames: np.ndarray):
@@ -293,7 +329,28 @@ def coarse_then_clip(
     (:func:`coarse_states`), then every frame from :func:`clip_starts` by
     :func:`solve_clip`. Returns states for all F frames (frame 0 = ``first_state``)."""
     starts = clip_starts(times, *coarse_states(problem, times, targets, first_state, stride, settings))
-    return solve_clip(problem, targets, starts, settings=settings)
+    return solve_unconverged(problem, targets, solve_clip(problem, targets, starts, settings=settings))
+
+
+def solve_unconverged(
+    problem: IKProblem, targets: Targets, solution: ClipSolution, before: np.ndarray | None = None
+) -> ClipSolution:
+    """``solution`` (F frames) with every frame the clip solver left unconverged solved
+    again by the per-frame solver, in order, warm-started from (and compared with) the
+    frame before (``before`` (n, 7) for frame 0, which is kept without it), as a
+    frame-by-frame retarget would: from an interpolated start far from the answer
+    (competing objectives at a low frame rate) the solver can need more iterations
+    than from the previous frame's answer."""
+    for f in np.flatnonzero(~solution.converged):
+        previous = solution.states[f - 1] if f > 0 else before
+        if previous is None:
+            continue
+        com = None if targets.com is None else targets.com[f]
+        result = solve_ik(problem, IKTargets(targets.positions[f], targets.rotations[f], com), previous)
+        solution.states[f], solution.converged[f] = result.state, result.converged
+        solution.residual[f] = result.residual
+        solution.iterations[f] += result.iterations
+    return solution
 
 
 def _reference(problem: IKProblem, states: np.ndarray) -> Reference:

@@ -22,7 +22,6 @@ from dataclasses import dataclass, field
 from functools import cached_property
 
 import numpy as np
-import scipy.linalg as sla
 
 from .constraints import ConstraintSet
 from .errors import TargetError
@@ -424,21 +423,33 @@ class _FrameKKT:
         return self._kkt.solve(g[None], c[None])[0]
 
 
-def _qp_multipliers(it, step):
-    """Least-squares multipliers of the QP step: ``g + H d + A^T lam ~ 0``."""
-    A = it.step.constraint_jacobian[0]
-    u = it.gradient + it.step.model.times(step[None, :, None])[0, :, 0]
-    gram = A @ A.T
-    gram[np.diag_indices_from(gram)] += 1e-12 * max(float(np.trace(gram)), 1.0)
-    return -sla.cho_solve(sla.cho_factor(gram), A @ u)
+def qp_multipliers(step: LinearizedStep, d: np.ndarray) -> np.ndarray:
+    """Least-squares multipliers (B, m) of the QP step d (B, N) taken from ``step``:
+    ``g + H d + A^T lam ~ 0``."""
+    A = step.constraint_jacobian
+    u = step.gradient + step.model.times(d[..., None])[..., 0]
+    gram = A @ np.swapaxes(A, 1, 2)
+    trace = np.einsum("bii->b", gram)
+    gram[:, np.arange(gram.shape[1]), np.arange(gram.shape[1])] += 1e-12 * np.maximum(trace, 1.0)[:, None]
+    return -np.linalg.solve(gram, np.einsum("bmn,bn->bm", A, u)[..., None])[..., 0]
 
 
-def _newton_model(problem, it, lam):
-    model = it.step.model
-    cs = problem.constraints
-    curvature = problem.constraint_curvature(it.state[None], it.R[None], lam[None, : cs.n_rows])
-    dense = curvature if model.dense is None else model.dense + curvature
-    return HessianModel(dense, model.factors, model.diagonal)
+def with_constraint_curvature(
+    problem: IKProblem, model: HessianModel, point: Point, lam: np.ndarray
+) -> HessianModel:
+    """``model`` plus the joint constraints' curvature ``sum lam_j nabla^2 C_j`` at
+    ``point``, for multipliers lam (B, m) (rows past the joint constraints' ignored;
+    frames with zero multipliers keep ``model``): the Hessian of the Lagrangian, where
+    Gauss-Newton on the objective alone converges only linearly (objectives held
+    apart by constraint forces)."""
+    B, N = model.diagonal.shape
+    rows = problem.constraints.n_rows
+    use = np.flatnonzero(np.any(lam[:, :rows] != 0.0, axis=1))
+    curvature = np.zeros((B, N, N))
+    curvature[use] = problem.constraint_curvature(point.state[use], point.R[use], lam[use, :rows])
+    return HessianModel(
+        curvature if model.dense is None else model.dense + curvature, model.factors, model.diagonal
+    )
 
 
 @dataclass
@@ -532,7 +543,9 @@ def solve_ik(
     for iteration in range(1, settings.max_iterations + 1):
         gauss_newton = it.step.model
         if last_step is not None:
-            it.step.model = _newton_model(problem, it, _qp_multipliers(*last_step))
+            previous, d = last_step
+            lam = qp_multipliers(previous.step, d[None])
+            it.step.model = with_constraint_curvature(problem, gauss_newton, it.step.point, lam)
         kkt = _FrameKKT(problem, it, damping, settings.dual_regularization)
         step = kkt.solve(it.gradient, it.c)
         if it.step.model is not gauss_newton and it.step.model.curvature(step[None])[0] <= 0.0:

@@ -24,7 +24,7 @@ import numpy as np
 from scipy.interpolate import CubicSpline
 from scipy.spatial.transform import Rotation, RotationSpline
 
-from .clip import clip_starts, coarse_states, couples_frames, solve_clip
+from .clip import clip_starts, coarse_states, couples_frames, solve_clip, solve_unconverged
 from .constraints import mean_joint_distance
 from .curves import ActuatorCurves, all_violations
 from .errors import LooprigError, LooprigWarning, TargetError, did_you_mean
@@ -275,9 +275,10 @@ CLIP_CHUNK = (32, 600)
 CLIP_MEMORY = 64e6
 #: KKT size (unknowns + constraint rows) above which frames are solved one by one even
 #: when they could be solved together. The largest reference mechanism, the walker
-#: (354 rows), has competing objectives that converge linearly: warm-started from the
-#: previous frame's answer a frame needs a few iterations, from an interpolated start
-#: some need more than the iteration limit (tests/test_retargeting.py's CoM gait).
+#: (354 rows), has competing objectives: warm-started from the previous frame's answer
+#: a frame of its CoM gait needs about 3 iterations, from an interpolated start 6 and
+#: some 50 (tests/test_retargeting.py's step at 60 fps: 0.68 s frame by frame, 1.08 s
+#: as a clip).
 CLIP_MAX_KKT = 300
 
 
@@ -450,7 +451,9 @@ def retarget(
                 if cancel is not None and cancel():
                     raise RetargetCancelled(f"retarget cancelled at frame {start} of {frames}")
                 chunk = np.arange(start, min(start + chunk_size, frames))
-                solution = solve_clip(problem, target_batch.take(chunk), starts[chunk], settings=settings)
+                chunk_targets = target_batch.take(chunk)
+                solution = solve_clip(problem, chunk_targets, starts[chunk], settings=settings)
+                solution = solve_unconverged(problem, chunk_targets, solution, out_states[chunk[0] - 1])
                 out_states[chunk] = solution.states
                 residual[chunk], converged[chunk] = solution.residual, solution.converged
                 iterations[chunk] = solution.iterations

@@ -3,7 +3,14 @@
 import numpy as np
 import pytest
 from looprig.core import ComObjective, FrameObjective, IKProblem, IKSettings, IKTargets, solve_ik
-from looprig.core.clip import SEQUENTIAL_COARSE, coarse_then_clip, couples_frames, interpolate_states
+from looprig.core.clip import (
+    SEQUENTIAL_COARSE,
+    coarse_then_clip,
+    couples_frames,
+    interpolate_states,
+    solve_clip,
+    solve_unconverged,
+)
 from looprig.core.library import NAMES, build
 from looprig.core.linalg import single_threaded_blas
 from looprig.core.motion import feasible_motion
@@ -108,3 +115,22 @@ def test_long_clips_solve_their_coarse_frames_as_a_clip(name):
     assert np.abs(clip.states[..., :3] - np.array(sequential)[..., :3]).max() <= 1e-9 * L
     motors = problem.readout.read(clip.states) - problem.readout.read(np.array(sequential))
     assert np.abs(motors).max() <= 1e-9
+
+
+def test_frames_the_clip_leaves_unconverged_are_solved_from_the_frame_before():
+    """Starts far from the answer and too few clip iterations leave frames unconverged;
+    solve_unconverged solves them again from the frame before: the per-frame answer."""
+    problem = _problem("fourbar")
+    states = feasible_motion(problem.mechanism, duration=0.05, rate=1200, seed=4)
+    points, axes = problem.frame_terms.poses(states)
+    targets = Targets(points, axes)
+    with single_threaded_blas():
+        starts = np.repeat(states[:1], len(states), axis=0)  # every frame starts at frame 0
+        rough = solve_clip(problem, targets, starts, settings=IKSettings(max_iterations=1))
+        assert not rough.converged[1:].all()
+        repaired = solve_unconverged(problem, targets, rough)
+    assert repaired.converged.all()
+    reached, _ = problem.frame_terms.tracking_errors(
+        repaired.states, quat_to_matrix(repaired.states[..., 3:]), targets
+    )
+    assert reached.max() <= 1e-9 * problem.constraints.length_scale

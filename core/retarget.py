@@ -282,18 +282,63 @@ CLIP_MEMORY = 64e6
 CLIP_MAX_KKT = 300
 
 
+@dataclass
+class _Frames:
+    """A retarget's per-frame results as they are filled, F frames: states (F, n, 7);
+    actuators (F, A) [rad | m]; position_error, orientation_error (F, K) [m, rad];
+    com_error (F,) [m]; residual (F,) [m]; iterations (F,); converged (F,)."""
+
+    states: np.ndarray
+    actuators: np.ndarray
+    position_error: np.ndarray
+    orientation_error: np.ndarray
+    com_error: np.ndarray
+    residual: np.ndarray
+    iterations: np.ndarray
+    converged: np.ndarray
+
+    @classmethod
+    def empty(cls, frames: int, state: np.ndarray, actuators: int, targets: int) -> "_Frames":
+        return cls(
+            np.empty((frames,) + state.shape),
+            np.empty((frames, actuators)),
+            np.empty((frames, targets)),
+            np.empty((frames, targets)),
+            np.full(frames, np.nan),
+            np.empty(frames),
+            np.empty(frames, int),
+            np.empty(frames, bool),
+        )
+
+    def record(self, f: int, result) -> None:
+        """Frame f from an :class:`~looprig.core.ik.IKResult`."""
+        self.states[f], self.actuators[f] = result.state, result.actuators
+        self.position_error[f], self.orientation_error[f] = result.position_error, result.orientation_error
+        self.com_error[f], self.residual[f] = result.com_error, result.residual
+        self.iterations[f], self.converged[f] = result.iterations, result.converged
+
+
 def _solve_in_sequence(
-    problem, positions, rotations, com, rate, speed_limit, progress, cancel, *out, start=1, rejoin=False
+    problem,
+    positions,
+    rotations,
+    com,
+    rate,
+    speed_limit,
+    progress,
+    cancel,
+    out: _Frames,
+    start=1,
+    rejoin=False,
 ) -> int:
     """Frames ``start``.. one by one, each warm-started from (and compared with) the previous
-    one, under ``speed_limit`` (a :class:`SpeedLimitedSolve`) if given; fills the output
-    arrays ``out`` (states, actuators, errors, residual, iterations, converged).
+    one, under ``speed_limit`` (a :class:`SpeedLimitedSolve`) if given; fills ``out``.
 
     rejoin: the arrays already hold an answer solved without the bound (the clip solver's);
     stop at the first frame that needs no bound and matches it (``REJOIN_TOLERANCE``),
     keeping that answer. Returns the frame after the last one solved (or rejoined).
     """
-    states, act, pos_err, ori_err, com_err, residual, iterations, converged = out
+    states, act = out.states, out.actuators
     frames = len(states)
     velocities = (act[start - 1] - act[start - 2]) * rate if start >= 2 else None
     for f in range(start, frames):
@@ -310,19 +355,17 @@ def _solve_in_sequence(
                 problem, targets, states[f - 1], previous_actuators=act[f - 1], previous_velocities=velocities
             )
         velocities = (result.actuators - act[f - 1]) * rate
-        states[f], act[f] = result.state, result.actuators
-        pos_err[f], ori_err[f], com_err[f] = result.position_error, result.orientation_error, result.com_error
-        residual[f], iterations[f], converged[f] = result.residual, result.iterations, result.converged
+        out.record(f, result)
         if progress is not None and not rejoin and (f % 50 == 0 or f == frames - 1):
             progress(f + 1, frames)
     return frames
 
 
-def _bound_clip_speeds(speed_limit, positions, rotations, com, rate, cancel, *out) -> None:
+def _bound_clip_speeds(speed_limit, positions, rotations, com, rate, cancel, out: _Frames) -> None:
     """Re-solve under ``speed_limit``, one by one, each stretch of a clip solver's answer
-    ``out`` (as for :func:`_solve_in_sequence`) where a motor moves by more than its bound,
-    from the frame before it until the answer rejoins the clip solver's."""
-    act = out[1]
+    ``out`` where a motor moves by more than its bound, from the frame before it until
+    the answer rejoins the clip solver's."""
+    act = out.actuators
     bound = speed_limit.steps * (1.0 + SPEED_TOLERANCE)
     f = 1
     while f < len(act):
@@ -339,7 +382,7 @@ def _bound_clip_speeds(speed_limit, positions, rotations, com, rate, cancel, *ou
             speed_limit,
             None,
             cancel,
-            *out,
+            out,
             start=f + int(over[0]),
             rejoin=True,
         )
@@ -401,11 +444,7 @@ def retarget(
     held = _held_values(mechanism, mapping, state)
     problem = build_problem(mechanism, mapping, settings, held=held)
     n_act, k = len(problem.readout.names), len(mapping.targets)
-    out_states = np.empty((frames,) + state.shape)
-    out_act = np.empty((frames, n_act))
-    pos_err, ori_err = np.empty((frames, k)), np.empty((frames, k))
-    com_err, residual = np.full(frames, np.nan), np.empty(frames)
-    iterations, converged = np.empty(frames, int), np.empty(frames, bool)
+    out = _Frames.empty(frames, state, n_act, k)
     with single_threaded_blas():
         targets = IKTargets(positions[0], rotations[0], None if com is None else com[0])
         first = solve_first_frame(
@@ -414,9 +453,7 @@ def retarget(
             state,
             mapping.reach_tolerance,
         )
-        out_states[0], out_act[0] = first.state, first.actuators
-        pos_err[0], ori_err[0], com_err[0] = first.position_error, first.orientation_error, first.com_error
-        residual[0], iterations[0], converged[0] = first.residual, first.iterations, first.converged
+        out.record(0, first)
         if progress is not None:
             progress(1, frames)
         K = problem.constraints.n_vars + problem.constraints.n_rows
@@ -433,19 +470,12 @@ def retarget(
                 speed_limit,
                 progress,
                 cancel,
-                out_states,
-                out_act,
-                pos_err,
-                ori_err,
-                com_err,
-                residual,
-                iterations,
-                converged,
+                out,
             )
         else:
             target_batch = Targets(positions, rotations, com)
             chunk_size = min(int(np.clip(frames // 8, *CLIP_CHUNK)), max(8, int(CLIP_MEMORY / (8 * K * K))))
-            coarse = coarse_states(problem, samples.times, target_batch, out_states[0], settings=settings)
+            coarse = coarse_states(problem, samples.times, target_batch, out.states[0], settings=settings)
             starts = clip_starts(samples.times, *coarse)
             for start in range(1, frames, chunk_size):
                 if cancel is not None and cancel():
@@ -453,21 +483,21 @@ def retarget(
                 chunk = np.arange(start, min(start + chunk_size, frames))
                 chunk_targets = target_batch.take(chunk)
                 solution = solve_clip(problem, chunk_targets, starts[chunk], settings=settings)
-                solution = solve_unconverged(problem, chunk_targets, solution, out_states[chunk[0] - 1])
-                out_states[chunk] = solution.states
-                residual[chunk], converged[chunk] = solution.residual, solution.converged
-                iterations[chunk] = solution.iterations
+                solution = solve_unconverged(problem, chunk_targets, solution, out.states[chunk[0] - 1])
+                out.states[chunk] = solution.states
+                out.residual[chunk], out.converged[chunk] = solution.residual, solution.converged
+                out.iterations[chunk] = solution.iterations
                 if progress is not None:
                     progress(int(chunk[-1]) + 1, frames)
-            values = problem.readout.read(out_states)
-            values[0] = out_act[0]
-            out_act[:] = unwrap_sequence(values, problem.readout.is_angle)
-            frame_targets = target_batch
-            R = quat_to_matrix(out_states[..., 3:])
-            pos_err[:], ori_err[:] = problem.frame_terms.tracking_errors(out_states, R, frame_targets)
+            values = problem.readout.read(out.states)
+            values[0] = out.actuators[0]
+            out.actuators[:] = unwrap_sequence(values, problem.readout.is_angle)
+            R = quat_to_matrix(out.states[..., 3:])
+            errors = problem.frame_terms.tracking_errors(out.states, R, target_batch)
+            out.position_error[:], out.orientation_error[:] = errors
             if problem.com_term is not None:
-                diff = (problem.com_term.com(out_states) - com) * (problem.com_term.weight > 0)
-                com_err[:] = np.linalg.norm(diff, axis=-1)
+                diff = (problem.com_term.com(out.states) - com) * (problem.com_term.weight > 0)
+                out.com_error[:] = np.linalg.norm(diff, axis=-1)
             if speed_limit is not None:
                 _bound_clip_speeds(
                     speed_limit,
@@ -476,30 +506,23 @@ def retarget(
                     com,
                     mapping.rate,
                     cancel,
-                    out_states,
-                    out_act,
-                    pos_err,
-                    ori_err,
-                    com_err,
-                    residual,
-                    iterations,
-                    converged,
+                    out,
                 )
     curves = ActuatorCurves.from_mechanism(
-        mechanism, out_act, mapping.rate, float(samples.times[0]), unwrap=False
+        mechanism, out.actuators, mapping.rate, float(samples.times[0]), unwrap=False
     )
-    unreachable = np.max(pos_err, axis=1, initial=0.0) > mapping.reach_tolerance
+    unreachable = np.max(out.position_error, axis=1, initial=0.0) > mapping.reach_tolerance
     result = RetargetResult(
         mapping=asked,
         times=samples.times,
-        states=groups.expand(out_states),
+        states=groups.expand(out.states),
         curves=curves,
-        position_error=pos_err,
-        orientation_error=ori_err,
-        com_error=com_err,
-        residual=residual,
-        iterations=iterations,
-        converged=converged,
+        position_error=out.position_error,
+        orientation_error=out.orientation_error,
+        com_error=out.com_error,
+        residual=out.residual,
+        iterations=out.iterations,
+        converged=out.converged,
         unreachable=unreachable,
         target_names=[t.frame for t in mapping.targets],
         holding=holding,

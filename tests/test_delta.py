@@ -4,8 +4,9 @@ clip alone drives it, with default settings, onto the closed-form arm angles."""
 import numpy as np
 from looprig.core import ActuatorReadout, single_threaded_blas, solve_fk
 from looprig.core.library import build
+from looprig.core.library.clips import delta_platform_clip
 from looprig.core.library.parallel import DELTA_ARM_ANGLE, delta_arm_angles, delta_file_height
-from looprig.core.retarget import RetargetMapping, TargetSpec, TrackSamples, retarget
+from looprig.core.retarget import RetargetMapping, TargetSpec, retarget
 from looprig.core.rotations import quat_to_matrix
 
 
@@ -26,11 +27,7 @@ def test_delta_follows_a_platform_position_clip_with_default_settings():
     Motor k reads t_k - t_file [rad]. The parallelograms keep the platform's axes
     the world's at every sample."""
     rate = 200.0
-    t = np.arange(241) / rate
-    w = 2 * np.pi * t
-    home = np.array([0.0, 0.0, delta_file_height()])
-    p = home + np.stack([0.012 + 0.03 * np.sin(w), -0.01 + 0.025 * np.sin(2 * w), 0.012 * np.cos(w)], -1)
-    samples = TrackSamples(t, {"platform": p}, {"platform": np.tile(np.eye(3), (len(t), 1, 1))})
+    samples, p = delta_platform_clip(rate)
     mechanism = build("delta")
     result = retarget(mechanism, samples, RetargetMapping((TargetSpec("platform", "platform"),), rate=rate))
     expected = delta_arm_angles(p) - DELTA_ARM_ANGLE

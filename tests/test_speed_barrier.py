@@ -15,7 +15,8 @@ import numpy as np
 from looprig.core import Mechanism
 from looprig.core.curves import all_violations
 from looprig.core.library import build
-from looprig.core.library.parallel import delta, delta_file_height
+from looprig.core.library.clips import delta_platform_clip
+from looprig.core.library.parallel import delta
 from looprig.core.library.planar import fourbar, fourbar_closed_form
 from looprig.core.retarget import RetargetMapping, TargetSpec, TrackSamples, retarget
 from looprig.core.speed_limit import BRAKING_FRAMES, frames_behind
@@ -177,11 +178,7 @@ def test_a_parallel_robot_keeps_its_loops_closed_under_the_bound():
     step: every step within the bound, every loop closed, and the platform exact
     outside the frames the bound can touch."""
     rate = 200.0
-    t = np.arange(241) / rate
-    w = 2 * np.pi * t
-    home = np.array([0.0, 0.0, delta_file_height()])
-    p = home + np.stack([0.012 + 0.03 * np.sin(w), -0.01 + 0.025 * np.sin(2 * w), 0.012 * np.cos(w)], -1)
-    samples = TrackSamples(t, {"platform": p}, {"platform": np.tile(np.eye(3), (len(t), 1, 1))})
+    samples, p = delta_platform_clip(rate)
     spec = (TargetSpec("platform", "platform", ALL_AXES, ALL_AXES),)
     fastest = np.abs(
         np.diff(retarget(delta(), samples, RetargetMapping(spec, rate=rate)).curves.values, axis=0)
@@ -192,7 +189,7 @@ def test_a_parallel_robot_keeps_its_loops_closed_under_the_bound():
     limited = retarget(mechanism, samples, RetargetMapping(spec, rate=rate, respect_speed_limits=True))
     steps = _per_frame_steps(free, rate)
     affected = frames_behind(free.curves.values, steps)
-    assert 0 < affected.sum() < len(t)
+    assert 0 < affected.sum() < len(p)
     assert (np.abs(np.diff(limited.curves.values, axis=0)) <= steps * (1 + 1e-6)).all()
     assert limited.residual.max() < 1e-9
     assert limited.position_error.max(axis=1)[~affected].max() < 1e-6

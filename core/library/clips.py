@@ -12,6 +12,7 @@ from ..retarget import TrackSamples
 from ..rotations import matrix_from_rotvec
 from .arms import boxer
 from .legs import dancer
+from .parallel import delta_file_height
 
 
 def _min_jerk(s: np.ndarray) -> np.ndarray:
@@ -160,3 +161,15 @@ def walker_step_clip(fps: float = 60.0, step: float = 0.06, lift: float = 0.03) 
         SupportPhase(4 * phase_length, t[-1], both),
     )
     return samples, support
+
+
+def delta_platform_clip(rate: float = 200.0, frames: int = 241) -> tuple[TrackSamples, np.ndarray]:
+    """The delta's platform moving through one period of a 3-D Lissajous figure
+    (3 cm, 2.5 cm and 1.2 cm amplitudes) around a point 1.2 cm beside and above
+    the file pose, level throughout (world-aligned axes): the samples of frame
+    ``platform`` and its positions (F, 3) [m]."""
+    t = np.arange(frames) / rate
+    w = 2 * np.pi * t
+    home = np.array([0.0, 0.0, delta_file_height()])
+    p = home + np.stack([0.012 + 0.03 * np.sin(w), -0.01 + 0.025 * np.sin(2 * w), 0.012 * np.cos(w)], -1)
+    return TrackSamples(t, {"platform": p}, {"platform": np.tile(np.eye(3), (len(t), 1, 1))}), p

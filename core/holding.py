@@ -15,10 +15,11 @@ behind the mapping's ``hold``); ``docs/retarget.md`` states the rule for users.
   is not asked.
 * **redundant** — the other motors can do its work. Only where the motors
   determine the objectives (with a floating base the base, no motor, would take
-  over). Candidates keep the objectives' structural rank (the largest over the
-  poses) when locked; they are tried one by one, the one whose motion moves the
-  most mass first (kinetic energy per unit motor speed: a body yaw that carries
-  a whole head before a wrist), and held when the coarse frames of the clip
+  over), and only motors in series: the motors of a loop (the legs of a parallel
+  mechanism) work as a team. Candidates keep the objectives' structural rank
+  (the largest over the poses) when locked; they are tried one by one, the one
+  whose motion moves the most mass first (kinetic energy per unit motor speed: a
+  body yaw that carries a whole head before a wrist), and held when the coarse frames of the clip
   (:data:`COARSE_FRAMES` of them), solved with it locked from the free pass's
   answers, still meet every target as well as with the motor free (within
   :data:`REACH_SLACK` times the reach tolerance), keep the motors in their ranges
@@ -52,6 +53,7 @@ import numpy as np
 from .clip import coarse_then_clip, solve_clip
 from .fk import solve_fk
 from .ik import IKProblem, IKTargets
+from .mechanism import JointKind, cycle_rank
 from .readoff import ActuatorReadout, unwrap_sequence, unwrap_to
 from .rotations import quat_to_matrix
 from .start import solve_first_frame
@@ -261,6 +263,24 @@ def _unused(problem: IKProblem, lins: list[_Linearization]) -> np.ndarray:
     return unused
 
 
+def _on_loops(mechanism) -> set[str]:
+    """Names of the joints that close a kinematic loop (removing one lowers the cycle rank
+    of the joint graph, grounded bodies merged, ``free`` joints left out)."""
+    node = [-1 if b.grounded else i for i, b in enumerate(mechanism.bodies)]
+    edges = {
+        j.name: (node[mechanism.body_index(j.parent)], node[mechanism.body_index(j.child)])
+        for j in mechanism.joints
+        if j.kind != JointKind.FREE
+    }
+    nodes = sorted(set(node))
+    rank = cycle_rank(nodes, list(edges.values()))
+    return {
+        name
+        for name in edges
+        if cycle_rank(nodes, [edge for other, edge in edges.items() if other != name]) < rank
+    }
+
+
 def _with_locks(problem: IKProblem, motors, values) -> IKProblem:
     if not len(motors):
         return problem
@@ -360,7 +380,10 @@ def motors_to_hold(
         for i, d in enumerate(directions)
         if d is not None and i not in locked
     }
-    candidates = sorted(energy, key=lambda i: -energy[i])
+    # the motors of a loop (the legs of a parallel mechanism) work as a team: holding one
+    # while the others move is no animator's intent, so only motors in series are tried
+    on_loops = _on_loops(problem.mechanism)
+    candidates = sorted((i for i in energy if names[i] not in on_loops), key=lambda i: -energy[i])
 
     def keeps_rank(i) -> bool:
         """Locking motor i loses no direction the objectives can move in: the structural

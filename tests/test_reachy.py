@@ -163,3 +163,20 @@ def test_held_motors_stay_put_and_the_stewart_matches_the_yaw_held_closed_form(p
     got = np.stack([curves[name] for name in STEWART], -1)
     assert np.abs(got - stewart_angles(legs, R, t)).max() < 1e-5
     assert result.position_error.max() < 1e-8 and result.unreachable.sum() == 0
+
+
+def test_a_head_turn_the_stewart_cannot_make_alone_keeps_the_yaw_free():
+    """The head turned by up to 2 rad about the vertical: the Stewart platform alone would
+    miss it, so the body yaw stays free (and turns), no Stewart leg is held in its place
+    (the legs of a loop are never tried), the antennas are held, and the head is met."""
+    mechanism = load_mechanism(MJCF)
+    frame = mechanism.frame("xl_330")
+    times = np.arange(101) / 100.0
+    R = Rotation.from_rotvec(np.outer(2.0 * np.sin(np.pi * times), [0.0, 0.0, 1.0])).as_matrix()
+    t = frame.position - np.einsum("fij,j->fi", R, frame.position)
+    with pytest.warns(LooprigWarning, match="antenna"):
+        result, curves = retarget_head(MJCF, times, R, t)
+    assert set(result.holding.motors) == {"left_antenna", "right_antenna"}
+    assert "missed" in result.holding.kept_free["yaw_body"]
+    assert np.ptp(curves["yaw_body"]) > 1.0
+    assert result.position_error.max() < 1e-8 and result.orientation_error.max() < 1e-8

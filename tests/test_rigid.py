@@ -144,6 +144,8 @@ def test_three_hinge_balls_become_spherical_joints_and_the_links_follow():
     from looprig.core.constraints import ConstraintSet
 
     path = Path(__file__).resolve().parents[2] / "shared" / "models" / "reachy_mini" / "urdf" / "robot.urdf"
+    if not path.exists():
+        pytest.skip(f"the shared Reachy Mini model is not at {path}")
     motors = ("yaw_body", *(f"stewart_{k}" for k in range(1, 7)), "right_antenna", "left_antenna")
     m = load_mechanism(path, actuated=motors)
     groups = RigidGroups(m)

@@ -85,6 +85,10 @@ def test_edits_in_the_scene_reach_the_export(tmp_path):
     assert m.joint("coupler_joint").anchor.tolist() == build("fourbar").joint("coupler_joint").anchor.tolist()
 
 
+needs_models = pytest.mark.skipif(not MODELS.is_dir(), reason=f"robot models not found at {MODELS}")
+
+
+@needs_models
 def test_urdf_with_meshes_imports_and_exports_its_mesh_references(tmp_path):
     urdf = MODELS / "gepetto_5bar_linkage" / "robot.urdf"
     reference = load_model(urdf)
@@ -104,6 +108,7 @@ def test_urdf_with_meshes_imports_and_exports_its_mesh_references(tmp_path):
     assert _strip_paths(_native(exported)) == _strip_paths(_native(expected))
 
 
+@needs_models
 def test_mjcf_model_imports_with_its_loops_and_actuators(tmp_path):
     xml = MODELS / "robotiq_2f85" / "2f85.xml"
     with warnings.catch_warnings():  # the tendon coupling is left out, with a warning

@@ -275,7 +275,8 @@ class LOOPRIG_OT_retarget(bpy.types.Operator):
 
     def _finish(self, context, inputs, result):
         status = apply_result(context, inputs, result)
-        for line in unreachable_warnings(inputs, result):
+        held = result.holding.message() if result.holding is not None else None
+        for line in ([held] if held else []) + unreachable_warnings(inputs, result):
             self.report({"WARNING"}, line)
         self.report({"INFO"}, status)
         return {"FINISHED"}

@@ -271,8 +271,14 @@ def _point(problem: IKProblem, states, targets: Targets, reference: Reference, f
     return problem.point(states, targets.take(frames), reference.take(frames))
 
 
-#: Clips with more coarse frames than this solve their coarse frames as a clip of their own.
+#: Clips with more coarse frames than this solve their coarse frames as a clip of their own,
+#: if the targets move little enough between the frames that are then solved in sequence
+#: (MAX_SEQUENTIAL_MOTION, in mean joint distances L or radians: about 17 degrees): the
+#: per-frame solver then starts each of those from the one before, on the same branch.
+#: At animation rates (24-60 fps) a long clip's frames 64 apart are seconds apart and
+#: move more, so its every 8th frame is solved in sequence.
 SEQUENTIAL_COARSE = 24
+MAX_SEQUENTIAL_MOTION = 0.3
 
 
 def coarse_states(
@@ -285,12 +291,17 @@ def coarse_states(
 ) -> tuple[np.ndarray, np.ndarray]:
     """Every ``stride``-th frame of a clip (and the last) solved, frame 0 being
     ``first_state``: by the per-frame solver, warm-started in order, or, when there
-    are more than :data:`SEQUENTIAL_COARSE` of them, as a clip of their own
-    (recursively, so only every ``stride``-squared-th frame of a long clip is solved
-    in sequence). Returns their indices (K,) and states (K, n, 7)."""
+    are more than :data:`SEQUENTIAL_COARSE` of them and the targets move little
+    between every ``stride``-squared-th frame (:data:`MAX_SEQUENTIAL_MOTION`), as a
+    clip of their own (recursively, so only those are solved in sequence). Returns
+    their indices (K,) and states (K, n, 7)."""
     F = len(times)
     coarse = np.unique(np.r_[np.arange(0, F, stride), F - 1])
-    if len(coarse) > SEQUENTIAL_COARSE:
+    sequence = np.unique(np.r_[coarse[::stride], coarse[-1]])  # what a recursion solves in sequence
+    if (
+        len(coarse) > SEQUENTIAL_COARSE
+        and _target_motion(problem, targets, sequence) <= MAX_SEQUENTIAL_MOTION
+    ):
         sub_times, sub_targets = times[coarse], targets.take(coarse)
         starts = clip_starts(
             sub_times, *coarse_states(problem, sub_times, sub_targets, first_state, stride, settings)
@@ -306,6 +317,20 @@ def coarse_states(
         known[i] = state = result.state
         actuators = result.actuators
     return coarse, known
+
+
+def _target_motion(problem: IKProblem, targets: Targets, frames: np.ndarray) -> float:
+    """The largest move of a tracked frame (position / L, orientation [rad]) or the CoM
+    (/ L) between consecutive ``frames`` of the clip."""
+    L = problem.constraints.length_scale
+    p, R = targets.positions[frames], targets.rotations[frames]
+    moves = [np.linalg.norm(np.diff(p, axis=0), axis=-1).max(initial=0.0) / L]
+    relative = np.einsum("fkab,fkac->fkbc", R[:-1], R[1:])  # R_a^T R_b
+    cosine = (np.trace(relative, axis1=-2, axis2=-1) - 1.0) / 2.0
+    moves.append(np.arccos(np.clip(cosine, -1.0, 1.0)).max(initial=0.0))
+    if targets.com is not None:
+        moves.append(np.linalg.norm(np.diff(targets.com[frames], axis=0), axis=-1).max(initial=0.0) / L)
+    return float(max(moves))
 
 
 def clip_starts(times: np.ndarray, coarse: np.ndarray, known: np.ndarray) -> np.ndarray:

@@ -268,11 +268,10 @@ def _held_values(mechanism: Mechanism, mapping: RetargetMapping, state: np.ndarr
     return ActuatorReadout(mechanism).read(state)[[names.index(name) for name in mapping.hold]]
 
 
-#: Frames solved together by the clip solver between two progress reports and cancel
-#: checks: an eighth of the clip, within these bounds, and no more than keeps the
-#: stacked KKT matrices (frames x K x K doubles) within CLIP_MEMORY bytes.
+#: Frames solved by the clip solver between two progress reports and cancel checks: an
+#: eighth of the clip, within these bounds (memory is bounded by the solver's blocks,
+#: :data:`~looprig.core.clip.CLIP_BLOCK`).
 CLIP_CHUNK = (32, 600)
-CLIP_MEMORY = 64e6
 #: KKT size (unknowns + constraint rows) above which frames are solved one by one even
 #: when they could be solved together. The largest reference mechanism, the walker
 #: (354 rows), has competing objectives: warm-started from the previous frame's answer
@@ -474,7 +473,7 @@ def retarget(
             )
         else:
             target_batch = Targets(positions, rotations, com)
-            chunk_size = min(int(np.clip(frames // 8, *CLIP_CHUNK)), max(8, int(CLIP_MEMORY / (8 * K * K))))
+            chunk_size = int(np.clip(frames // 8, *CLIP_CHUNK))
             coarse = coarse_states(problem, samples.times, target_batch, out.states[0], settings=settings)
             starts = clip_starts(samples.times, *coarse)
             for start in range(1, frames, chunk_size):

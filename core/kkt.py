@@ -12,10 +12,12 @@ parent passes through the joint plus the joint's own motion::
 
     d_new = -G (c_t + A_old d_old) + N q_t
 
-where ``G`` is a right inverse of ``A_new`` (``A_new G = I``; the pseudo-inverse)
-and ``N`` spans its null space: the joint's free motions (rotations about its
-axes through the anchor, slides along them; :data:`MOTIONS`), projected so that
-``A_new N = 0`` holds exactly even off the constraint manifold. Stacked over the
+where ``G`` is a right inverse of ``A_new`` (``A_new G = I``) and ``N`` spans its
+null space. Both come from one inverse: with ``S`` the joint's free motions
+(rotations about its axes through the anchor, slides along them; :data:`MOTIONS`),
+``[A_new; S^T]`` is a 6x6 invertible matrix whose inverse's columns are ``G``
+(``S^T G = 0``) and ``N`` (``A_new N = 0`` exactly, on or off the constraint
+manifold; ``S^T N = I``, so ``q_t`` are the joint's own coordinates). Stacked over the
 tree, ``d = e + Z q`` meets every tree row for any ``q``, the tree's joint
 coordinates (D of them: the tree joints' degrees of freedom, 6 per floating
 base). Only rows outside the tree (loop closures, couplings, held motors) stay

@@ -11,7 +11,7 @@ from .constraints import ConstraintSet
 from .curves import ActuatorCurves, LimitViolationError, Violation
 from .errors import LooprigError, MechanismError, SolverError, TargetError
 from .fk import FKResult, FKSettings, assemble, solve_fk
-from .ik import IKProblem, IKResult, IKSettings, IKTargets, LinearizedStep, build_step, solve_ik
+from .ik import IKProblem, IKResult, IKSettings, IKTargets, solve_ik
 from .linalg import single_threaded_blas
 from .mechanism import (
     ActuatedMotion,
@@ -34,6 +34,7 @@ from .retarget import (
     TrackSamples,
     retarget,
 )
+from .step import LinearizedStep, build_step
 from .terms import ComObjective, FrameObjective, Regularization, Term, TermKind, velocity_threshold
 
 __all__ = [

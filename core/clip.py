@@ -27,16 +27,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .fk import FKSettings, solve_constraints
-from .ik import (
-    IKProblem,
-    IKSettings,
-    IKTargets,
-    build_step,
-    qp_multipliers,
-    solve_ik,
-    step_kkt,
-    with_constraint_curvature,
-)
+from .ik import IKProblem, IKSettings, IKTargets, solve_ik
 from .rotations import (
     quat_conjugate,
     quat_from_rotvec,
@@ -46,6 +37,7 @@ from .rotations import (
     retract,
     rotvec_from_quat,
 )
+from .step import build_step, qp_multipliers, step_kkt, with_constraint_curvature
 from .terms import ActuatorBarrier, Reference, Targets, VelocityBarrier
 
 
@@ -260,7 +252,7 @@ def _solve_block(
 
 def _lagrangian_model(problem: IKProblem, model, point, multipliers: np.ndarray):
     """``model`` with the constraints' curvature where ``multipliers`` (B, m) are
-    nonzero (:func:`~looprig.core.ik.with_constraint_curvature`)."""
+    nonzero (:func:`~looprig.core.step.with_constraint_curvature`)."""
     if not multipliers.any():
         return model
     return with_constraint_curvature(problem, model, point, multipliers)

@@ -5,11 +5,11 @@ import numpy as np
 import pytest
 from looprig.core import FrameObjective, IKProblem, build_step
 from looprig.core.fk import FKSettings, solve_constraints
-from looprig.core.ik import step_kkt
 from looprig.core.kkt import DenseKKT, ReducedKKT
 from looprig.core.library import NAMES, build
 from looprig.core.mobility import analyse_mobility
 from looprig.core.rotations import quat_to_matrix, retract
+from looprig.core.step import step_kkt
 from looprig.core.terms import Reference, Targets
 
 

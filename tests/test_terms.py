@@ -24,7 +24,7 @@ import numpy as np
 import pytest
 from jacobians import numerical_jacobian
 from looprig.core import Actuator, Body, ComObjective, FrameObjective, Joint, JointKind, Mechanism, solve_fk
-from looprig.core.ik import IKProblem, IKTargets, build_step
+from looprig.core.ik import IKProblem, IKTargets
 from looprig.core.library import build
 from looprig.core.rotations import (
     matrix_from_rotvec,
@@ -34,6 +34,7 @@ from looprig.core.rotations import (
     retract,
     rotvec_from_quat,
 )
+from looprig.core.step import build_step
 from looprig.core.terms import (
     ActuatorBarrier,
     ActuatorLimits,

@@ -145,13 +145,15 @@ def _solve_block(
         if not len(active):
             break
         gauss_newton = step_at.model
-        step_at.model = _lagrangian_model(problem, gauss_newton, step_at.point, multipliers[active])
+        step_at.model = with_constraint_curvature(problem, gauss_newton, step_at.point, multipliers[active])
         kkt = step_kkt(problem, step_at, damping[active], settings.dual_regularization)
         step = kkt.solve(step_at.gradient, step_at.constraint)
-        ascent = step_at.model.curvature(step) <= 0.0
-        if step_at.model is not gauss_newton and ascent.any():  # no descent model there: Gauss-Newton
+        ascent = step_at.model is not gauss_newton and step_at.model.curvature(step) <= 0.0
+        if np.any(ascent):  # no descent model there: Gauss-Newton
             multipliers[active[ascent]] = 0.0
-            step_at.model = _lagrangian_model(problem, gauss_newton, step_at.point, multipliers[active])
+            step_at.model = with_constraint_curvature(
+                problem, gauss_newton, step_at.point, multipliers[active]
+            )
             kkt = step_kkt(problem, step_at, damping[active], settings.dual_regularization)
             step = kkt.solve(step_at.gradient, step_at.constraint)
         full_step = step.copy()
@@ -248,14 +250,6 @@ def _solve_block(
         restored = solve_constraints(cs, states[f], None, FKSettings(tolerance=settings.constraint_tolerance))
         states[f], residual[f] = restored.state, restored.residual
     return ClipSolution(states, iterations, converged & (residual <= tol), residual)
-
-
-def _lagrangian_model(problem: IKProblem, model, point, multipliers: np.ndarray):
-    """``model`` with the constraints' curvature where ``multipliers`` (B, m) are
-    nonzero (:func:`~looprig.core.step.with_constraint_curvature`)."""
-    if not multipliers.any():
-        return model
-    return with_constraint_curvature(problem, model, point, multipliers)
 
 
 def _point(problem: IKProblem, states, targets: Targets, reference: Reference, frames: np.ndarray):

@@ -1,6 +1,8 @@
 """State-based inverse kinematics (paper IV.C(b), eq. 3): the problem and the per-frame SQP
 (its linearised step is :mod:`.step`).
 
+One module although long: the problem's records and the SQP loop that reads every one of them.
+
 Actuated joints become passive (the robot is a puppet) and the solver works
 directly on body states::
 

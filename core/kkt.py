@@ -60,7 +60,7 @@ MOTIONS = {
 
 
 class _Joints:
-    """Tree joints (all, or those of one depth), padded to 6 rows and 6 motions each
+    """The tree joints, padded to 6 rows and 6 motions each
     (``row_mask``, ``motion_mask`` mark the real ones)."""
 
     def __init__(self, entries, cs: ConstraintSet, n_free: int):
@@ -89,7 +89,6 @@ class _Joints:
                 self.motion_mask[k, slot] = True
                 self.q_column[k, slot] = column
         self.old_mask = (self.row_mask & (old_cols >= 0)[:, None])[..., None]  # (J, 6, 1)
-        self.pad = np.where(self.row_mask, 0.0, 1.0)[:, :, None] * np.eye(6)  # Gram padding
         self.real_joint, self.real_slot = np.nonzero(self.motion_mask)
         self.real_q = self.q_column[self.real_joint, self.real_slot]
         self.motion_row = self.row_mask.sum(1)[self.real_joint] + self.real_slot  # where S^T goes
@@ -188,6 +187,8 @@ class ReducedKKT:
         B, N, D = rows.shape[0], tree.n_vars, tree.dof
         tj = tree.joints
         self.tree, self.model, self.A_L = tree, model, loop_jacobian
+        extra = loop_jacobian.shape[1] - len(tree.loop_rows)  # further equality rows, after the set's
+        self.loop = np.r_[tree.loop_rows, tree.cs_rows + np.arange(extra)]  # the rows A_L holds
         self.shift = np.asarray(damping, float) * model.scale()  # eps_p (B,), absolute
         # every tree joint at once: its rows' blocks on the body it reaches (new) and comes from
         A_new = rows[:, tj.rows, tj.new_side] * tj.row_mask[..., None]  # (B, J, 6, 6)
@@ -247,9 +248,7 @@ class ReducedKKT:
         e = self.particular(c)
         He = self.model.times(e[..., None])[..., 0] + self.shift[:, None] * e
         gr = np.einsum("bnd,bn->bd", self.Z, g + He)
-        cr = c[:, np.r_[tree.loop_rows, np.arange(tree.cs_rows, c.shape[1])]] + np.einsum(
-            "bmn,bn->bm", self.A_L, e
-        )
+        cr = c[:, self.loop] + np.einsum("bmn,bn->bm", self.A_L, e)
         rhs = -np.concatenate([gr, cr], axis=1)
         if self._lu is not None:
             q = sla.lu_solve(self._lu, rhs[0], check_finite=False)[None]

@@ -188,12 +188,15 @@ def qp_multipliers(step: LinearizedStep, d: np.ndarray) -> np.ndarray:
 def with_constraint_curvature(problem, model: HessianModel, point: Point, lam: np.ndarray) -> HessianModel:
     """``model`` plus the joint constraints' curvature ``sum lam_j nabla^2 C_j`` at
     ``point``, for multipliers lam (B, m) (rows past the joint constraints' ignored;
-    frames with zero multipliers keep ``model``): the Hessian of the Lagrangian, where
+    frames with zero multipliers keep ``model``, which is returned itself when all
+    have): the Hessian of the Lagrangian, where
     Gauss-Newton on the objective alone converges only linearly (objectives held
     apart by constraint forces)."""
     B, N = model.diagonal.shape
     rows = problem.constraints.n_rows
     use = np.flatnonzero(np.any(lam[:, :rows] != 0.0, axis=1))
+    if not len(use):
+        return model
     curvature = np.zeros((B, N, N))
     curvature[use] = problem.constraint_curvature(point.state[use], point.R[use], lam[use, :rows])
     return HessianModel(

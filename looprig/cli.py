@@ -1,5 +1,7 @@
 """The ``looprig`` command line: parses arguments, calls the app layer (:mod:`looprig.app`), prints.
 
+One module although long: every subcommand's parser and handler, thin, side by side.
+
     looprig info MECHANISM [--json]
     looprig convert IN OUT
     looprig retarget MECHANISM TRACKS --map MAP -o OUTDIR [--strict] [--formats ...] [--plot]

@@ -182,10 +182,13 @@ def _solve_block(
         new_states = states[active].copy()
         new_value, new_violation, new_l1 = value.copy(), violation.copy(), l1.copy()
         trying = np.arange(len(active))
+        full_trial = None  # the full steps' subproblem, the next one when all are taken
         for _ in range(settings.max_backtracks):
             frames = active[trying]
             trial = retract(states[frames], cs.tangent_to_bodies(alpha[trying, None] * step[trying]))
-            ev = build_step(problem, _point(problem, trial, targets, reference, frames), derivatives=False)
+            first = full_trial is None
+            ev = build_step(problem, _point(problem, trial, targets, reference, frames), derivatives=first)
+            full_trial = ev if first else full_trial
             trial_l1 = np.abs(ev.constraint).sum(-1)
             ok = ev.value + nu[frames] * trial_l1 <= (
                 merit[trying] + 1e-4 * alpha[trying] * merit_slope[trying] + 1e-15 * np.abs(merit[trying])
@@ -224,7 +227,10 @@ def _solve_block(
             d_full[kept] = full_step[kept]
             multipliers[active[competing]] = qp_multipliers(step_at, d_full)[kept]
         states[active] = new_states
-        step_at = build_step(problem, _point(problem, states[active], targets, reference, active))
+        if accepted.all() and (alpha == 1.0).all():
+            step_at = full_trial
+        else:
+            step_at = build_step(problem, _point(problem, states[active], targets, reference, active))
         value, violation = step_at.value, step_at.violation
         chord = full & undamped[keep]
         if chord.any():
@@ -242,7 +248,7 @@ def _solve_block(
                 active = active[~finished]
                 if not len(active):
                     break
-                step_at = build_step(problem, _point(problem, states[active], targets, reference, active))
+                step_at = step_at.take(np.flatnonzero(~finished))
                 value, violation = step_at.value, step_at.violation
         l1 = np.abs(step_at.constraint).sum(-1)
     residual = np.abs(cs.residual(states)).max(-1, initial=0.0)

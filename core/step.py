@@ -5,6 +5,7 @@ for competing objectives. Shared by the per-frame solver (:mod:`.ik`) and the
 whole-clip solver (:mod:`.clip`); ``problem`` is an :class:`~looprig.core.ik.IKProblem`.
 """
 
+import dataclasses
 from dataclasses import dataclass, field
 from functools import cached_property
 
@@ -68,6 +69,11 @@ class HessianModel:
         B, N = self.diagonal.shape
         return self.times(np.broadcast_to(np.eye(N), (B, N, N)))
 
+    def take(self, frames: np.ndarray) -> "HessianModel":
+        """The model of some frames (an index array over B)."""
+        dense = None if self.dense is None else self.dense[frames]
+        return HessianModel(dense, [F[frames] for F in self.factors], self.diagonal[frames])
+
 
 @dataclass
 class LinearizedStep:
@@ -76,8 +82,9 @@ class LinearizedStep:
 
     value (B,); gradient (B, N); model: the Hessian model (:class:`HessianModel`);
     constraint (B, m) [m]: the joint constraints' rows, then any further equality
-    terms'. The constraint Jacobian is kept in the blocks it is made of and
-    assembled on demand, in the forms the KKT solves use (None without derivatives).
+    terms'. The joint constraints' Jacobian is evaluated when a KKT system first
+    needs it (an iterate that only certifies convergence never does), kept in the
+    blocks it is made of and assembled on demand, in the forms the KKT solves use.
     """
 
     point: Point
@@ -86,8 +93,29 @@ class LinearizedStep:
     model: HessianModel | None
     constraint: np.ndarray
     problem: object = None  # the IKProblem (its constraints and spanning tree)
-    blocks: list | None = None  # the joint constraints' (ConstraintSet.evaluate)
     extra_jacobians: list = field(default_factory=list)  # (B, h, N) of further equality terms
+
+    def take(self, frames: np.ndarray) -> "LinearizedStep":
+        """The subproblem of some frames (an index array over B); Jacobians not yet
+        evaluated stay lazy."""
+        p = self.point
+        point = dataclasses.replace(
+            p,
+            state=p.state[frames],
+            R=p.R[frames],
+            targets=p.targets.take(frames),
+            reference=p.reference.take(frames),
+            actuators=None if p.actuators is None else p.actuators[frames],
+        )
+        return LinearizedStep(
+            point,
+            self.value[frames],
+            None if self.gradient is None else self.gradient[frames],
+            None if self.model is None else self.model.take(frames),
+            self.constraint[frames],
+            self.problem,
+            [J[frames] for J in self.extra_jacobians],
+        )
 
     @property
     def violation(self) -> np.ndarray:
@@ -98,6 +126,11 @@ class LinearizedStep:
     def hessian(self) -> np.ndarray:
         """The model Hessian as a dense matrix (B, N, N)."""
         return self.model.matrix()
+
+    @cached_property
+    def blocks(self) -> list:
+        """The joint constraints' Jacobian blocks (:meth:`~looprig.core.constraints.ConstraintSet.evaluate`)."""
+        return self.problem.constraints.evaluate(self.point.state, jacobian=True, R=self.point.R)[1]
 
     @cached_property
     def constraint_jacobian(self) -> np.ndarray:
@@ -123,8 +156,8 @@ class LinearizedStep:
 def build_step(problem, point: Point, derivatives: bool = True) -> LinearizedStep:
     """Linearise every term of ``problem`` at ``point`` and sum the objective terms.
 
-    The joint constraints are evaluated directly (their Jacobian kept in blocks for
-    :class:`~looprig.core.kkt.ReducedKKT`); further equality terms linearise."""
+    The joint constraints are evaluated directly (their Jacobian when first needed,
+    :attr:`LinearizedStep.blocks`); further equality terms linearise."""
     B, N = point.batch, point.n_vars
     value = np.zeros(B)
     gradient = model = None
@@ -145,15 +178,13 @@ def build_step(problem, point: Point, derivatives: bool = True) -> LinearizedSte
     if derivatives:
         model = HessianModel(dense, factors, diagonal)
     cs = problem.constraints
-    residual, blocks = cs.evaluate(point.state, jacobian=derivatives, R=point.R)
+    residual = cs.evaluate(point.state, jacobian=False, R=point.R)[0]
     extras = [term.linearize(point, derivatives) for term in problem.equality_terms[1:]]
     if extras:
         residual = np.concatenate([residual, *[e.residual for e in extras]], axis=-1)
     if not derivatives:
         return LinearizedStep(point, value, None, None, residual)
-    return LinearizedStep(
-        point, value, gradient, model, residual, problem, blocks, [e.jacobian for e in extras]
-    )
+    return LinearizedStep(point, value, gradient, model, residual, problem, [e.jacobian for e in extras])
 
 
 def step_kkt(problem, step: LinearizedStep, damping, dual_regularization: float):

@@ -67,7 +67,11 @@ class HessianModel:
     def matrix(self) -> np.ndarray:
         """The model as a dense matrix (B, N, N)."""
         B, N = self.diagonal.shape
-        return self.times(np.broadcast_to(np.eye(N), (B, N, N)))
+        out = np.zeros((B, N, N)) if self.dense is None else self.dense.copy()
+        out[:, np.arange(N), np.arange(N)] += self.diagonal
+        for F in self.factors:
+            out += np.swapaxes(F, 1, 2) @ F
+        return out
 
     def take(self, frames: np.ndarray) -> "HessianModel":
         """The model of some frames (an index array over B)."""

@@ -187,7 +187,12 @@ def _solve_block(
             frames = active[trying]
             trial = retract(states[frames], cs.tangent_to_bodies(alpha[trying, None] * step[trying]))
             first = full_trial is None
-            ev = build_step(problem, _point(problem, trial, targets, reference, frames), derivatives=first)
+            ev = build_step(
+                problem,
+                _point(problem, trial, targets, reference, frames),
+                derivatives=first,
+                constraint_jacobian=False,  # most frames converge at the full step
+            )
             full_trial = ev if first else full_trial
             trial_l1 = np.abs(ev.constraint).sum(-1)
             ok = ev.value + nu[frames] * trial_l1 <= (
@@ -267,8 +272,9 @@ def _point(problem: IKProblem, states, targets: Targets, reference: Reference, f
 #: if the targets move little enough between the frames that are then solved in sequence
 #: (MAX_SEQUENTIAL_MOTION, in mean joint distances L or radians: about 17 degrees): the
 #: per-frame solver then starts each of those from the one before, on the same branch.
-#: At animation rates (24-60 fps) a long clip's frames 64 apart are seconds apart and
-#: move more, so its every 8th frame is solved in sequence.
+#: The sparsest such sequence is taken (every stride-th coarse frame, else every half of
+#: that, down to every second). At animation rates (24-60 fps) a long clip's frames 64
+#: apart are seconds apart and move more, so its every 8th frame is solved in sequence.
 SEQUENTIAL_COARSE = 24
 MAX_SEQUENTIAL_MOTION = 0.3
 
@@ -284,19 +290,18 @@ def coarse_states(
     """Every ``stride``-th frame of a clip (and the last) solved, frame 0 being
     ``first_state``: by the per-frame solver, warm-started in order, or, when there
     are more than :data:`SEQUENTIAL_COARSE` of them and the targets move little
-    between every ``stride``-squared-th frame (:data:`MAX_SEQUENTIAL_MOTION`), as a
-    clip of their own (recursively, so only those are solved in sequence). Returns
+    between every ``sub``-th of them (:data:`MAX_SEQUENTIAL_MOTION`; ``sub`` the
+    largest of stride, stride / 2, ..., 2 for which they do), as a clip of their own
+    (recursively with stride ``sub``, so only those are solved in sequence). Returns
     their indices (K,) and states (K, n, 7)."""
-    F = len(times)
-    coarse = np.unique(np.r_[np.arange(0, F, stride), F - 1])
-    sequence = np.unique(np.r_[coarse[::stride], coarse[-1]])  # what a recursion solves in sequence
-    if (
-        len(coarse) > SEQUENTIAL_COARSE
-        and _target_motion(problem, targets, sequence) <= MAX_SEQUENTIAL_MOTION
-    ):
+    coarse = _every(np.arange(len(times)), stride)
+    sub = stride if len(coarse) > SEQUENTIAL_COARSE else 1
+    while sub > 1 and _target_motion(problem, targets, _every(coarse, sub)) > MAX_SEQUENTIAL_MOTION:
+        sub //= 2
+    if sub > 1:
         sub_times, sub_targets = times[coarse], targets.take(coarse)
         starts = clip_starts(
-            sub_times, *coarse_states(problem, sub_times, sub_targets, first_state, stride, settings)
+            sub_times, *coarse_states(problem, sub_times, sub_targets, first_state, sub, settings)
         )
         return coarse, solve_clip(problem, sub_targets, starts, settings=settings).states
     known = np.empty((len(coarse),) + first_state.shape)
@@ -309,6 +314,11 @@ def coarse_states(
         known[i] = state = result.state
         actuators = result.actuators
     return coarse, known
+
+
+def _every(frames: np.ndarray, stride: int) -> np.ndarray:
+    """Every ``stride``-th of ``frames`` and the last."""
+    return np.unique(np.r_[frames[::stride], frames[-1]])
 
 
 def _target_motion(problem: IKProblem, targets: Targets, frames: np.ndarray) -> float:

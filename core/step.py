@@ -86,9 +86,9 @@ class LinearizedStep:
 
     value (B,); gradient (B, N); model: the Hessian model (:class:`HessianModel`);
     constraint (B, m) [m]: the joint constraints' rows, then any further equality
-    terms'. The joint constraints' Jacobian is evaluated when a KKT system first
-    needs it (an iterate that only certifies convergence never does), kept in the
-    blocks it is made of and assembled on demand, in the forms the KKT solves use.
+    terms'. The joint constraints' Jacobian is kept in the blocks it is made of
+    (evaluated with the residual, or when a KKT system first needs it) and assembled
+    on demand, in the forms the KKT solves use.
     """
 
     point: Point
@@ -98,6 +98,7 @@ class LinearizedStep:
     constraint: np.ndarray
     problem: object = None  # the IKProblem (its constraints and spanning tree)
     extra_jacobians: list = field(default_factory=list)  # (B, h, N) of further equality terms
+    jacobian_blocks: list | None = None  # the joint constraints' (ConstraintSet.evaluate), once known
 
     def take(self, frames: np.ndarray) -> "LinearizedStep":
         """The subproblem of some frames (an index array over B); Jacobians not yet
@@ -131,10 +132,13 @@ class LinearizedStep:
         """The model Hessian as a dense matrix (B, N, N)."""
         return self.model.matrix()
 
-    @cached_property
+    @property
     def blocks(self) -> list:
         """The joint constraints' Jacobian blocks (:meth:`~looprig.core.constraints.ConstraintSet.evaluate`)."""
-        return self.problem.constraints.evaluate(self.point.state, jacobian=True, R=self.point.R)[1]
+        if self.jacobian_blocks is None:
+            cs, p = self.problem.constraints, self.point
+            self.jacobian_blocks = cs.evaluate(p.state, jacobian=True, R=p.R)[1]
+        return self.jacobian_blocks
 
     @cached_property
     def constraint_jacobian(self) -> np.ndarray:
@@ -157,11 +161,15 @@ class LinearizedStep:
         return np.concatenate([loop, *self.extra_jacobians], axis=1) if self.extra_jacobians else loop
 
 
-def build_step(problem, point: Point, derivatives: bool = True) -> LinearizedStep:
+def build_step(
+    problem, point: Point, derivatives: bool = True, constraint_jacobian: bool = True
+) -> LinearizedStep:
     """Linearise every term of ``problem`` at ``point`` and sum the objective terms.
 
-    The joint constraints are evaluated directly (their Jacobian when first needed,
-    :attr:`LinearizedStep.blocks`); further equality terms linearise."""
+    The joint constraints are evaluated directly, their Jacobian with them if
+    ``constraint_jacobian`` (and ``derivatives``), else when a KKT system first needs
+    it (:attr:`LinearizedStep.blocks`: an iterate that only certifies convergence
+    never does); further equality terms linearise."""
     B, N = point.batch, point.n_vars
     value = np.zeros(B)
     gradient = model = None
@@ -182,13 +190,15 @@ def build_step(problem, point: Point, derivatives: bool = True) -> LinearizedSte
     if derivatives:
         model = HessianModel(dense, factors, diagonal)
     cs = problem.constraints
-    residual = cs.evaluate(point.state, jacobian=False, R=point.R)[0]
+    residual, blocks = cs.evaluate(point.state, jacobian=derivatives and constraint_jacobian, R=point.R)
     extras = [term.linearize(point, derivatives) for term in problem.equality_terms[1:]]
     if extras:
         residual = np.concatenate([residual, *[e.residual for e in extras]], axis=-1)
     if not derivatives:
         return LinearizedStep(point, value, None, None, residual)
-    return LinearizedStep(point, value, gradient, model, residual, problem, [e.jacobian for e in extras])
+    return LinearizedStep(
+        point, value, gradient, model, residual, problem, [e.jacobian for e in extras], blocks
+    )
 
 
 def step_kkt(problem, step: LinearizedStep, damping, dual_regularization: float):

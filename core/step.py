@@ -134,7 +134,7 @@ class LinearizedStep:
 
     @property
     def blocks(self) -> list:
-        """The joint constraints' Jacobian blocks (:meth:`~looprig.core.constraints.ConstraintSet.evaluate`)."""
+        """The joint constraints' Jacobian blocks (:meth:`.ConstraintSet.evaluate`)."""
         if self.jacobian_blocks is None:
             cs, p = self.problem.constraints, self.point
             self.jacobian_blocks = cs.evaluate(p.state, jacobian=True, R=p.R)[1]

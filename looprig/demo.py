@@ -24,13 +24,13 @@ CLIP_FILE = DATA / "dancer_groove.tracks.json"
 MAP_FILE = DATA / "dancer_groove.map.json"
 FORMATS = ("csv", "json", "dynamixel-csv", "dynamixel-json", "header")
 
-#: The bundled mapping: the pelvis track drives the Dancer's pelvis frame; the
-#: actuator barrier keeps every servo under 90 % of its speed limit.
+#: The bundled mapping: the pelvis track drives the Dancer's pelvis frame; default
+#: settings (the whole-clip solver), and every servo kept under 90 % of its speed
+#: limit between frames (``respect_speed_limits``).
 DEMO_MAPPING = RetargetMapping(
     targets=(TargetSpec("pelvis", "pelvis_frame", (1.0, 1.0, 1.0), (1.0, 1.0, 1.0)),),
     rate=600.0,
-    state_weight=1e-6,
-    actuator_weight=1e-4,
+    respect_speed_limits=True,
 )
 
 

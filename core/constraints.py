@@ -29,7 +29,7 @@ import scipy.sparse as sp
 
 from .mechanism import ActuatedMotion, JointKind, Mechanism
 from .readoff import JointReadout
-from .rotations import cross, frame_with_axes, quat_to_matrix, skew
+from .rotations import frame_with_axes, quat_to_matrix
 
 X, Y, Z = 0, 1, 2
 _EYE3 = np.eye(3)
@@ -93,6 +93,20 @@ class _Stack:
     d: np.ndarray  # (K, 3) local on j: point x_j (slide only)
     rows: np.ndarray  # (K, r) int
     actuator: np.ndarray  # (K,) index into the actuator values, or -1
+
+
+def _body_columns(bodies: np.ndarray, vectors: np.ndarray, n: int) -> tuple[np.ndarray, np.ndarray]:
+    """Body-fixed vectors (V, 3) of ``bodies`` (V,) as columns per body: ``local`` (n, 3, k),
+    zero padded, so ``R @ local`` (..., n, 3, k) turns them all, and ``index`` (V, 3), each
+    vector's entries in that product flattened (for ``np.take``)."""
+    slot = np.zeros(len(bodies), int)
+    count = np.zeros(n, int)
+    for k, body in enumerate(bodies):
+        slot[k], count[body] = count[body], count[body] + 1
+    width = max(int(count.max(initial=0)), 1)
+    local = np.zeros((n, 3, width))
+    local[bodies, :, slot] = vectors
+    return local, (3 * bodies[:, None] + np.arange(3)) * width + slot[:, None]
 
 
 class _StackBuilder:
@@ -172,6 +186,20 @@ class _JointRows:
         if kind == JointKind.PLANAR:
             self.slide(X)
         # FREE: no rows
+
+
+@dataclass
+class JacobianBlocks:
+    """The constraint Jacobian as :meth:`ConstraintSet.evaluate` makes it, before assembly.
+
+    rows (..., m, 2, 6): every row's derivative by the tangent of its joint's parent
+    (``[..., 0, :]``, body i) and of its child (``[..., 1, :]``, body j), zero for the
+    coupling rows; couplings: those rows' blocks on their four bodies ((..., K, 6) each,
+    :class:`_CouplingRows`), or None.
+    """
+
+    rows: np.ndarray
+    couplings: tuple | None = None
 
 
 class _CouplingRows:
@@ -301,8 +329,6 @@ class ConstraintSet:
             [np.repeat(np.array(row_joint[0], dtype=int), 3), row_joint[1], row_joint[2]]
         ).astype(int)
         self.n_actuators = len(actuator_slot)
-        self._prepare_vectors()
-        self._prepare_scatter()
         self._subsets: dict[bytes, tuple] = {}
         self._couplings = None
         if mechanism.couplings:
@@ -311,6 +337,8 @@ class ConstraintSet:
             self.row_joint = np.concatenate([self.row_joint, first + np.arange(len(mechanism.couplings))])
             self.n_rows += len(mechanism.couplings)
             self.closure_names += [c.name for c in mechanism.couplings]
+        self._prepare_vectors()
+        self._prepare_scatter()
 
     # ----------------------------------------------------------------- evaluation
     def _actuator_values(self, p, batch_shape) -> np.ndarray:
@@ -324,77 +352,64 @@ class ConstraintSet:
     def evaluate(self, state: np.ndarray, actuator_values=None, jacobian: bool = True, R=None):
         """Residual ``C`` (..., m) [m] and, optionally, the Jacobian blocks.
 
-        Returns ``(residual, blocks)`` where ``blocks`` feeds :meth:`dense` or
-        :meth:`sparse`; ``blocks`` is None without ``jacobian``. ``R`` may pass the
-        body rotation matrices (..., n, 3, 3) of ``state`` when already known.
+        Returns ``(residual, blocks)`` where ``blocks`` (:class:`JacobianBlocks`) feeds
+        :meth:`dense`, :meth:`row_blocks` or :meth:`sparse`; None without ``jacobian``.
+        ``R`` may pass the body rotation matrices (..., n, 3, 3) of ``state`` when already known.
         """
         state = np.asarray(state, dtype=float)
         batch = state.shape[:-2]
         p = self._actuator_values(actuator_values, batch)
         c = state[..., :3]
         R = quat_to_matrix(state[..., 3:]) if R is None else R
-        L = self.length_scale
-        residual = np.empty(batch + (self.n_rows,))
-        blocks = []
-
-        W = np.einsum("...mab,mb->...ma", R[..., self._vector_body, :, :], self._vector_local)
+        n_point, n_dot, n_slide = len(self._point.bi), len(self._dot.bi), len(self._slide.bi)
+        points, dots, slides = self._row_slices
         v = self._vector_slices
-
-        s = self._point
-        if len(s.bi):
-            wi, wj = W[..., v["point_i"], :], W[..., v["point_j"], :]
-            residual[..., s.rows.ravel()] = (wi + c[..., s.bi, :] - wj - c[..., s.bj, :]).reshape(
-                batch + (-1,)
-            )
+        # the body-fixed vectors in world axes (..., V, 3), each body's turned by one product;
+        # for the Jacobian with the bank's further rows (see _prepare_vectors)
+        local, index = self._turn[jacobian]
+        turned = (R @ local).reshape(batch + (-1,))
+        W = np.take(turned, index, axis=-1, mode="wrap")
+        if self._acted_dot is not None:  # actuator rows: u rotated by the actuator angle about the joint axis
+            slot, body, a, a_turned, index, scaled = self._acted_dot
+            angle = p[..., slot, None]  # (..., Ka, 1)
+            u = np.cos(angle) * a + np.sin(angle) * a_turned
+            W[..., index, :] = np.einsum("...kab,...kb->...ka", R[..., body, :, :], u)
             if jacobian:
-                Ji = np.zeros(wi.shape + (6,))
-                Jj = np.zeros(wi.shape + (6,))
-                Ji[..., :3] = _EYE3
-                Jj[..., :3] = -_EYE3
-                Ji[..., 3:] = -skew(wi)
-                Jj[..., 3:] = skew(wj)
-                blocks.append((s, Ji, Jj))
-
-        s = self._dot
-        if len(s.bi):
+                W[..., scaled, :] = self.length_scale * W[..., index, :]
+        # anchors [point x_i, slide x_j | point x_j, slide x_i] as world points: the first half
+        # minus the second is every point row (p_i - p_j) and every slide's d = p_j - p_i
+        anchors = W[..., v["anchors"], :] + c[..., self._anchor_body, :]
+        gap = anchors[..., : n_point + n_slide, :] - anchors[..., n_point + n_slide :, :]
+        residual = np.empty(batch + (self.n_rows,))
+        if n_point:
+            residual[..., points] = gap[..., :n_point, :].reshape(batch + (3 * n_point,))
+        if n_dot:
             a, b = W[..., v["dot_i"], :], W[..., v["dot_j"], :]
-            acted = s.actuator >= 0
-            if acted.any():  # actuator rows: u rotated by the actuator angle about the joint axis
-                angle = p[..., s.actuator[acted]]  # (..., Ka)
-                u = np.cos(angle)[..., None] * s.a[acted] + np.sin(angle)[..., None] * s.c[acted]
-                a = a.copy()
-                a[..., acted, :] = np.einsum("...kab,...kb->...ka", R[..., s.bi[acted], :, :], u)
-            residual[..., s.rows[:, 0]] = L * np.sum(a * b, axis=-1)
-            if jacobian:
-                axb = L * cross(a, b)
-                Ji = np.zeros(axb.shape[:-1] + (1, 6))
-                Jj = np.zeros(axb.shape[:-1] + (1, 6))
-                Ji[..., 0, 3:] = axb
-                Jj[..., 0, 3:] = -axb
-                blocks.append((s, Ji, Jj))
-
-        s = self._slide
-        if len(s.bi):
-            wi, wj, n = W[..., v["slide_i"], :], W[..., v["slide_j"], :], W[..., v["slide_axis"], :]
-            d = (wj + c[..., s.bj, :]) - (wi + c[..., s.bi, :])
-            offset = np.zeros(batch + (len(s.bi),))
-            acted = s.actuator >= 0
-            if acted.any():
-                offset[..., acted] = p[..., s.actuator[acted]]
-            residual[..., s.rows[:, 0]] = np.sum(d * n, axis=-1) - offset
-            if jacobian:
-                Ji = np.empty(n.shape[:-1] + (1, 6))
-                Jj = np.empty(n.shape[:-1] + (1, 6))
-                Ji[..., 0, :3] = -n
-                Ji[..., 0, 3:] = cross(n, d) - cross(wi, n)
-                Jj[..., 0, :3] = n
-                Jj[..., 0, 3:] = cross(wj, n)
-                blocks.append((s, Ji, Jj))
+            residual[..., dots] = self.length_scale * np.einsum("...a,...a->...", a, b)
+        if n_slide:
+            d, n = gap[..., n_point:, :], W[..., v["slide_axis"], :]
+            np.einsum("...a,...a->...", d, n, out=residual[..., slides])
+            if self._acted_slide is not None:
+                rows, slot = self._acted_slide
+                residual[..., rows] -= p[..., slot]
+        coupling_blocks = None
         if self._couplings is not None:
-            rows, coupling_blocks = self._couplings.evaluate(state, R, jacobian)
-            residual[..., self._couplings.rows] = rows
-            blocks.append(coupling_blocks)
-        return residual, (blocks if jacobian else None)
+            coupling_rows, coupling_blocks = self._couplings.evaluate(state, R, jacobian)
+            residual[..., slides.stop :] = coupling_rows
+        if not jacobian:
+            return residual, None
+
+        # every entry of every row's blocks is x1 y2 - x2 y1 over the bank (_prepare_block_entries)
+        W[..., v["unit"], :] = _EYE3
+        if n_slide:
+            np.add(d, W[..., v["slide_i"], :], out=W[..., v["slide_d_wi"], :])
+        # frames last while gathering: each gathered entry is then one contiguous row of frames
+        bank = np.ascontiguousarray(W.reshape((-1, W.shape[-2] * 3)).T)  # (3 V, frames)
+        # (mode "wrap": every index is in range, and numpy's bounds check costs more)
+        x, y = (np.take(bank, index, axis=0, mode="wrap") for index in (self._cross_x, self._cross_y))
+        products = x * y  # (2, m, 2, 6, frames)
+        blocks = (products[0] - products[1]).transpose(3, 0, 1, 2).reshape(batch + (self.n_rows, 2, 6))
+        return residual, JacobianBlocks(blocks, coupling_blocks)
 
     def residual(self, state, actuator_values=None) -> np.ndarray:
         """``C(s)``: (..., n, 7) -> (..., m) [m]."""
@@ -407,49 +422,124 @@ class ConstraintSet:
 
     # ----------------------------------------------------------------- assembly
     def _prepare_vectors(self) -> None:
-        """All body-fixed vectors of all primitives in one stack, rotated by one einsum."""
+        """The primitives' body-fixed vectors in one stack, turned by one product per
+        evaluation, and the index arrays that read the rows and their Jacobian from it.
+
+        Stack (``_vector_slices``): anchors (point x_i, slide x_j, point x_j, slide x_i), dot
+        u_i, dot v_j, slide n_i; with the Jacobian the bank follows: L u_i, then e_x, e_y, e_z
+        and each slide's ``d + w_i``, set per evaluation (their local vectors are zero).
+        """
+        P, D, S = self._point, self._dot, self._slide
         parts = {
-            "point_i": (self._point.bi, self._point.a),
-            "point_j": (self._point.bj, self._point.b),
-            "dot_i": (self._dot.bi, self._dot.a),
-            "dot_j": (self._dot.bj, self._dot.b),
-            "slide_i": (self._slide.bi, self._slide.a),
-            "slide_j": (self._slide.bj, self._slide.d),
-            "slide_axis": (self._slide.bi, self._slide.b),
+            "point_i": (P.bi, P.a),
+            "slide_j": (S.bj, S.d),
+            "point_j": (P.bj, P.b),
+            "slide_i": (S.bi, S.a),
+            "dot_i": (D.bi, D.a),
+            "dot_j": (D.bj, D.b),
+            "slide_axis": (S.bi, S.b),
+            "dot_scaled": (D.bi, self.length_scale * D.a),
+            "unit": (np.zeros(3, int), np.zeros((3, 3))),
+            "slide_d_wi": (np.zeros(len(S.bi), int), np.zeros((len(S.bi), 3))),
         }
         self._vector_slices, start = {}, 0
         for name, (bodies, _) in parts.items():
             self._vector_slices[name] = slice(start, start + len(bodies))
             start += len(bodies)
-        self._vector_body = np.concatenate([b for b, _ in parts.values()]).astype(int)
-        self._vector_local = np.concatenate([v for _, v in parts.values()]).reshape(-1, 3)
+        v = self._vector_slices
+        v["anchors"] = slice(0, v["slide_i"].stop)
+        bank_body = np.concatenate([np.asarray(b, int) for b, _ in parts.values()])
+        bank_local = np.concatenate([np.reshape(x, (-1, 3)) for _, x in parts.values()])
+        rotated = v["slide_axis"].stop  # the primitives' own vectors (also read by curvature)
+        self._vector_body, self._vector_local = bank_body[:rotated], bank_local[:rotated]
+        self._anchor_body = self._vector_body[v["anchors"]]
+        n = len(self.column_of_body)
+        self._turn = {  # per ``jacobian``: local vectors per body and where each lands
+            False: _body_columns(self._vector_body, self._vector_local, n),
+            True: _body_columns(bank_body, bank_local, n),
+        }
+        points = slice(0, 3 * len(P.bi))
+        dots = slice(points.stop, points.stop + len(D.bi))
+        slides = slice(dots.stop, dots.stop + len(S.bi))
+        self._row_slices = (points, dots, slides)
+        index = {name: np.arange(s.start, s.stop) for name, s in v.items()}
+        self._prepare_block_entries(index)
+
+        acted = np.flatnonzero(D.actuator >= 0)
+        self._acted_dot = None
+        if len(acted):  # per row: actuator slot, body, u_i, u_i turned +90 deg, its bank rows
+            self._acted_dot = (
+                D.actuator[acted],
+                D.bi[acted],
+                D.a[acted],
+                D.c[acted],
+                index["dot_i"][acted],
+                index["dot_scaled"][acted],
+            )
+        acted = np.flatnonzero(S.actuator >= 0)
+        self._acted_slide = (dots.stop + acted, S.actuator[acted]) if len(acted) else None
+
+    def _prepare_block_entries(self, index: dict[str, np.ndarray]) -> None:
+        """Every Jacobian entry of a joint row as ``x1 y2 - x2 y1`` over entries of the bank
+        (flattened, ``index``: the bank rows of each part): ``_cross_x`` holds (x1, x2),
+        ``_cross_y`` (y2, y1), (2, m, 2, 6) each.
+
+        The rotational columns (3:) are cross products ``x × y`` of two bank vectors, per
+        component ``x_yzx y_zxy - x_zxy y_yzx``: point ``w_i × e_k`` and ``e_k × w_j``, dot
+        ``L u × v`` and ``v × L u``, slide ``n × (d + w_i)`` and ``w_j × n`` (on body i, then j).
+        The translational columns (:3) are ``t 1 - 0 0`` or ``0 0 - t 1``: +-e_k for a point
+        row, -+n for a slide, zero for dots and couplings (the ones and zeros are e_x's).
+        """
+        points, dots, slides = self._row_slices
+        one, zero = 3 * index["unit"][0], 3 * index["unit"][0] + 1  # e_x = (1, 0, 0)
+        xyz, yzx, zxy = np.arange(3), np.array([1, 2, 0]), np.array([2, 0, 1])
+        x1, y2, x2, y1 = (np.full((self.n_rows, 2, 6), zero) for _ in range(4))
+
+        def cross(rows, side, x, y):  # bank vectors x, y (K,) of the rows
+            x1[rows, side, 3:], y2[rows, side, 3:] = 3 * x[:, None] + yzx, 3 * y[:, None] + zxy
+            x2[rows, side, 3:], y1[rows, side, 3:] = 3 * x[:, None] + zxy, 3 * y[:, None] + yzx
+
+        def translation(rows, side, t, sign):  # bank vectors t (K,) of the rows, sign +-1
+            first, second = (x1, y2) if sign > 0 else (x2, y1)
+            first[rows, side, :3], second[rows, side, :3] = 3 * t[:, None] + xyz, one
+
+        unit = np.tile(index["unit"], len(self._point.bi))  # e_k of each point row
+        cross(points, 0, np.repeat(index["point_i"], 3), unit)
+        cross(points, 1, unit, np.repeat(index["point_j"], 3))
+        cross(dots, 0, index["dot_scaled"], index["dot_j"])
+        cross(dots, 1, index["dot_j"], index["dot_scaled"])
+        cross(slides, 0, index["slide_axis"], index["slide_d_wi"])
+        cross(slides, 1, index["slide_j"], index["slide_axis"])
+        translation(points, 0, unit, +1)
+        translation(points, 1, unit, -1)
+        translation(slides, 0, index["slide_axis"], -1)
+        translation(slides, 1, index["slide_axis"], +1)
+        self._cross_x, self._cross_y = np.stack([x1, x2]), np.stack([y2, y1])
 
     def _prepare_scatter(self) -> None:
-        """Row/column index arrays for the blocks of free bodies, per primitive."""
-        self._scatter = []
-        for s in (self._point, self._dot, self._slide):
-            if not len(s.bi):
-                continue
-            entry = []
-            for bodies in (s.bi, s.bj):
-                col0 = self.column_of_body[bodies]
-                keep = np.flatnonzero(col0 >= 0)
-                rows = s.rows[keep][:, :, None]  # (Kf, r, 1)
-                cols = (col0[keep][:, None] + np.arange(6))[:, None, :]  # (Kf, 1, 6)
-                entry.append((keep, rows, cols))
-            self._scatter.append(entry)
+        """Where each joint row's two blocks go in the dense Jacobian: the flat index of the
+        block in ``JacobianBlocks.rows`` (..., 2 m, 6) (free bodies only), its row (k, 1) and
+        its columns (k, 6)."""
+        body = np.concatenate(
+            [
+                np.repeat(np.stack([self._point.bi, self._point.bj], -1), 3, axis=0),
+                np.stack([self._dot.bi, self._dot.bj], -1),
+                np.stack([self._slide.bi, self._slide.bj], -1),
+            ]
+        ).reshape(-1, 2)  # (m, 2) per row: body i, body j
+        col0 = self.column_of_body[body.ravel()]
+        source = np.flatnonzero(col0 >= 0)
+        self._scatter = (source, (source // 2)[:, None], col0[source][:, None] + np.arange(6))
 
-    def dense(self, blocks, batch_shape=(), rows: np.ndarray | None = None) -> np.ndarray:
-        """The Jacobian (..., m, N) from :meth:`evaluate`'s ``blocks``; with ``rows`` (sorted
-        row indices, each joint's rows all in or all out) only those rows, in that order."""
-        keep_rows, scatter, couplings = self._row_subset(rows)
-        J = np.zeros(tuple(batch_shape) + (len(keep_rows), self.n_vars))
-        for (_, Ji, Jj), entry in zip(blocks[: len(self._scatter)], scatter, strict=True):
-            for block, (keep, rows_, cols) in zip((Ji, Jj), entry, strict=True):
-                if len(keep):
-                    J[..., rows_, cols] = block[..., keep, :, :]
-        if self._couplings is not None and couplings is not None:
-            for block, (keep, rows_, cols) in zip(blocks[-1], couplings, strict=True):
+    def dense(self, blocks: JacobianBlocks, batch_shape=(), rows: np.ndarray | None = None) -> np.ndarray:
+        """The Jacobian (..., m, N) from :meth:`evaluate`'s ``blocks``; with ``rows`` (row
+        indices) only those rows, in that order."""
+        batch_shape = tuple(batch_shape)
+        keep_rows, (source, rows_, cols), couplings = self._row_subset(rows)
+        J = np.zeros(batch_shape + (len(keep_rows), self.n_vars))
+        J[..., rows_, cols] = blocks.rows.reshape(batch_shape + (-1, 6))[..., source, :]
+        if couplings is not None:
+            for block, (keep, rows_, cols) in zip(blocks.couplings, couplings, strict=True):
                 J[..., rows_, cols] += block[..., keep, :]  # bodies may repeat: accumulate
         return J
 
@@ -461,14 +551,8 @@ class ConstraintSet:
         if key not in self._subsets:
             new_row = np.full(self.n_rows + 1, -1)
             new_row[rows] = np.arange(len(rows))
-            scatter = [
-                [
-                    (keep[inside], new_row[r[inside]], c[inside])
-                    for keep, r, c in entry
-                    for inside in [(new_row[r[..., 0]] >= 0).all(-1)]
-                ]
-                for entry in self._scatter
-            ]
+            source, r, c = self._scatter
+            inside = new_row[r[:, 0]] >= 0
             couplings = None
             if self._couplings is not None:
                 couplings = [
@@ -476,37 +560,31 @@ class ConstraintSet:
                     for keep, r, c in self._couplings.scatter
                     for inside in [new_row[r[:, 0]] >= 0]
                 ]
+            scatter = (source[inside], new_row[r[inside]], c[inside])
             self._subsets[key] = (np.asarray(rows, int), scatter, couplings)
         return self._subsets[key]
 
-    def row_blocks(self, blocks, batch: int) -> np.ndarray:
+    def row_blocks(self, blocks: JacobianBlocks, batch: int) -> np.ndarray:
         """Every point, dot and slide row's Jacobian blocks on its two bodies: (B, m, 2, 6),
         ``[..., 0, :]`` on the joint's parent (body i), ``[..., 1, :]`` on its child
-        (coupling rows, which touch four bodies, stay zero)."""
-        out = np.zeros((batch, self.n_rows, 2, 6))
-        for s, Ji, Jj in blocks[: len(self._scatter)]:
-            out[:, s.rows.ravel(), 0] = Ji.reshape(batch, -1, 6)
-            out[:, s.rows.ravel(), 1] = Jj.reshape(batch, -1, 6)
-        return out
+        (coupling rows, which touch four bodies, stay zero). The array ``blocks`` holds:
+        read it, do not write to it."""
+        return blocks.rows.reshape(batch, self.n_rows, 2, 6)
 
-    def sparse(self, blocks) -> sp.csr_matrix:
+    def sparse(self, blocks: JacobianBlocks) -> sp.csr_matrix:
         """Unbatched Jacobian as a CSR matrix (for large mechanisms)."""
-        data, rows, cols = [], [], []
-        pairs = [
-            (block, scatter)
-            for (_, Ji, Jj), entry in zip(blocks[: len(self._scatter)], self._scatter, strict=True)
-            for block, scatter in zip((Ji, Jj), entry, strict=True)
-        ]
+        source, r, c = self._scatter
+        pairs = [(blocks.rows.reshape(-1, 6)[source], r, c)]
         if self._couplings is not None:  # repeated entries are summed by the CSR constructor
-            pairs += list(zip(blocks[-1], self._couplings.scatter, strict=True))
-        for block, (keep, r, c) in pairs:
-            if len(keep):
-                shape = block[keep].shape
-                data.append(block[keep].ravel())
-                rows.append(np.broadcast_to(r, shape).ravel())
-                cols.append(np.broadcast_to(c, shape).ravel())
-        if not data:
-            return sp.csr_matrix((self.n_rows, self.n_vars))
+            pairs += [
+                (block[keep], r, c)
+                for block, (keep, r, c) in zip(blocks.couplings, self._couplings.scatter, strict=True)
+            ]
+        data, rows, cols = [], [], []
+        for block, r, c in pairs:
+            data.append(block.ravel())
+            rows.append(np.broadcast_to(r, block.shape).ravel())
+            cols.append(np.broadcast_to(c, block.shape).ravel())
         return sp.csr_matrix(
             (np.concatenate(data), (np.concatenate(rows), np.concatenate(cols))),
             shape=(self.n_rows, self.n_vars),

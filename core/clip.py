@@ -49,6 +49,30 @@ def couples_frames(problem: IKProblem) -> bool:
     return paper_state or any(isinstance(t, coupled) for t in problem.objective_terms)
 
 
+def couplings_vanish_inside(problem: IKProblem) -> bool:
+    """Whether every term of ``problem`` that compares a frame with the previous one
+    is a barrier that vanishes (value, gradient and curvature) while its bounds hold:
+    the body velocity barrier, the actuator barrier without its acceleration cost.
+    A frame solved without them whose answer keeps them all inside is then an answer
+    with them too."""
+    reg = problem.regularization
+    paper_state = reg.state_mode == "paper" and reg.state_weight > 0
+    return not paper_state and reg.acceleration_weight == 0
+
+
+def coupling_values(problem: IKProblem, states, targets: Targets, previous, previous_actuators):
+    """The terms of ``problem`` that compare a frame with the previous one, summed (B,),
+    at states (B, n, 7) against the previous frames' states (B, n, 7) and motor values
+    (B, A) [rad | m]; no previous motor velocities (no acceleration cost)."""
+    R, R_previous = quat_to_matrix(states[..., 3:]), quat_to_matrix(previous[..., 3:])
+    point = problem.point(states, targets, Reference(previous, R_previous, previous_actuators, None), R=R)
+    total = np.zeros(len(states))
+    for term in problem.objective_terms:
+        if isinstance(term, (VelocityBarrier, ActuatorBarrier)):
+            total += term.linearize(point, derivatives=False).value
+    return total
+
+
 #: Frames whose linear algebra is done together: blocks of a few hundred frames keep the
 #: stacked arrays in cache (measured: 42-57 us a frame and iteration at 128-300 frames
 #: against 62-85 at 1200, the 12-joint chain and the two legs of the peer benchmark).

@@ -7,9 +7,11 @@ The clip is resampled to the solve rate (cubic splines for positions,
 rotation splines for orientations; the paper samples its input at 1200 Hz).
 The first frame is solved exactly from the clip's start (:mod:`.start`); the
 others together (:mod:`.clip`), or one by one, each warm-started from (and
-compared with) the previous one, when a term ties consecutive frames. Under
-a motor speed limit (:mod:`.speed_limit`), the stretches where the clip solver's
-answer moves a motor too fast are re-solved one by one under the bound. Welded
+compared with) the previous one, when a term ties every frame to the previous
+one (the acceleration cost, the paper's state regularizer). Under a motor speed
+limit (:mod:`.speed_limit`) or barriers between frames that are zero inside
+their bounds, the stretches where the clip solver's answer (solved without them)
+moves a motor too fast or wakes a barrier are re-solved one by one. Welded
 bodies are solved as one (:mod:`.rigid`). Every frame comes out assembled;
 frames whose targets could not be met are flagged. The mapping and its file
 form live in :mod:`.mapping` (re-exported here).
@@ -24,7 +26,15 @@ import numpy as np
 from scipy.interpolate import CubicSpline
 from scipy.spatial.transform import Rotation, RotationSpline
 
-from .clip import clip_starts, coarse_states, couples_frames, solve_clip, solve_unconverged
+from .clip import (
+    clip_starts,
+    coarse_states,
+    couples_frames,
+    coupling_values,
+    couplings_vanish_inside,
+    solve_clip,
+    solve_unconverged,
+)
 from .constraints import mean_joint_distance
 from .curves import ActuatorCurves, all_violations
 from .errors import LooprigError, LooprigWarning, TargetError, did_you_mean
@@ -333,8 +343,9 @@ def _solve_in_sequence(
     """Frames ``start``.. one by one, each warm-started from (and compared with) the previous
     one, under ``speed_limit`` (a :class:`SpeedLimitedSolve`) if given; fills ``out``.
 
-    rejoin: the arrays already hold an answer solved without the bound (the clip solver's);
-    stop at the first frame that needs no bound and matches it (``REJOIN_TOLERANCE``),
+    rejoin: the arrays already hold an answer solved without the bound and the barriers
+    that compare frames (the clip solver's); stop at the first frame that needs neither
+    (no motor clamped, every such barrier at zero) and matches it (``REJOIN_TOLERANCE``),
     keeping that answer. Returns the frame after the last one solved (or rejoined).
     """
     states, act = out.states, out.actuators
@@ -346,13 +357,19 @@ def _solve_in_sequence(
         targets = IKTargets(positions[f], rotations[f], None if com is None else com[f])
         if speed_limit is not None:
             result, clamped = speed_limit.solve(targets, states[f - 1], act[f - 1], velocities)
-            matches = np.abs(result.actuators - act[f]).max(initial=0.0) <= REJOIN_TOLERANCE
-            if rejoin and not clamped.size and matches:
-                return f + 1
         else:
-            result = solve_ik(
-                problem, targets, states[f - 1], previous_actuators=act[f - 1], previous_velocities=velocities
+            result, clamped = (
+                solve_ik(
+                    problem,
+                    targets,
+                    states[f - 1],
+                    previous_actuators=act[f - 1],
+                    previous_velocities=velocities,
+                ),
+                (),
             )
+        if rejoin and not len(clamped) and _rejoins(problem, result, targets, out, f):
+            return f + 1
         velocities = (result.actuators - act[f - 1]) * rate
         out.record(f, result)
         if progress is not None and not rejoin and (f % 50 == 0 or f == frames - 1):
@@ -360,20 +377,44 @@ def _solve_in_sequence(
     return frames
 
 
-def _bound_clip_speeds(speed_limit, positions, rotations, com, rate, cancel, out: _Frames) -> None:
-    """Re-solve under ``speed_limit``, one by one, each stretch of a clip solver's answer
-    ``out`` where a motor moves by more than its bound, from the frame before it until
-    the answer rejoins the clip solver's."""
+def _rejoins(problem, result, targets: IKTargets, out: _Frames, f: int) -> bool:
+    """Whether frame f's answer ``result`` (solved in sequence) matches the clip solver's
+    in ``out`` and leaves every barrier that compares frames at zero."""
+    if np.abs(result.actuators - out.actuators[f]).max(initial=0.0) > REJOIN_TOLERANCE:
+        return False
+    batch = Targets(
+        targets.positions[None], targets.rotations[None], None if targets.com is None else targets.com[None]
+    )
+    value = coupling_values(
+        problem, result.state[None], batch, out.states[f - 1 : f], out.actuators[f - 1 : f]
+    )
+    return bool(value[0] == 0.0)
+
+
+def _mend_clip(problem, speed_limit, positions, rotations, com, rate, cancel, out: _Frames) -> None:
+    """Re-solve one by one, from the frame before, each stretch of a clip solver's answer
+    ``out`` (solved without the speed bound and the barriers that compare frames) where
+    a motor moves by more than ``speed_limit``'s bound or such a barrier of ``problem``
+    is not zero, until the answer rejoins the clip solver's."""
     act = out.actuators
-    bound = speed_limit.steps * (1.0 + SPEED_TOLERANCE)
     f = 1
     while f < len(act):
-        over = np.flatnonzero((np.abs(act[f:] - act[f - 1 : -1]) > bound).any(axis=-1))
-        if not len(over):
+        touched = np.zeros(len(act) - f, bool)
+        if speed_limit is not None:
+            bound = speed_limit.steps * (1.0 + SPEED_TOLERANCE)
+            touched |= (np.abs(act[f:] - act[f - 1 : -1]) > bound).any(axis=-1)
+        if couples_frames(problem):
+            targets = Targets(positions[f:], rotations[f:], None if com is None else com[f:])
+            touched |= (
+                coupling_values(problem, out.states[f:], targets, out.states[f - 1 : -1], act[f - 1 : -1])
+                > 0.0
+            )
+        if not touched.any():
             return
-        speed_limit.reset()
+        if speed_limit is not None:
+            speed_limit.reset()
         f = _solve_in_sequence(
-            speed_limit.problem,
+            problem,
             positions,
             rotations,
             com,
@@ -382,7 +423,7 @@ def _bound_clip_speeds(speed_limit, positions, rotations, com, rate, cancel, out
             None,
             cancel,
             out,
-            start=f + int(over[0]),
+            start=f + int(np.argmax(touched)),
             rejoin=True,
         )
 
@@ -459,7 +500,8 @@ def retarget(
         speed_limit = None
         if mapping.respect_speed_limits:
             speed_limit = SpeedLimitedSolve(problem, mapping.rate, mapping.limit_fraction)
-        if couples_frames(problem) or not mapping.whole_clip or K > CLIP_MAX_KKT:
+        coupled = couples_frames(problem)
+        if not mapping.whole_clip or K > CLIP_MAX_KKT or (coupled and not couplings_vanish_inside(problem)):
             _solve_in_sequence(
                 problem,
                 positions,
@@ -472,17 +514,23 @@ def retarget(
                 out,
             )
         else:
+            clip_problem = problem  # without the barriers that compare frames, which mend it after
+            if coupled:
+                free = dataclasses.replace(mapping, actuator_weight=0.0, velocity_weight=0.0)
+                clip_problem = build_problem(mechanism, free, settings, held=held)
             target_batch = Targets(positions, rotations, com)
             chunk_size = int(np.clip(frames // 8, *CLIP_CHUNK))
-            coarse = coarse_states(problem, samples.times, target_batch, out.states[0], settings=settings)
+            coarse = coarse_states(
+                clip_problem, samples.times, target_batch, out.states[0], settings=settings
+            )
             starts = clip_starts(samples.times, *coarse)
             for start in range(1, frames, chunk_size):
                 if cancel is not None and cancel():
                     raise RetargetCancelled(f"retarget cancelled at frame {start} of {frames}")
                 chunk = np.arange(start, min(start + chunk_size, frames))
                 chunk_targets = target_batch.take(chunk)
-                solution = solve_clip(problem, chunk_targets, starts[chunk], settings=settings)
-                solution = solve_unconverged(problem, chunk_targets, solution, out.states[chunk[0] - 1])
+                solution = solve_clip(clip_problem, chunk_targets, starts[chunk], settings=settings)
+                solution = solve_unconverged(clip_problem, chunk_targets, solution, out.states[chunk[0] - 1])
                 out.states[chunk] = solution.states
                 out.residual[chunk], out.converged[chunk] = solution.residual, solution.converged
                 out.iterations[chunk] = solution.iterations
@@ -497,16 +545,8 @@ def retarget(
             if problem.com_term is not None:
                 diff = (problem.com_term.com(out.states) - com) * (problem.com_term.weight > 0)
                 out.com_error[:] = np.linalg.norm(diff, axis=-1)
-            if speed_limit is not None:
-                _bound_clip_speeds(
-                    speed_limit,
-                    positions,
-                    rotations,
-                    com,
-                    mapping.rate,
-                    cancel,
-                    out,
-                )
+            if speed_limit is not None or coupled:
+                _mend_clip(problem, speed_limit, positions, rotations, com, mapping.rate, cancel, out)
     curves = ActuatorCurves.from_mechanism(
         mechanism, out.actuators, mapping.rate, float(samples.times[0]), unwrap=False
     )

@@ -121,7 +121,8 @@ class RetargetSettings:
     whole_clip: bool = _setting(
         True,
         "",
-        "solve all frames together (faster; needs no term between frames) instead of one by one",
+        "solve all frames together (faster; the acceleration cost and the paper's state "
+        "regularizer still solve one by one) instead of one by one",
         kind=bool,
     )
     velocity_weight: float = _setting(

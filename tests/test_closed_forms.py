@@ -154,15 +154,22 @@ def _body_speeds(states: np.ndarray, rate: float) -> np.ndarray:
 def test_a_velocity_barrier_the_motion_respects_changes_nothing():
     """The Boxer through its exact singularity, with the body angular-velocity barrier
     on (limit 4.5 rad/s, above every body's speed in the motion): the curves are those
-    of the run without it, for a weak and a strong barrier."""
+    of the run without it, for a weak and a strong barrier, frame by frame and as a
+    whole clip (which resolves the singular sample itself more smoothly;
+    tests/test_clip.py compares the two solvers)."""
     _, clip = boxer_clip_through_the_singularity()
     hand = (TargetSpec("hand", "hand", ALL_AXES, ALL_AXES),)
-    # frame by frame like the barrier runs (a whole-clip solve resolves the singular
-    # sample itself more smoothly; tests/test_clip.py compares the two solvers)
-    free = retarget(build("boxer"), clip, RetargetMapping(hand, rate=BOXER_RATE, whole_clip=False))
     limit = 4.5  # [rad/s]
-    assert _body_speeds(free.states, BOXER_RATE).max() < 0.95 * limit
-    for weight in (1e-5, 1.0):
-        mapping = RetargetMapping(hand, rate=BOXER_RATE, velocity_weight=weight, max_angular_velocity=limit)
-        barrier = retarget(build("boxer"), clip, mapping)
-        assert np.abs(barrier.curves.values - free.curves.values).max() < 1e-8
+    for whole_clip in (False, True):
+        free = retarget(build("boxer"), clip, RetargetMapping(hand, rate=BOXER_RATE, whole_clip=whole_clip))
+        assert _body_speeds(free.states, BOXER_RATE).max() < 0.95 * limit
+        for weight in (1e-5, 1.0):
+            mapping = RetargetMapping(
+                hand,
+                rate=BOXER_RATE,
+                velocity_weight=weight,
+                max_angular_velocity=limit,
+                whole_clip=whole_clip,
+            )
+            barrier = retarget(build("boxer"), clip, mapping)
+            assert np.abs(barrier.curves.values - free.curves.values).max() < 1e-8

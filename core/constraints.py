@@ -29,7 +29,7 @@ import scipy.sparse as sp
 
 from .mechanism import ActuatedMotion, JointKind, Mechanism
 from .readoff import JointReadout
-from .rotations import frame_with_axes, quat_to_matrix
+from .rotations import BodyVectors, bilinear_entries, frame_with_axes, quat_to_matrix, tangent_block_entries
 
 X, Y, Z = 0, 1, 2
 _EYE3 = np.eye(3)
@@ -93,20 +93,6 @@ class _Stack:
     d: np.ndarray  # (K, 3) local on j: point x_j (slide only)
     rows: np.ndarray  # (K, r) int
     actuator: np.ndarray  # (K,) index into the actuator values, or -1
-
-
-def _body_columns(bodies: np.ndarray, vectors: np.ndarray, n: int) -> tuple[np.ndarray, np.ndarray]:
-    """Body-fixed vectors (V, 3) of ``bodies`` (V,) as columns per body: ``local`` (n, 3, k),
-    zero padded, so ``R @ local`` (..., n, 3, k) turns them all, and ``index`` (V, 3), each
-    vector's entries in that product flattened (for ``np.take``)."""
-    slot = np.zeros(len(bodies), int)
-    count = np.zeros(n, int)
-    for k, body in enumerate(bodies):
-        slot[k], count[body] = count[body], count[body] + 1
-    width = max(int(count.max(initial=0)), 1)
-    local = np.zeros((n, 3, width))
-    local[bodies, :, slot] = vectors
-    return local, (3 * bodies[:, None] + np.arange(3)) * width + slot[:, None]
 
 
 class _StackBuilder:
@@ -236,7 +222,8 @@ class _CouplingRows:
         rows = self.scale * (q[..., :K] - self.ratio * q[..., K:] - self.offset)
         if not jacobian:
             return rows, None
-        parent, child = self.readout.blocks(state, R)  # (..., 2K, 6)
+        blocks = self.readout.blocks(state, R)  # (..., 2K, 2, 6)
+        parent, child = blocks[..., 0, :], blocks[..., 1, :]
         a, b = self.scale[:, None], (self.scale * self.ratio)[:, None]
         return rows, (
             a * parent[..., :K, :],
@@ -366,9 +353,7 @@ class ConstraintSet:
         v = self._vector_slices
         # the body-fixed vectors in world axes (..., V, 3), each body's turned by one product;
         # for the Jacobian with the bank's further rows (see _prepare_vectors)
-        local, index = self._turn[jacobian]
-        turned = (R @ local).reshape(batch + (-1,))
-        W = np.take(turned, index, axis=-1, mode="wrap")
+        W = self._turn[jacobian].turn(R)
         if self._acted_dot is not None:  # actuator rows: u rotated by the actuator angle about the joint axis
             slot, body, a, a_turned, index, scaled = self._acted_dot
             angle = p[..., slot, None]  # (..., Ka, 1)
@@ -403,12 +388,7 @@ class ConstraintSet:
         W[..., v["unit"], :] = _EYE3
         if n_slide:
             np.add(d, W[..., v["slide_i"], :], out=W[..., v["slide_d_wi"], :])
-        # frames last while gathering: each gathered entry is then one contiguous row of frames
-        bank = np.ascontiguousarray(W.reshape((-1, W.shape[-2] * 3)).T)  # (3 V, frames)
-        # (mode "wrap": every index is in range, and numpy's bounds check costs more)
-        x, y = (np.take(bank, index, axis=0, mode="wrap") for index in (self._cross_x, self._cross_y))
-        products = x * y  # (2, m, 2, 6, frames)
-        blocks = (products[0] - products[1]).transpose(3, 0, 1, 2).reshape(batch + (self.n_rows, 2, 6))
+        blocks = bilinear_entries(W.reshape(batch + (-1,)), *self._block_entries)  # (..., m, 2, 6)
         return residual, JacobianBlocks(blocks, coupling_blocks)
 
     def residual(self, state, actuator_values=None) -> np.ndarray:
@@ -454,9 +434,9 @@ class ConstraintSet:
         self._vector_body, self._vector_local = bank_body[:rotated], bank_local[:rotated]
         self._anchor_body = self._vector_body[v["anchors"]]
         n = len(self.column_of_body)
-        self._turn = {  # per ``jacobian``: local vectors per body and where each lands
-            False: _body_columns(self._vector_body, self._vector_local, n),
-            True: _body_columns(bank_body, bank_local, n),
+        self._turn = {  # per ``jacobian``: the stack, or the whole bank
+            False: BodyVectors(self._vector_body, self._vector_local, n),
+            True: BodyVectors(bank_body, bank_local, n),
         }
         points = slice(0, 3 * len(P.bi))
         dots = slice(points.stop, points.stop + len(D.bi))
@@ -480,41 +460,31 @@ class ConstraintSet:
         self._acted_slide = (dots.stop + acted, S.actuator[acted]) if len(acted) else None
 
     def _prepare_block_entries(self, index: dict[str, np.ndarray]) -> None:
-        """Every Jacobian entry of a joint row as ``x1 y2 - x2 y1`` over entries of the bank
-        (flattened, ``index``: the bank rows of each part): ``_cross_x`` holds (x1, x2),
-        ``_cross_y`` (y2, y1), (2, m, 2, 6) each.
+        """Where every joint row's Jacobian blocks come from (``index``: the bank rows of each
+        part), for :func:`~looprig.core.rotations.bilinear_entries`.
 
-        The rotational columns (3:) are cross products ``x × y`` of two bank vectors, per
-        component ``x_yzx y_zxy - x_zxy y_yzx``: point ``w_i × e_k`` and ``e_k × w_j``, dot
-        ``L u × v`` and ``v × L u``, slide ``n × (d + w_i)`` and ``w_j × n`` (on body i, then j).
-        The translational columns (:3) are ``t 1 - 0 0`` or ``0 0 - t 1``: +-e_k for a point
-        row, -+n for a slide, zero for dots and couplings (the ones and zeros are e_x's).
+        Translational parts: +-e_k for a point row, -+n for a slide (on body i, then j).
+        Rotational parts: point ``w_i × e_k`` and ``e_k × w_j``, dot ``L u × v`` and
+        ``v × L u``, slide ``n × (d + w_i)`` and ``w_j × n``. Dot and coupling rows have no
+        translational part, coupling rows none at all.
         """
         points, dots, slides = self._row_slices
-        one, zero = 3 * index["unit"][0], 3 * index["unit"][0] + 1  # e_x = (1, 0, 0)
-        xyz, yzx, zxy = np.arange(3), np.array([1, 2, 0]), np.array([2, 0, 1])
-        x1, y2, x2, y1 = (np.full((self.n_rows, 2, 6), zero) for _ in range(4))
-
-        def cross(rows, side, x, y):  # bank vectors x, y (K,) of the rows
-            x1[rows, side, 3:], y2[rows, side, 3:] = 3 * x[:, None] + yzx, 3 * y[:, None] + zxy
-            x2[rows, side, 3:], y1[rows, side, 3:] = 3 * x[:, None] + zxy, 3 * y[:, None] + yzx
-
-        def translation(rows, side, t, sign):  # bank vectors t (K,) of the rows, sign +-1
-            first, second = (x1, y2) if sign > 0 else (x2, y1)
-            first[rows, side, :3], second[rows, side, :3] = 3 * t[:, None] + xyz, one
-
+        x, y, t = (np.full((self.n_rows, 2), -1) for _ in range(3))  # bank vectors, -1: none
+        sign = np.zeros((self.n_rows, 2))
         unit = np.tile(index["unit"], len(self._point.bi))  # e_k of each point row
-        cross(points, 0, np.repeat(index["point_i"], 3), unit)
-        cross(points, 1, unit, np.repeat(index["point_j"], 3))
-        cross(dots, 0, index["dot_scaled"], index["dot_j"])
-        cross(dots, 1, index["dot_j"], index["dot_scaled"])
-        cross(slides, 0, index["slide_axis"], index["slide_d_wi"])
-        cross(slides, 1, index["slide_j"], index["slide_axis"])
-        translation(points, 0, unit, +1)
-        translation(points, 1, unit, -1)
-        translation(slides, 0, index["slide_axis"], -1)
-        translation(slides, 1, index["slide_axis"], +1)
-        self._cross_x, self._cross_y = np.stack([x1, x2]), np.stack([y2, y1])
+        for rows, side, first, second in [
+            (points, 0, np.repeat(index["point_i"], 3), unit),
+            (points, 1, unit, np.repeat(index["point_j"], 3)),
+            (dots, 0, index["dot_scaled"], index["dot_j"]),
+            (dots, 1, index["dot_j"], index["dot_scaled"]),
+            (slides, 0, index["slide_axis"], index["slide_d_wi"]),
+            (slides, 1, index["slide_j"], index["slide_axis"]),
+        ]:
+            x[rows, side], y[rows, side] = first, second
+        t[points], sign[points] = unit[:, None], (1.0, -1.0)
+        t[slides], sign[slides] = index["slide_axis"][:, None], (-1.0, 1.0)
+        one = 3 * index["unit"][0]  # e_x = (1, 0, 0)
+        self._block_entries = tangent_block_entries(x, y, t, sign, one=one, zero=one + 1)
 
     def _prepare_scatter(self) -> None:
         """Where each joint row's two blocks go in the dense Jacobian: the flat index of the

@@ -12,7 +12,9 @@ import numpy as np
 
 from .errors import MechanismError
 from .mechanism import ActuatedMotion, Joint, JointKind, Mechanism
-from .rotations import cross, frame_with_axes, quat_to_matrix
+from .rotations import BodyVectors, bilinear_entries, frame_with_axes, quat_to_matrix, tangent_block_entries
+
+_EYE3 = np.eye(3)
 
 
 def joint_motion(joint: Joint) -> ActuatedMotion:
@@ -40,6 +42,7 @@ class JointReadout:
         R0 = quat_to_matrix(s0[:, 3:])
         self.names = [j.name for j in joints]
         self.is_angle = np.array([joint_motion(j) == ActuatedMotion.ANGLE for j in joints], bool)
+        self._displacements = not self.is_angle.all()
         self.parent = np.array([mechanism.body_index(j.parent) for j in joints], int)
         self.child = np.array([mechanism.body_index(j.child) for j in joints], int)
         frames = np.array([frame_with_axes(j.axis, j.secondary_axis) for j in joints]).reshape(-1, 3, 3)
@@ -49,6 +52,36 @@ class JointReadout:
         anchors = np.array([j.anchor for j in joints]).reshape(-1, 3)
         self.x_parent = np.einsum("kba,kb->ka", R0[self.parent], anchors - s0[self.parent, :3])
         self.x_child = np.einsum("kba,kb->ka", R0[self.child], anchors - s0[self.child, :3])
+        # turned per evaluation: the joint axes n (x), y_p, z_p and the anchor w_p on the
+        # parent, the reference axis y and the anchor w_c on the child; for the Jacobian
+        # then q = (u z_p - v y_p) / (u^2 + v^2), e = w_c + c_c - c_p and e_x, e_y, e_z
+        K, n = len(joints), len(mechanism.bodies)
+        bodies = np.concatenate([np.tile(self.parent, 4), np.tile(self.child, 2)])
+        vectors = np.concatenate(
+            [*np.moveaxis(self.F_parent, -1, 0), self.x_parent, self.y_child, self.x_child]
+        )
+        self._vectors = BodyVectors(bodies, vectors, n)
+        extra = 2 * K + 3  # set per evaluation: their local vectors are zero
+        self._bank = BodyVectors(np.r_[bodies, np.zeros(extra, int)], np.r_[vectors, np.zeros((extra, 3))], n)
+        self._scatter = None  # (column_of_body, and where the blocks go) of the last jacobian
+        axis, y, w_c, q, e = (k * K + np.arange(K) for k in (0, 4, 5, 6, 7))  # bank rows
+        angle = self.is_angle
+        self._block_entries = tangent_block_entries(  # (K, 2, 6) on the parent, on the child
+            x=np.stack([np.where(angle, q, axis), np.where(angle, y, w_c)], -1),
+            y=np.stack([np.where(angle, y, e), np.where(angle, q, axis)], -1),
+            t=np.where(angle[:, None], -1, axis[:, None]),
+            sign=np.broadcast_to([-1.0, 1.0], (K, 2)),
+            one=3 * 8 * K,
+            zero=3 * 8 * K + 1,
+        )
+
+    def _turned(self, states: np.ndarray, R, bank: bool):
+        """The vectors of ``__init__`` in world axes: all (..., 8K or 6K, 3), and per kind
+        (..., K, 3) each (views). R: the bodies' rotations, or None (from ``states``)."""
+        R = quat_to_matrix(states[..., 3:]) if R is None else R
+        W = (self._bank if bank else self._vectors).turn(R)
+        K = len(self.names)
+        return W, [W[..., k * K : (k + 1) * K, :] for k in range(8 if bank else 6)]
 
     def read(self, states: np.ndarray, previous: np.ndarray | None = None, R=None) -> np.ndarray:
         """Actuator values of ``states`` (..., n, 7); unwrapped against ``previous``.
@@ -56,64 +89,53 @@ class JointReadout:
         R: the bodies' rotation matrices (..., n, 3, 3), if already known.
         """
         states = np.asarray(states, dtype=float)
-        R = quat_to_matrix(states[..., 3:]) if R is None else R
-        c = states[..., :3]
-        Rp, Rc = R[..., self.parent, :, :], R[..., self.child, :, :]
-        axes = Rp @ self.F_parent  # (..., K, 3, 3) world joint frame on the parent
-        y_child = (Rc @ self.y_child[:, :, None])[..., 0]
-        angle = np.arctan2(
-            np.einsum("...ka,...ka->...k", y_child, axes[..., :, 2]),
-            np.einsum("...ka,...ka->...k", y_child, axes[..., :, 1]),
-        )
-        if self.is_angle.all():
-            displacement = 0.0
-        else:
-            p_parent = (Rp @ self.x_parent[:, :, None])[..., 0] + c[..., self.parent, :]
-            p_child = (Rc @ self.x_child[:, :, None])[..., 0] + c[..., self.child, :]
-            displacement = np.einsum("...ka,...ka->...k", p_child - p_parent, axes[..., :, 0])
-        values = np.where(self.is_angle, angle, displacement)
+        _, (n, y_p, z_p, w_p, y, w_c) = self._turned(states, R, bank=False)
+        values = np.arctan2(np.einsum("...ka,...ka->...k", y, z_p), np.einsum("...ka,...ka->...k", y, y_p))
+        if self._displacements:
+            c = states[..., :3]
+            d = (w_c + c[..., self.child, :]) - (w_p + c[..., self.parent, :])
+            values = np.where(self.is_angle, values, np.einsum("...ka,...ka->...k", d, n))
         if previous is not None:
             values = unwrap_to(values, previous, self.is_angle)
         return values
 
-    def blocks(self, state: np.ndarray, R: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """d(joint values)/d(tangent of the parent, of the child): (..., K, 6) each.
+    def blocks(self, state: np.ndarray, R: np.ndarray) -> np.ndarray:
+        """d(joint values)/d(tangent of the parent, of the child): (..., K, 2, 6).
 
         state: (..., n, 7); R: its rotation matrices (..., n, 3, 3).
         Angles: with u = y . y_p, v = y . z_p (child reference axis y against the
-        parent's joint axes), d angle = (u dv - v du) / (u^2 + v^2), exact.
+        parent's joint axes), d angle = (u dv - v du) / (u^2 + v^2), exact: ``y × q``
+        by the child's rotation, ``q × y`` by the parent's, q = (u z_p - v y_p) / (u^2 + v^2).
         Displacements: d((p_c - p_p) . n) as for the slide constraint.
         """
+        W, (_, y_p, z_p, _, y, w_c, q, e) = self._turned(state, R, bank=True)
+        u, v = (
+            np.einsum("...ka,...ka->...k", y, y_p)[..., None],
+            np.einsum("...ka,...ka->...k", y, z_p)[..., None],
+        )
+        np.divide(u * z_p - v * y_p, u * u + v * v, out=q)
         c = state[..., :3]
-        Rp, Rc = R[..., self.parent, :, :], R[..., self.child, :, :]
-        axes = Rp @ self.F_parent  # (..., K, 3, 3) world joint frame on the parent
-        y = np.einsum("...kab,kb->...ka", Rc, self.y_child)
-        y_p, z_p, n = axes[..., :, 1], axes[..., :, 2], axes[..., :, 0]
-        u, v = np.sum(y * y_p, -1)[..., None], np.sum(y * z_p, -1)[..., None]
-        d_child_angle = (u * cross(y, z_p) - v * cross(y, y_p)) / (u * u + v * v)
-        w_p = np.einsum("...kab,kb->...ka", Rp, self.x_parent)
-        w_c = np.einsum("...kab,kb->...ka", Rc, self.x_child)
-        d = (w_c + c[..., self.child, :]) - (w_p + c[..., self.parent, :])
-        angle = self.is_angle[:, None]
-        blocks_parent = np.concatenate(
-            [np.where(angle, 0.0, -n), np.where(angle, -d_child_angle, cross(n, d) - cross(w_p, n))], -1
-        )
-        blocks_child = np.concatenate(
-            [np.where(angle, 0.0, n), np.where(angle, d_child_angle, cross(w_c, n))], -1
-        )
-        return blocks_parent, blocks_child
+        np.subtract(w_c + c[..., self.child, :], c[..., self.parent, :], out=e)
+        W[..., -3:, :] = _EYE3
+        return bilinear_entries(W.reshape(W.shape[:-2] + (-1,)), *self._block_entries)
 
     def jacobian(
         self, state: np.ndarray, R: np.ndarray, column_of_body: np.ndarray, n_vars: int
     ) -> np.ndarray:
         """d(joint values)/d(tangent) (..., K, n_vars) at states (..., n, 7) (see :meth:`blocks`)."""
-        blocks_parent, blocks_child = self.blocks(state, R)
-        J = np.zeros(blocks_parent.shape[:-1] + (n_vars,))
-        rows = np.arange(len(self.names))
-        for bodies, blocks in ((self.parent, blocks_parent), (self.child, blocks_child)):
-            col = column_of_body[bodies]
-            free = np.flatnonzero(col >= 0)
-            J[..., rows[free, None], col[free, None] + np.arange(6)] += blocks[..., free, :]
+        blocks = self.blocks(state, R)
+        if self._scatter is None or self._scatter[0] is not column_of_body:
+            col = column_of_body[np.stack([self.parent, self.child], -1)].ravel()  # (2K,)
+            source = np.flatnonzero(col >= 0)
+            self._scatter = (
+                column_of_body,
+                source,
+                (source // 2)[:, None],
+                col[source][:, None] + np.arange(6),
+            )
+        _, source, rows, cols = self._scatter
+        J = np.zeros(blocks.shape[:-3] + (len(self.names), n_vars))
+        J[..., rows, cols] = blocks.reshape(blocks.shape[:-3] + (-1, 6))[..., source, :]
         return J
 
 

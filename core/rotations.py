@@ -108,6 +108,72 @@ def cross(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     return out
 
 
+class BodyVectors:
+    """Vectors fixed in bodies, turned to world axes all at once.
+
+    bodies (V,): each vector's body index among n bodies; vectors (V, 3): in body
+    coordinates. :meth:`turn` is one product of each carrying body's rotation with its
+    vectors (as the columns of ``local`` (bodies, 3, k), zero padded) and one gather.
+    """
+
+    def __init__(self, bodies: np.ndarray, vectors: np.ndarray, n: int):
+        bodies = np.asarray(bodies, dtype=int)
+        used, position = np.unique(bodies, return_inverse=True)
+        self.bodies = slice(None) if len(used) == n else used  # the bodies that carry vectors
+        slot = np.zeros(len(bodies), dtype=int)  # each vector's column among its body's
+        count = np.zeros(len(used), dtype=int)
+        for k, p in enumerate(position):
+            slot[k], count[p] = count[p], count[p] + 1
+        width = max(int(count.max(initial=0)), 1)
+        self.local = np.zeros((len(used), 3, width))
+        self.local[position, :, slot] = np.reshape(vectors, (-1, 3))
+        self.index = (3 * position[:, None] + np.arange(3)) * width + slot[:, None]  # (V, 3) in the product
+
+    def turn(self, R: np.ndarray) -> np.ndarray:
+        """The vectors in world axes (..., V, 3) for body rotations R (..., n, 3, 3)."""
+        turned = (R[..., self.bodies, :, :] @ self.local).reshape(R.shape[:-3] + (-1,))
+        # (mode "wrap": every index is in range, and numpy's bounds check costs more)
+        return np.take(turned, self.index, axis=-1, mode="wrap")
+
+
+_XYZ, _YZX, _ZXY = np.arange(3), np.array([1, 2, 0]), np.array([2, 0, 1])
+
+
+def tangent_block_entries(x, y, t, sign, one: int, zero: int) -> tuple[np.ndarray, np.ndarray]:
+    """Indices that make :func:`bilinear_entries` build derivatives by body tangents
+    ``[dc, dtheta]`` (6 columns): translational part ``sign t``, rotational part ``x × y``.
+
+    x, y, t (S): indices of vectors in a bank (..., V, 3) (-1: none, a zero part); sign (S):
+    +1 or -1; one, zero: the flat indices of a bank entry equal to 1 and of one equal to 0.
+    Returns (first, second), (2, *S, 6) each: a translation is ``t 1 - 0 0`` (or ``0 0 - t 1``),
+    a rotation ``x_yzx y_zxy - x_zxy y_yzx``.
+    """
+    x, y, t, sign = (np.asarray(a) for a in (x, y, t, sign))
+
+    def entries(vectors, components):
+        return np.where(vectors[..., None] >= 0, 3 * vectors[..., None] + components, zero)
+
+    first, second = np.full((2, 2) + x.shape + (6,), zero)
+    for k, positive in enumerate((sign > 0, sign < 0)):  # t 1 in (x1, y2) or in (x2, y1)
+        first[k, ..., :3] = np.where(positive[..., None], entries(t, _XYZ), zero)
+        second[k, ..., :3] = np.where(positive[..., None], one, zero)
+    first[0, ..., 3:], second[0, ..., 3:] = entries(x, _YZX), entries(y, _ZXY)
+    first[1, ..., 3:], second[1, ..., 3:] = entries(x, _ZXY), entries(y, _YZX)
+    return first, second
+
+
+def bilinear_entries(bank: np.ndarray, first: np.ndarray, second: np.ndarray) -> np.ndarray:
+    """``x1 y2 - x2 y1`` (..., *S) over the entries of ``bank`` (..., E), all at once:
+    ``first`` (2, *S) indexes x1 and x2, ``second`` y2 and y1 (see :func:`tangent_block_entries`)."""
+    batch = bank.shape[:-1]
+    # frames last while gathering: each gathered entry is then one contiguous row of frames
+    flat = np.ascontiguousarray(bank.reshape(-1, bank.shape[-1]).T)  # (E, frames)
+    x, y = (np.take(flat, index, axis=0, mode="wrap") for index in (first, second))
+    products = x * y
+    out = products[0] - products[1]  # (*S, frames)
+    return out.transpose((out.ndim - 1, *range(out.ndim - 1))).reshape(batch + first.shape[1:])
+
+
 def quat_from_matrix(R: np.ndarray) -> np.ndarray:
     """Unit quaternions (w >= 0) of rotation matrices. (..., 3, 3) -> (..., 4).
 

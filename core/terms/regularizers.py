@@ -150,6 +150,7 @@ class MinimalMotion(Term):
         self._eps = 1e-9 if len(readout.names) else 1.0
         self._body_metric = np.r_[np.full(3, 1.0 / L**2), np.ones(3)]
         self._last = (None, None)  # (reference states, metric at them)
+        self._diagonal = (None, None)  # (column_of_body, the diagonal (N,) for it)
 
     def linearize(self, point: Point, derivatives: bool = True) -> Linearization:
         zero = np.zeros(point.batch)
@@ -170,15 +171,17 @@ class MinimalMotion(Term):
         ``reference`` (B frames)."""
         N = point.n_vars
         scale = self.weight * self.length_scale**2
-        diagonal = np.zeros((len(reference.state), N))
-        cols = (point.column_of_body[self.free_bodies, None] + np.arange(6)).ravel()
-        eps = np.where(self.floating, 1.0, self._eps)[:, None] * self._body_metric  # (n_free, 6)
-        diagonal[:, cols] = scale * eps.ravel()
+        if self._diagonal[0] is not point.column_of_body:  # the same for every frame
+            diagonal = np.zeros(N)
+            cols = (point.column_of_body[self.free_bodies, None] + np.arange(6)).ravel()
+            eps = np.where(self.floating, 1.0, self._eps)[:, None] * self._body_metric  # (n_free, 6)
+            diagonal[cols] = scale * eps.ravel()
+            self._diagonal = (point.column_of_body, diagonal)
         factor = None
         if len(self.readout.names):
-            J = self.readout.jacobian(reference.state, reference.R, point.column_of_body, N)
-            factor = J * (np.sqrt(scale) * self._row_scale)[:, None]
-        return factor, diagonal
+            factor = self.readout.jacobian(reference.state, reference.R, point.column_of_body, N)
+            factor *= (np.sqrt(scale) * self._row_scale)[:, None]
+        return factor, np.repeat(self._diagonal[1][None], len(reference.state), axis=0)
 
     def errors(self, point: Point) -> dict[str, np.ndarray]:
         return {}  # it measures nothing: it only shapes the steps

@@ -13,7 +13,14 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..mechanism import JointKind, Mechanism
-from ..rotations import cross, quat_to_matrix, skew, vee_antisymmetric
+from ..rotations import (
+    BodyVectors,
+    bilinear_entries,
+    cross,
+    quat_to_matrix,
+    tangent_block_entries,
+    vee_antisymmetric,
+)
 from .base import LeastSquaresTerm, Point, weights3
 
 _EYE3 = np.eye(3)
@@ -69,6 +76,30 @@ class FrameTask(LeastSquaresTerm):
         self.single_axis = (self.orientation_weight > 0).sum(-1) < 2  # (K,) orientation not determined
         self.sqrt_position_weight = np.sqrt(self.position_weight)
         self.sqrt_orientation_weight = np.sqrt(self.orientation_weight)
+        # per frame, turned per evaluation: its point (from its body's CoM) and its x, y, z
+        # axes; for the Jacobian then e_x, e_y, e_z (zero local vectors, set per evaluation)
+        n = len(mechanism.bodies)
+        bodies = np.repeat(self.body, 4)
+        vectors = np.concatenate([self.local_point[:, None], np.swapaxes(self.local_axes, -1, -2)], 1)
+        self._vectors = BodyVectors(bodies, vectors.reshape(-1, 3), n)
+        self._bank = BodyVectors(np.r_[bodies, [0, 0, 0]], np.r_[vectors.reshape(-1, 3), np.zeros((3, 3))], n)
+        # Jacobian rows of frame k (12, 6): position rows [e_a, w × e_a] (w: the point from the
+        # body's CoM), then per axis j rows [0, axis_j × e_a], each times its row's weight
+        unit = 4 * k + np.arange(3)  # e_a in the bank
+        frame = 4 * np.arange(k)[:, None]
+        x = np.concatenate([np.repeat(frame, 3, 1), np.repeat(frame + 1 + np.arange(3), 3, 1)], 1)
+        t = np.concatenate([np.broadcast_to(unit, (k, 3)), np.full((k, 9), -1)], 1)
+        self._block_entries = tangent_block_entries(
+            x,
+            np.broadcast_to(np.tile(unit, 4), (k, 12)),
+            t,
+            np.ones((k, 12)),
+            one=3 * unit[0],
+            zero=3 * unit[0] + 1,
+        )
+        self._row_weight = np.concatenate(
+            [self.sqrt_position_weight, np.repeat(self.sqrt_orientation_weight, 3, 1)], 1
+        )[:, :, None]  # (K, 12, 1)
         self._scatter = None
 
     def __len__(self) -> int:
@@ -79,13 +110,21 @@ class FrameTask(LeastSquaresTerm):
 
         R: rotation matrices (..., n, 3, 3) of all bodies, if already known.
         """
-        R = quat_to_matrix(state[..., self.body, 3:]) if R is None else R[..., self.body, :, :]
-        points = np.einsum("...kab,kb->...ka", R, self.local_point) + state[..., self.body, :3]
-        return points, R @ self.local_axes
+        points, axes_first, _ = self._turned(state, R, self._vectors)
+        return points, np.swapaxes(axes_first, -1, -2)
+
+    def _turned(self, state, R, vectors: BodyVectors):
+        """The frames' points (..., K, 3) [m] and axes (..., K, axis, 3), world, and all the
+        turned ``vectors`` (..., 4 K [+ 3], 3) (see ``__init__``)."""
+        R = quat_to_matrix(state[..., 3:]) if R is None else R
+        W = vectors.turn(R)
+        per_frame = W[..., : 4 * len(self), :].reshape(W.shape[:-2] + (len(self), 4, 3))
+        return per_frame[..., 0, :] + state[..., self.body, :3], per_frame[..., 1:, :], W
 
     def _free_rows(self, column_of_body: np.ndarray):
-        """(frames on free bodies, row index (Kf, 12, 1), column index (Kf, 1, 6)) of the
-        Jacobian blocks, or None when every tracked body is grounded. Cached."""
+        """(frames on free bodies (an index, or every frame: a slice), row index (Kf, 12, 1),
+        column index (Kf, 1, 6)) of the Jacobian blocks, or None when every tracked body is
+        grounded. Cached."""
         if self._scatter is None or self._scatter[0] is not column_of_body:
             cols = column_of_body[self.body]
             keep = np.flatnonzero(cols >= 0)
@@ -93,17 +132,17 @@ class FrameTask(LeastSquaresTerm):
             rows = np.concatenate(
                 [3 * keep[:, None] + np.arange(3), 3 * k + 9 * keep[:, None] + np.arange(9)], 1
             )
-            index = (
-                (keep, rows[:, :, None], (cols[keep, None] + np.arange(6))[:, None, :]) if len(keep) else None
-            )
+            index = None
+            if len(keep):
+                frames = slice(None) if len(keep) == k else keep
+                index = (frames, rows[:, :, None], (cols[keep, None] + np.arange(6))[:, None, :])
             self._scatter = (column_of_body, index)
         return self._scatter[1]
 
     def residual(self, point: Point, jacobian: bool = True):
         k, batch = len(self), point.batch
-        points, axes = self.poses(point.state, point.R)
+        points, axes_first, W = self._turned(point.state, point.R, self._bank if jacobian else self._vectors)
         sw_p, sw_o = self.sqrt_position_weight, self.sqrt_orientation_weight  # (K, 3) each
-        axes_first = np.swapaxes(axes, -1, -2)  # (B, K, axis, 3)
         targets = point.targets
         r = np.empty((batch, 12 * k))
         r[:, : 3 * k] = (sw_p * (points - targets.positions)).reshape(batch, -1)
@@ -115,12 +154,11 @@ class FrameTask(LeastSquaresTerm):
         J = np.zeros((batch, 12 * k, point.n_vars))
         free = self._free_rows(point.column_of_body)
         if free is not None:
-            keep, rows, cols = free
-            blocks = np.zeros((batch, k, 4, 3, 6))  # per frame: position rows, then the three axes
-            blocks[:, :, 0, :, :3] = sw_p[:, :, None] * _EYE3
-            blocks[:, :, 0, :, 3:] = -sw_p[:, :, None] * skew(points - point.state[:, self.body, :3])
-            blocks[:, :, 1:, :, 3:] = -sw_o[:, :, None, None] * skew(axes_first)
-            J[:, rows, cols] = blocks[:, keep].reshape(batch, -1, 12, 6)
+            frames, rows, cols = free
+            W[..., -3:, :] = _EYE3
+            blocks = bilinear_entries(W.reshape(batch, -1), *self._block_entries)  # (B, K, 12, 6)
+            blocks *= self._row_weight
+            J[:, rows, cols] = blocks[:, frames]
         return r, J
 
     def errors(self, point: Point) -> dict[str, np.ndarray]:

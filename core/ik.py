@@ -352,18 +352,23 @@ def solve_ik(
     converged = False
     iteration = 0
     last_step = None  # (iterate, step) of the last accepted step: its QP multipliers
+    chord = None  # the next step from the last factorisation (a chord step), when it converges
+    moved = 0.0  # how far the iterate is from where that factorisation was made (max-norm)
     for iteration in range(1, settings.max_iterations + 1):
-        gauss_newton = it.step.model
-        if last_step is not None:
-            previous, d = last_step
-            lam = qp_multipliers(previous.step, d[None])
-            it.step.model = with_constraint_curvature(problem, gauss_newton, it.step.point, lam)
-        kkt = _FrameKKT(problem, it, damping, settings.dual_regularization)
-        step = kkt.solve(it.gradient, it.c)
-        if it.step.model is not gauss_newton and it.step.model.curvature(step[None])[0] <= 0.0:
-            it.step.model = gauss_newton  # not a descent model here (far from the answer)
+        if chord is not None:
+            step = chord
+        else:
+            gauss_newton = it.step.model
+            if last_step is not None:
+                previous, d = last_step
+                lam = qp_multipliers(previous.step, d[None])
+                it.step.model = with_constraint_curvature(problem, gauss_newton, it.step.point, lam)
             kkt = _FrameKKT(problem, it, damping, settings.dual_regularization)
             step = kkt.solve(it.gradient, it.c)
+            if it.step.model is not gauss_newton and it.step.model.curvature(step[None])[0] <= 0.0:
+                it.step.model = gauss_newton  # not a descent model here (far from the answer)
+                kkt = _FrameKKT(problem, it, damping, settings.dual_regularization)
+                step = kkt.solve(it.gradient, it.c)
         full_step = step.copy()
         step /= max(1.0, float((np.abs(step) * inverse_limit).max(initial=0.0)))
         step_size = _max_abs(step)
@@ -383,14 +388,14 @@ def solve_ik(
         merit = _Merit(nu, it.value + nu * violation_l1, min(slope - nu * violation_l1, 0.0))
         alpha = 1.0
         accepted = False
-        for _ in range(settings.max_backtracks):
+        for _ in range(1 if chord is not None else settings.max_backtracks):
             trial = _Iterate(
                 problem, retract(it.state, cs.tangent_to_bodies(alpha * step)), frame_targets, ref
             )
             if merit.accepts(trial, alpha):
                 accepted = True
                 break
-            if alpha == 1.0 and trial.violation > it.violation:
+            if alpha == 1.0 and trial.violation > it.violation and chord is None:
                 # second-order correction: pull the full step back onto the constraints
                 # with the same factorisation before giving up on it (Maratos effect)
                 correction = kkt.solve(np.zeros_like(step), trial.c)
@@ -404,8 +409,13 @@ def solve_ik(
                     trial, accepted = corrected, True
                     break
             alpha *= 0.5
+        chord_taken = chord is not None
+        if chord_taken:
+            chord = None
+            if not accepted:  # the chord step does not descend: factorise afresh
+                continue
         # damp less where the quadratic model predicts the objective well, more where not
-        if accepted and alpha == 1.0:
+        elif accepted and alpha == 1.0:
             predicted = -(slope + 0.5 * curvature)
             gain = (it.value - trial.value) / predicted if predicted > 1e-300 else 1.0
             if gain > 0.75 or predicted <= 1e-300:
@@ -427,16 +437,22 @@ def solve_ik(
         it = trial
         if alpha == 1.0 and undamped:
             # chord step: the same factorisation at the new iterate, a cheap Newton
-            # step estimate that certifies convergence or polishes the constraints
-            chord = kkt.solve(it.gradient, it.c)
-            chord /= max(1.0, float((np.abs(chord) * inverse_limit).max(initial=0.0)))
-            if _max_abs(chord) <= settings.step_tolerance:
+            # step estimate that certifies convergence or polishes the constraints,
+            # else is the next step if it should certify convergence after it: near the
+            # answer its error is about its size times the distance from where the
+            # matrix was factorised (not with competing objectives: the Lagrangian's model)
+            estimate = kkt.solve(it.gradient, it.c)
+            estimate /= max(1.0, float((np.abs(estimate) * inverse_limit).max(initial=0.0)))
+            moved = step_size + (moved if chord_taken else 0.0)
+            converges = _max_abs(estimate) * moved <= settings.step_tolerance
+            chord = estimate if converges and not competing else None
+            if _max_abs(estimate) <= settings.step_tolerance:
                 if it.violation <= tol:
                     converged = True
                     break
                 # polish the constraints with the chord step; a Newton step this short
                 # leaves a residual of its square, so only the residual is checked
-                polished = retract(it.state, cs.tangent_to_bodies(chord))
+                polished = retract(it.state, cs.tangent_to_bodies(estimate))
                 R_polished = quat_to_matrix(polished[:, 3:])
                 c_polished = cs.evaluate(polished, jacobian=False, R=R_polished)[0]
                 if _max_abs(c_polished) <= tol:

@@ -242,9 +242,12 @@ def _single(targets: IKTargets) -> Targets:
 class _Iterate:
     """One state (a batch of one) with its linearised step, for the per-frame SQP."""
 
-    def __init__(self, problem: IKProblem, state, targets: Targets, ref: Reference):
+    def __init__(self, problem: IKProblem, state, targets: Targets, ref: Reference, trial: bool = False):
         self.state = state
-        self.step = build_step(problem, problem.point(state[None], targets, ref))
+        # a trial's constraint Jacobian waits for a factorisation there (a chord step or
+        # a certified convergence needs none)
+        point = problem.point(state[None], targets, ref)
+        self.step = build_step(problem, point, constraint_jacobian=not trial)
         self.R = self.step.point.R[0]
         self.c = self.step.constraint[0]
         self.value = float(self.step.value[0])
@@ -390,7 +393,11 @@ def solve_ik(
         accepted = False
         for _ in range(1 if chord is not None else settings.max_backtracks):
             trial = _Iterate(
-                problem, retract(it.state, cs.tangent_to_bodies(alpha * step)), frame_targets, ref
+                problem,
+                retract(it.state, cs.tangent_to_bodies(alpha * step)),
+                frame_targets,
+                ref,
+                trial=True,
             )
             if merit.accepts(trial, alpha):
                 accepted = True

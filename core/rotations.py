@@ -48,8 +48,8 @@ _HAMILTON = _HAMILTON.reshape(16, 4)
 
 def quat_multiply(p: np.ndarray, q: np.ndarray) -> np.ndarray:
     """Hamilton product ``p * q`` (rotate by q, then by p). (..., 4)."""
-    p, q = np.broadcast_arrays(np.asarray(p, dtype=float), np.asarray(q, dtype=float))
-    return (p[..., :, None] * q[..., None, :]).reshape(p.shape[:-1] + (16,)) @ _HAMILTON
+    outer = np.asarray(p, dtype=float)[..., :, None] * np.asarray(q, dtype=float)[..., None, :]
+    return outer.reshape(outer.shape[:-2] + (16,)) @ _HAMILTON
 
 
 def quat_conjugate(q: np.ndarray) -> np.ndarray:
@@ -231,11 +231,11 @@ def quat_from_rotvec(v: np.ndarray) -> np.ndarray:
     """``Exp``: rotation vector [rad] (..., 3) -> unit quaternion (..., 4)."""
     v = np.asarray(v, dtype=float)
     angle = np.sqrt(np.einsum("...a,...a->...", v, v))
+    half = 0.5 * angle
     out = np.empty(v.shape[:-1] + (4,))
-    out[..., 0] = np.cos(0.5 * angle)
-    # sin(a/2)/a, with its series 1/2 - a^2/48 for tiny a
-    small = angle < SMALL_ANGLE
-    ratio = np.where(small, 0.5 - angle**2 / 48.0, np.sin(0.5 * angle) / np.where(small, 1.0, angle))
+    out[..., 0] = np.cos(half)
+    # sin(a/2)/a; below SMALL_ANGLE its series 1/2 - a^2/48 is 1/2 in floating point
+    ratio = np.where(angle < SMALL_ANGLE, 0.5, np.sin(half) / np.maximum(angle, SMALL_ANGLE))
     out[..., 1:] = ratio[..., None] * v
     return out
 
@@ -268,7 +268,7 @@ def retract(state: np.ndarray, delta: np.ndarray) -> np.ndarray:
     state: (..., n, 7) ``[c, q]``; delta: (..., n, 6) ``[dc [m], dtheta [rad], world]``.
     Returns ``[c + dc, Exp(dtheta) * q]`` with re-normalised quaternions (w >= 0).
     """
-    out = np.empty(np.broadcast_shapes(state.shape, delta.shape[:-1] + (7,)))
+    out = np.empty(np.broadcast(state[..., 0], delta[..., 0]).shape + (7,))
     out[..., :3] = state[..., :3] + delta[..., :3]
     dq = quat_from_rotvec(delta[..., 3:])
     q = quat_multiply(dq, state[..., 3:])

@@ -141,8 +141,19 @@ def plot_curves(
                 ax.legend(loc="upper right", fontsize=8, framealpha=0.8)
     for ax in axes[-1]:
         ax.set_xlabel("time [s]")
-    height = settings.row_height * n + 0.6  # [in]
-    fig.tight_layout(rect=(0.0, 0.0, 1.0, 1.0 - 0.45 / height))  # room for the title
+    # fixed margins [in] (tight_layout measures every label: seconds for many motors)
+    height, width = settings.row_height * n + 0.6, settings.width
+    left, right, gap, top, bottom, between = 0.85, 0.15, 0.95, 1.0, 0.5, 0.55
+    panel_width = (width - left - right - gap) / 2.0
+    panel_height = (height - top - bottom - between * (n - 1)) / n
+    fig.subplots_adjust(
+        left=left / width,
+        right=1.0 - right / width,
+        bottom=bottom / height,
+        top=1.0 - top / height,
+        wspace=gap / panel_width,
+        hspace=between / panel_height,
+    )
     image = io.BytesIO()
     fig.savefig(image, format="png")
     return write_bytes(Path(os.fspath(path_png)), image.getvalue())

@@ -104,3 +104,39 @@ def test_pose_matrix_round_trip_and_nearest_rotation(q, p, scale):
     R = T[:3, :3]
     stretched = R @ np.diag(1.5 + np.abs(scale))  # positive scale along the body axes
     assert np.allclose(rot.nearest_rotation(stretched), R, atol=1e-9)
+
+
+@settings(max_examples=25)
+@given(st.integers(0, 2**32 - 1))
+def test_body_vectors_turn_each_vector_by_its_body(seed):
+    """turn(R)[..., v, :] = R[..., body_v, :, :] @ vector_v, for bodies carrying any number
+    of vectors (some none) and leading batch axes."""
+    rng = np.random.default_rng(seed)
+    n, V = 5, int(rng.integers(1, 12))
+    bodies = rng.integers(0, n - 1, V)  # the last body carries nothing
+    vectors = rng.normal(size=(V, 3))
+    R = rot.quat_to_matrix(rot.quat_normalize(rng.normal(size=(2, 3, n, 4))))
+    expected = np.einsum("...vab,vb->...va", R[..., bodies, :, :], vectors)
+    assert np.allclose(rot.BodyVectors(bodies, vectors, n).turn(R), expected, atol=1e-14)
+
+
+@settings(max_examples=25)
+@given(st.integers(0, 2**32 - 1))
+def test_tangent_blocks_are_signed_translations_and_cross_products(seed):
+    """bilinear_entries with tangent_block_entries' indices: ``[sign t, x × y]`` per block,
+    zero where a part is missing (-1), over a batch of banks."""
+    rng = np.random.default_rng(seed)
+    V, S = 6, (4, 2)
+    bank = rng.normal(size=(3, V + 1, 3))
+    bank[:, V] = [1.0, 0.0, 0.0]  # the entries one and zero
+    x, y, t = (rng.integers(-1, V, S) for _ in range(3))
+    sign = rng.choice([-1.0, 1.0], S)
+    entries = rot.tangent_block_entries(x, y, t, sign, one=3 * V, zero=3 * V + 1)
+    blocks = rot.bilinear_entries(bank.reshape(3, -1), *entries)
+
+    def vector(i):  # the bank's vectors i (3, *S, 3), zero for -1
+        return np.where((i >= 0)[..., None], bank[:, i], 0.0)
+
+    assert blocks.shape == (3, *S, 6)
+    assert np.allclose(blocks[..., :3], sign[..., None] * vector(t), atol=1e-15)
+    assert np.allclose(blocks[..., 3:], np.cross(vector(x), vector(y)), atol=1e-14)

@@ -74,6 +74,7 @@ class FrameTask(LeastSquaresTerm):
             [weights3(o.orientation_weight, f"frame {o.frame!r} orientation_weight") for o in objectives]
         ).reshape(k, 3)
         self.single_axis = (self.orientation_weight > 0).sum(-1) < 2  # (K,) orientation not determined
+        self._oriented = bool(self.orientation_weight.any())
         self.sqrt_position_weight = np.sqrt(self.position_weight)
         self.sqrt_orientation_weight = np.sqrt(self.orientation_weight)
         # per frame, turned per evaluation: its point (from its body's CoM) and its x, y, z
@@ -176,10 +177,13 @@ class FrameTask(LeastSquaresTerm):
     def tracking_errors(self, state, R, targets):
         """Position errors (B, K) [m] and orientation errors (B, K) [rad] over the
         weighted axes; see :meth:`errors`."""
-        points, axes = self.poses(state, R)
+        points, axes_first, _ = self._turned(state, R, self._vectors)
         error = (points - targets.positions) * (self.position_weight > 0)
         position = np.sqrt(np.einsum("...ka,...ka->...k", error, error))
-        R_err = np.swapaxes(axes, -1, -2) @ targets.rotations
+        if not self._oriented:  # no orientation weights: no orientation error
+            return position, np.zeros(position.shape)
+        axes = np.swapaxes(axes_first, -1, -2)
+        R_err = axes_first @ targets.rotations
         sin2 = vee_antisymmetric(R_err)  # 2 sin(angle) u
         cos2 = R_err[..., 0, 0] + R_err[..., 1, 1] + R_err[..., 2, 2] - 1.0  # 2 cos(angle)
         orientation = np.arctan2(np.sqrt(np.einsum("...ka,...ka->...k", sin2, sin2)), cos2)

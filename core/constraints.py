@@ -407,7 +407,7 @@ class ConstraintSet:
 
         Stack (``_vector_slices``): anchors (point x_i, slide x_j, point x_j, slide x_i), dot
         u_i, dot v_j, slide n_i; with the Jacobian the bank follows: L u_i, then e_x, e_y, e_z
-        and each slide's ``d + w_i``, set per evaluation (their local vectors are zero).
+        and each slide's ``d + w_i``, set per evaluation.
         """
         P, D, S = self._point, self._dot, self._slide
         parts = {
@@ -419,8 +419,8 @@ class ConstraintSet:
             "dot_j": (D.bj, D.b),
             "slide_axis": (S.bi, S.b),
             "dot_scaled": (D.bi, self.length_scale * D.a),
-            "unit": (np.zeros(3, int), np.zeros((3, 3))),
-            "slide_d_wi": (np.zeros(len(S.bi), int), np.zeros((len(S.bi), 3))),
+            "unit": (np.zeros(3, int), None),  # set per evaluation, as the next
+            "slide_d_wi": (S.bi, None),
         }
         self._vector_slices, start = {}, 0
         for name, (bodies, _) in parts.items():
@@ -428,15 +428,16 @@ class ConstraintSet:
             start += len(bodies)
         v = self._vector_slices
         v["anchors"] = slice(0, v["slide_i"].stop)
-        bank_body = np.concatenate([np.asarray(b, int) for b, _ in parts.values()])
-        bank_local = np.concatenate([np.reshape(x, (-1, 3)) for _, x in parts.values()])
+        turned = [(np.asarray(b, int), np.reshape(x, (-1, 3))) for b, x in parts.values() if x is not None]
+        bank_body = np.concatenate([b for b, _ in turned])
+        bank_local = np.concatenate([x for _, x in turned])
         rotated = v["slide_axis"].stop  # the primitives' own vectors (also read by curvature)
         self._vector_body, self._vector_local = bank_body[:rotated], bank_local[:rotated]
         self._anchor_body = self._vector_body[v["anchors"]]
         n = len(self.column_of_body)
         self._turn = {  # per ``jacobian``: the stack, or the whole bank
             False: BodyVectors(self._vector_body, self._vector_local, n),
-            True: BodyVectors(bank_body, bank_local, n),
+            True: BodyVectors(bank_body, bank_local, n, extra=3 + len(S.bi)),
         }
         points = slice(0, 3 * len(P.bi))
         dots = slice(points.stop, points.stop + len(D.bi))

@@ -61,8 +61,7 @@ class JointReadout:
             [*np.moveaxis(self.F_parent, -1, 0), self.x_parent, self.y_child, self.x_child]
         )
         self._vectors = BodyVectors(bodies, vectors, n)
-        extra = 2 * K + 3  # set per evaluation: their local vectors are zero
-        self._bank = BodyVectors(np.r_[bodies, np.zeros(extra, int)], np.r_[vectors, np.zeros((extra, 3))], n)
+        self._bank = BodyVectors(bodies, vectors, n, extra=2 * K + 3)  # q, e, e_x, e_y, e_z
         self._scatter = None  # (column_of_body, and where the blocks go) of the last jacobian
         axis, y, w_c, q, e = (k * K + np.arange(K) for k in (0, 4, 5, 6, 7))  # bank rows
         angle = self.is_angle

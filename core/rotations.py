@@ -112,22 +112,27 @@ class BodyVectors:
     """Vectors fixed in bodies, turned to world axes all at once.
 
     bodies (V,): each vector's body index among n bodies; vectors (V, 3): in body
-    coordinates. :meth:`turn` is one product of each carrying body's rotation with its
-    vectors (as the columns of ``local`` (bodies, 3, k), zero padded) and one gather.
+    coordinates; ``extra`` further rows follow in :meth:`turn`'s result, zero (room for
+    the caller's own vectors). :meth:`turn` is one product of each carrying body's
+    rotation with its vectors (as the columns of ``local`` (bodies, 3, k), zero padded)
+    and one gather.
     """
 
-    def __init__(self, bodies: np.ndarray, vectors: np.ndarray, n: int):
+    def __init__(self, bodies: np.ndarray, vectors: np.ndarray, n: int, extra: int = 0):
         bodies = np.asarray(bodies, dtype=int)
         used, position = np.unique(bodies, return_inverse=True)
+        if not len(used):
+            used = np.zeros(1, dtype=int)  # one body for the zero column of the extra rows
         self.bodies = slice(None) if len(used) == n else used  # the bodies that carry vectors
         slot = np.zeros(len(bodies), dtype=int)  # each vector's column among its body's
         count = np.zeros(len(used), dtype=int)
         for k, p in enumerate(position):
             slot[k], count[p] = count[p], count[p] + 1
-        width = max(int(count.max(initial=0)), 1)
+        width = max(int(count.max(initial=0)), 1) + (extra > 0)  # the last column stays zero
         self.local = np.zeros((len(used), 3, width))
         self.local[position, :, slot] = np.reshape(vectors, (-1, 3))
-        self.index = (3 * position[:, None] + np.arange(3)) * width + slot[:, None]  # (V, 3) in the product
+        index = (3 * position[:, None] + np.arange(3)) * width + slot[:, None]  # (V, 3) in the product
+        self.index = np.concatenate([index, np.full((extra, 3), width - 1)])
 
     def turn(self, R: np.ndarray) -> np.ndarray:
         """The vectors in world axes (..., V, 3) for body rotations R (..., n, 3, 3)."""
@@ -169,8 +174,8 @@ def bilinear_entries(bank: np.ndarray, first: np.ndarray, second: np.ndarray) ->
     # frames last while gathering: each gathered entry is then one contiguous row of frames
     flat = np.ascontiguousarray(bank.reshape(-1, bank.shape[-1]).T)  # (E, frames)
     x, y = (np.take(flat, index, axis=0, mode="wrap") for index in (first, second))
-    products = x * y
-    out = products[0] - products[1]  # (*S, frames)
+    x *= y  # in place: one large temporary fewer
+    out = x[0] - x[1]  # (*S, frames)
     return out.transpose((out.ndim - 1, *range(out.ndim - 1))).reshape(batch + first.shape[1:])
 
 

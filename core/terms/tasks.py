@@ -78,12 +78,12 @@ class FrameTask(LeastSquaresTerm):
         self.sqrt_position_weight = np.sqrt(self.position_weight)
         self.sqrt_orientation_weight = np.sqrt(self.orientation_weight)
         # per frame, turned per evaluation: its point (from its body's CoM) and its x, y, z
-        # axes; for the Jacobian then e_x, e_y, e_z (zero local vectors, set per evaluation)
+        # axes; for the Jacobian then e_x, e_y, e_z (set per evaluation)
         n = len(mechanism.bodies)
         bodies = np.repeat(self.body, 4)
         vectors = np.concatenate([self.local_point[:, None], np.swapaxes(self.local_axes, -1, -2)], 1)
         self._vectors = BodyVectors(bodies, vectors.reshape(-1, 3), n)
-        self._bank = BodyVectors(np.r_[bodies, [0, 0, 0]], np.r_[vectors.reshape(-1, 3), np.zeros((3, 3))], n)
+        self._bank = BodyVectors(bodies, vectors.reshape(-1, 3), n, extra=3)
         # Jacobian rows of frame k (12, 6): position rows [e_a, w × e_a] (w: the point from the
         # body's CoM), then per axis j rows [0, axis_j × e_a], each times its row's weight
         unit = 4 * k + np.arange(3)  # e_a in the bank

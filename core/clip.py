@@ -165,21 +165,32 @@ def _solve_block(
     value, violation = step_at.value, step_at.violation
     l1 = np.abs(step_at.constraint).sum(-1)
     multipliers = np.zeros((F, step_at.constraint.shape[1]))  # nonzero: the Lagrangian's Hessian
+    moved = np.zeros(F)  # how far each frame is from where its last factorisation was made
+    chords = None  # the next steps of every active frame from the last factorisation
     for _ in range(settings.max_iterations):
         if not len(active):
             break
-        gauss_newton = step_at.model
-        step_at.model = with_constraint_curvature(problem, gauss_newton, step_at.point, multipliers[active])
-        kkt = step_kkt(problem, step_at, damping[active], settings.dual_regularization)
-        step = kkt.solve(step_at.gradient, step_at.constraint)
-        ascent = step_at.model is not gauss_newton and step_at.model.curvature(step) <= 0.0
-        if np.any(ascent):  # no descent model there: Gauss-Newton
-            multipliers[active[ascent]] = 0.0
+        chord_iteration = chords is not None
+        if chord_iteration:  # as the per-frame solver: no factorisation
+            step, chords = chords, None
+        else:
+            gauss_newton = step_at.model
             step_at.model = with_constraint_curvature(
                 problem, gauss_newton, step_at.point, multipliers[active]
             )
-            kkt = step_kkt(problem, step_at, damping[active], settings.dual_regularization)
+            kkt, kkt_frames = (
+                step_kkt(problem, step_at, damping[active], settings.dual_regularization),
+                active,
+            )
             step = kkt.solve(step_at.gradient, step_at.constraint)
+            ascent = step_at.model is not gauss_newton and step_at.model.curvature(step) <= 0.0
+            if np.any(ascent):  # no descent model there: Gauss-Newton
+                multipliers[active[ascent]] = 0.0
+                step_at.model = with_constraint_curvature(
+                    problem, gauss_newton, step_at.point, multipliers[active]
+                )
+                kkt = step_kkt(problem, step_at, damping[active], settings.dual_regularization)
+                step = kkt.solve(step_at.gradient, step_at.constraint)
         full_step = step.copy()
         step /= np.maximum(1.0, (np.abs(step) * inverse_limit).max(-1, initial=0.0))[:, None]
         size = np.abs(step).max(-1, initial=0.0)
@@ -207,7 +218,7 @@ def _solve_block(
         new_value, new_violation, new_l1 = value.copy(), violation.copy(), l1.copy()
         trying = np.arange(len(active))
         full_trial = None  # the full steps' subproblem, the next one when all are taken
-        for _ in range(settings.max_backtracks):
+        for _ in range(1 if chord_iteration else settings.max_backtracks):
             frames = active[trying]
             trial = retract(states[frames], cs.tangent_to_bodies(alpha[trying, None] * step[trying]))
             first = full_trial is None
@@ -245,7 +256,9 @@ def _solve_block(
         d = np.where(full & (gain < 0.25), np.minimum(np.maximum(d, 1e-8) * 4.0, 1e6), d)
         d = np.where(accepted & (alpha < 1.0), np.minimum(np.maximum(d, 1e-8) * 4.0, 1e6), d)
         d = np.where(~accepted, np.minimum(np.maximum(d, 1e-8) * 100.0, 1e6), d)
-        damping[active] = d
+        if not chord_iteration:  # a chord step that fails is followed by a Newton step
+            damping[active] = d
+        moved[active] = size[keep] + (moved[active] if chord_iteration else 0.0)
         # as the per-frame solver: once a full step gains less than a fifth of the
         # objective, the objectives compete and the next model is the Lagrangian's
         competing = full & (value - new_value < 0.2 * value)
@@ -263,15 +276,21 @@ def _solve_block(
         value, violation = step_at.value, step_at.violation
         chord = full & undamped[keep]
         if chord.any():
-            # chord step: this factorisation at the new iterate, as the per-frame solver
-            # does; frames it certifies converge without another factorisation
-            g = np.zeros((len(keep), cs.n_vars))
-            c = np.zeros((len(keep), step_at.constraint.shape[1]))
-            g[keep], c[keep] = step_at.gradient, step_at.constraint
-            estimate = kkt.solve(g, c)[keep]
+            # chord step: the last factorisation at the new iterate, as the per-frame
+            # solver does; frames it certifies converge without another factorisation,
+            # and when it should certify every other frame after one more step (its size
+            # times the distance from the factorisation), that step is the next
+            rows = np.searchsorted(kkt_frames, active)
+            g = np.zeros((len(kkt_frames), cs.n_vars))
+            c = np.zeros((len(kkt_frames), step_at.constraint.shape[1]))
+            g[rows], c[rows] = step_at.gradient, step_at.constraint
+            estimate = kkt.solve(g, c)[rows]
             estimate /= np.maximum(1.0, (np.abs(estimate) * inverse_limit).max(-1, initial=0.0))[:, None]
-            small = np.abs(estimate).max(-1, initial=0.0) <= settings.step_tolerance
-            finished = chord & small & (violation <= tol)
+            estimate_size = np.abs(estimate).max(-1, initial=0.0)
+            finished = chord & (estimate_size <= settings.step_tolerance) & (violation <= tol)
+            converges = chord & ~competing & (estimate_size * moved[active] <= settings.step_tolerance)
+            if converges[~finished].all():
+                chords = estimate[~finished]
             if finished.any():
                 converged[active[finished]] = True
                 active = active[~finished]

@@ -11,6 +11,7 @@ from functools import cached_property
 
 import numpy as np
 
+from .constraints import JacobianBlocks
 from .kkt import DENSE_KKT_ROWS, DenseKKT, ReducedKKT
 from .terms import Point
 
@@ -98,7 +99,7 @@ class LinearizedStep:
     constraint: np.ndarray
     problem: object = None  # the IKProblem (its constraints and spanning tree)
     extra_jacobians: list = field(default_factory=list)  # (B, h, N) of further equality terms
-    jacobian_blocks: list | None = None  # the joint constraints' (ConstraintSet.evaluate), once known
+    jacobian_blocks: JacobianBlocks | None = None  # the joint constraints', once evaluated
 
     def take(self, frames: np.ndarray) -> "LinearizedStep":
         """The subproblem of some frames (an index array over B); Jacobians not yet
@@ -133,7 +134,7 @@ class LinearizedStep:
         return self.model.matrix()
 
     @property
-    def blocks(self) -> list:
+    def blocks(self) -> JacobianBlocks:
         """The joint constraints' Jacobian blocks (:meth:`.ConstraintSet.evaluate`)."""
         if self.jacobian_blocks is None:
             cs, p = self.problem.constraints, self.point

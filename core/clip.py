@@ -98,23 +98,25 @@ def interpolate_states(times_known: np.ndarray, states_known: np.ndarray, times:
     arcs). Its error shrinks with the fourth power of the spacing (linear: the square),
     so a Newton step from it lands within the step tolerance."""
     K = len(times_known)
-    index = np.clip(np.searchsorted(times_known, times, side="right") - 1, 0, K - 2)
-    window = np.clip(index - 1, 0, max(K - 4, 0))[:, None] + np.arange(min(K, 4))  # (T, w)
-    t = times_known[window]  # (T, w)
+    index = np.clip(np.searchsorted(times_known, times, side="right") - 1, 0, K - 2)  # (T,) interval
+    # per interval i (from known frame i): the known frames of its cubic (K-1, w)
+    window = np.clip(np.arange(K - 1) - 1, 0, max(K - 4, 0))[:, None] + np.arange(min(K, 4))
+    t = times_known[window][index]  # (T, w)
     # Lagrange basis: prod_(m != j) (time - t_m) / (t_j - t_m)
-    weights = np.ones(window.shape)
-    for j in range(window.shape[1]):
-        for m in range(window.shape[1]):
+    weights = np.ones(t.shape)
+    for j in range(t.shape[1]):
+        for m in range(t.shape[1]):
             if m != j:
                 weights[:, j] *= (times - t[:, m]) / (t[:, j] - t[:, m])
-    known = states_known[window]  # (T, w, n, 7)
+    known = states_known[window]  # (K-1, w, n, 7)
     out = np.empty((len(times),) + states_known.shape[1:])
-    out[..., :3] = np.einsum("tw,twna->tna", weights, known[..., :3])
-    anchor = states_known[index][:, None, :, 3:]  # (T, 1, n, 4)
+    out[..., :3] = np.einsum("tw,twna->tna", weights, known[index, ..., :3])
+    # the window's orientations relative to the interval's first frame, once per interval
+    anchor = states_known[:-1, None, :, 3:]  # (K-1, 1, n, 4)
     relative = quat_multiply(quat_conjugate(anchor), known[..., 3:])
     relative = rotvec_from_quat(np.where(relative[..., :1] < 0.0, -relative, relative))
-    turn = np.einsum("tw,twna->tna", weights, relative)
-    out[..., 3:] = quat_normalize(quat_multiply(anchor[:, 0], quat_from_rotvec(turn)))
+    turn = np.einsum("tw,twna->tna", weights, relative[index])
+    out[..., 3:] = quat_normalize(quat_multiply(anchor[index, 0], quat_from_rotvec(turn)))
     return out
 
 

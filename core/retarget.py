@@ -368,7 +368,7 @@ def _solve_in_sequence(
                 ),
                 (),
             )
-        if rejoin and not len(clamped) and _rejoins(problem, result, targets, out, f):
+        if rejoin and not len(clamped) and _rejoins(problem, result, positions, rotations, com, out, f):
             return f + 1
         velocities = (result.actuators - act[f - 1]) * rate
         out.record(f, result)
@@ -377,16 +377,15 @@ def _solve_in_sequence(
     return frames
 
 
-def _rejoins(problem, result, targets: IKTargets, out: _Frames, f: int) -> bool:
+def _rejoins(problem, result, positions, rotations, com, out: _Frames, f: int) -> bool:
     """Whether frame f's answer ``result`` (solved in sequence) matches the clip solver's
     in ``out`` and leaves every barrier that compares frames at zero."""
     if np.abs(result.actuators - out.actuators[f]).max(initial=0.0) > REJOIN_TOLERANCE:
         return False
-    batch = Targets(
-        targets.positions[None], targets.rotations[None], None if targets.com is None else targets.com[None]
-    )
+    frame = slice(f, f + 1)
+    targets = Targets(positions, rotations, com).take(frame)
     value = coupling_values(
-        problem, result.state[None], batch, out.states[f - 1 : f], out.actuators[f - 1 : f]
+        problem, result.state[None], targets, out.states[f - 1 : f], out.actuators[f - 1 : f]
     )
     return bool(value[0] == 0.0)
 
@@ -397,20 +396,17 @@ def _mend_clip(problem, speed_limit, positions, rotations, com, rate, cancel, ou
     a motor moves by more than ``speed_limit``'s bound or such a barrier of ``problem``
     is not zero, until the answer rejoins the clip solver's."""
     act = out.actuators
+    # frame k is touched by frame k - 1: decided once, as a stretch ends where the answer
+    # rejoins the clip solver's, which it keeps (with what it says of later frames) from there
+    touched = np.zeros(len(act), bool)
+    if speed_limit is not None:
+        bound = speed_limit.steps * (1.0 + SPEED_TOLERANCE)
+        touched[1:] = (np.abs(np.diff(act, axis=0)) > bound).any(axis=-1)
+    if couples_frames(problem):
+        later = Targets(positions, rotations, com).take(slice(1, None))
+        touched[1:] |= coupling_values(problem, out.states[1:], later, out.states[:-1], act[:-1]) > 0.0
     f = 1
-    while f < len(act):
-        touched = np.zeros(len(act) - f, bool)
-        if speed_limit is not None:
-            bound = speed_limit.steps * (1.0 + SPEED_TOLERANCE)
-            touched |= (np.abs(act[f:] - act[f - 1 : -1]) > bound).any(axis=-1)
-        if couples_frames(problem):
-            targets = Targets(positions[f:], rotations[f:], None if com is None else com[f:])
-            touched |= (
-                coupling_values(problem, out.states[f:], targets, out.states[f - 1 : -1], act[f - 1 : -1])
-                > 0.0
-            )
-        if not touched.any():
-            return
+    while (next_touched := np.flatnonzero(touched[f:])).size:
         if speed_limit is not None:
             speed_limit.reset()
         f = _solve_in_sequence(
@@ -423,7 +419,7 @@ def _mend_clip(problem, speed_limit, positions, rotations, com, rate, cancel, ou
             None,
             cancel,
             out,
-            start=f + int(np.argmax(touched)),
+            start=f + int(next_touched[0]),
             rejoin=True,
         )
 

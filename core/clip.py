@@ -162,6 +162,7 @@ def _solve_block(
     nu = np.zeros(F)
     iterations = np.zeros(F, dtype=int)
     converged = np.zeros(F, dtype=bool)
+    residual = np.zeros(F)  # max |C| where each frame stops (known from its last evaluation)
     active = np.arange(F)
     step_at = build_step(problem, _point(problem, states[active], targets, reference, active))
     value, violation = step_at.value, step_at.violation
@@ -202,6 +203,7 @@ def _solve_block(
         stalled = -(slope + 0.5 * curvature) <= settings.objective_tolerance * value
         done = undamped & ((size <= settings.step_tolerance) | stalled) & (violation <= tol)
         converged[active[done]] = True
+        residual[active[done]] = violation[done]
         keep = ~done
         if not keep.any():
             break
@@ -295,13 +297,15 @@ def _solve_block(
                 chords = estimate[~finished]
             if finished.any():
                 converged[active[finished]] = True
+                residual[active[finished]] = violation[finished]
                 active = active[~finished]
                 if not len(active):
                     break
                 step_at = step_at.take(np.flatnonzero(~finished))
                 value, violation = step_at.value, step_at.violation
         l1 = np.abs(step_at.constraint).sum(-1)
-    residual = np.abs(cs.residual(states)).max(-1, initial=0.0)
+    else:  # out of iterations: the frames still active stop where they are
+        residual[active] = violation
     for f in np.flatnonzero(residual > tol):  # the robot never comes apart
         restored = solve_constraints(cs, states[f], None, FKSettings(tolerance=settings.constraint_tolerance))
         states[f], residual[f] = restored.state, restored.residual

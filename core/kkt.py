@@ -41,7 +41,7 @@ import scipy.linalg as sla
 
 from .constraints import ConstraintSet
 from .mechanism import JointKind
-from .rotations import cross
+from .rotations import BodyVectors, cross
 
 X, Y, Z = 0, 1, 2
 #: A joint kind's free motions, each (side, joint-frame axis, rotation): a rotation
@@ -60,8 +60,8 @@ MOTIONS = {
 
 
 class _Joints:
-    """The tree joints, padded to 6 rows and 6 motions each
-    (``row_mask``, ``motion_mask`` mark the real ones)."""
+    """The tree joints, padded to 6 rows each (``row_mask`` marks the real ones), and
+    their P free motions (``real_joint`` (P,): each one's joint)."""
 
     def __init__(self, entries, cs: ConstraintSet, n_free: int):
         J = len(entries)
@@ -72,26 +72,24 @@ class _Joints:
         old_cols = cs.column_of_body[np.array([e["old"] for e in entries], int)]
         self.old_slot = np.where(old_cols >= 0, old_cols // 6, n_free)  # n_free: the zero slot
         self.new_side = np.array([e["new_is_child"] for e in entries], int)[:, None]  # 1: child (j)
-        self.anchor_local = np.array([e["anchor"] for e in entries]).reshape(J, 3)
-        self.axis_body = np.zeros((J, 6), int)
-        self.axis_local = np.zeros((J, 6, 3))
-        self.rotation = np.zeros((J, 6), bool)
-        self.motion_mask = np.zeros((J, 6), bool)
-        self.q_column = np.zeros((J, 6), int)
         for k, e in enumerate(entries):
-            m = len(e["rows"])
-            self.rows[k, :m] = e["rows"]
-            self.row_mask[k, :m] = True
-            for slot, (body, axis, rotation, column) in enumerate(e["motions"]):
-                self.axis_body[k, slot] = body
-                self.axis_local[k, slot] = axis
-                self.rotation[k, slot] = rotation
-                self.motion_mask[k, slot] = True
-                self.q_column[k, slot] = column
+            self.rows[k, : len(e["rows"])] = e["rows"]
+            self.row_mask[k, : len(e["rows"])] = True
         self.old_mask = (self.row_mask & (old_cols >= 0)[:, None])[..., None]  # (J, 6, 1)
-        self.real_joint, self.real_slot = np.nonzero(self.motion_mask)
-        self.real_q = self.q_column[self.real_joint, self.real_slot]
-        self.motion_row = self.row_mask.sum(1)[self.real_joint] + self.real_slot  # where S^T goes
+        # each free motion: (joint, slot, body, axis in that body, rotation?, q column)
+        motions = [(k, slot, *m) for k, e in enumerate(entries) for slot, m in enumerate(e["motions"])]
+        P = len(motions)
+        self.real_joint = np.array([m[0] for m in motions], int).reshape(P)
+        slot = np.array([m[1] for m in motions], int).reshape(P)
+        self.motion_row = self.row_mask.sum(1)[self.real_joint] + slot  # where S^T goes
+        self.rotation = np.array([m[4] for m in motions], bool).reshape(P, 1)  # else a slide
+        self.real_q = np.array([m[5] for m in motions], int).reshape(P)
+        # turned at each iterate: every joint's anchor on the body it reaches (from that
+        # body's centre), then every motion's axis
+        anchors = np.reshape([e["anchor"] for e in entries], (J, 3))
+        axes = np.reshape([m[3] for m in motions], (P, 3))
+        bodies = np.r_[self.new, np.array([m[2] for m in motions], int)]
+        self.vectors = BodyVectors(bodies, np.concatenate([anchors, axes]), len(cs.mechanism.bodies))
 
 
 class SpanningTree:
@@ -193,24 +191,20 @@ class ReducedKKT:
         # every tree joint at once: its rows' blocks on the body it reaches (new) and comes from
         A_new = rows[:, tj.rows, tj.new_side] * tj.row_mask[..., None]  # (B, J, 6, 6)
         A_old = rows[:, tj.rows, 1 - tj.new_side] * tj.old_mask
-        axis = np.einsum("bjkxy,jky->bjkx", R[:, tj.axis_body], tj.axis_local)  # (B, J, 6, 3) world
-        arm = np.einsum("bjxy,jy->bjx", R[:, tj.new], tj.anchor_local)[:, :, None, :]  # anchor - centre
+        turned = tj.vectors.turn(R)  # (B, J + P, 3) world
+        J = len(tj.new)
+        arm, axis = turned[:, tj.real_joint], turned[:, J:]  # (B, P, 3): anchor - centre, axis
         # [A_new; S^T] is invertible (S: the joint's motions, rows m..5 where A_new has
         # none); its inverse's columns are a right inverse G of A_new (S^T G = 0), then a
         # null-space basis N (A_new N = 0, S^T N = I)
         M = A_new
-        M[:, tj.real_joint, tj.motion_row, :3] = np.where(
-            tj.rotation[tj.real_joint, tj.real_slot, None],
-            cross(arm[:, tj.real_joint, 0], axis[:, tj.real_joint, tj.real_slot]),
-            axis[:, tj.real_joint, tj.real_slot],
-        )
-        M[:, tj.real_joint, tj.motion_row, 3:] = np.where(
-            tj.rotation[tj.real_joint, tj.real_slot, None], axis[:, tj.real_joint, tj.real_slot], 0.0
-        )
-        inverse = _inverse(M)
-        N_ = inverse[:, tj.real_joint, :, tj.motion_row]  # (P, B, 6): the real motions
-        self.G = G = inverse * tj.row_mask[:, None, :]
-        self.T = T = -G @ A_old
+        M[:, tj.real_joint, tj.motion_row, :3] = np.where(tj.rotation, cross(arm, axis), axis)
+        M[:, tj.real_joint, tj.motion_row, 3:] = np.where(tj.rotation, axis, 0.0)
+        # G's columns past a joint's rows meet only zeros (masked residuals, A_old's zero rows)
+        self.G = G = _inverse(M)
+        N_ = G[:, tj.real_joint, :, tj.motion_row]  # (P, B, 6): the real motions
+        self.T = T = G @ A_old
+        np.negative(T, out=T)
         # Z level by level from the roots: each body's motions are its parent's, carried
         Zb = np.zeros((B, tree.n_free + 1, 6, D))  # per free-body slot (+ a zero slot for the ground)
         for slot, col in zip(tree.root_slots, tree.root_columns, strict=True):

@@ -241,8 +241,8 @@ class ReducedKKT:
         tree = self.tree
         e = self.particular(c)
         He = self.model.times(e[..., None])[..., 0] + self.shift[:, None] * e
-        gr = np.einsum("bnd,bn->bd", self.Z, g + He)
-        cr = c[:, self.loop] + np.einsum("bmn,bn->bm", self.A_L, e)
+        gr = ((g + He)[:, None, :] @ self.Z)[:, 0]  # matmul: a third of einsum's time
+        cr = c[:, self.loop] + (self.A_L @ e[..., None])[..., 0]
         rhs = -np.concatenate([gr, cr], axis=1)
         if self._lu is not None:
             q = sla.lu_solve(self._lu, rhs[0], check_finite=False)[None]
@@ -251,7 +251,7 @@ class ReducedKKT:
                 q = np.linalg.solve(self.K, rhs[..., None])[..., 0]
             except np.linalg.LinAlgError:  # an exactly singular frame: least squares for all
                 q = np.einsum("bij,bj->bi", np.linalg.pinv(self.K), rhs)
-        return e + np.einsum("bnd,bd->bn", self.Z, q[:, : tree.dof])
+        return e + (self.Z @ q[:, : tree.dof, None])[..., 0]
 
 
 def _inverse(M: np.ndarray) -> np.ndarray:

@@ -50,7 +50,7 @@ class HessianModel:
         """``v^T H v`` per frame for v (B, N): (B,)."""
         out = np.einsum("bn,bn,bn->b", v, self.diagonal, v)
         for F in self.factors:
-            Fv = np.einsum("brn,bn->br", F, v)
+            Fv = (F @ v[..., None])[..., 0]
             out += np.einsum("br,br->b", Fv, Fv)
         if self.dense is not None:
             out += np.einsum("bn,bnk,bk->b", v, self.dense, v)
@@ -228,7 +228,7 @@ def qp_multipliers(step: LinearizedStep, d: np.ndarray) -> np.ndarray:
     gram = A @ np.swapaxes(A, 1, 2)
     trace = np.einsum("bii->b", gram)
     gram[:, np.arange(gram.shape[1]), np.arange(gram.shape[1])] += 1e-12 * np.maximum(trace, 1.0)[:, None]
-    return -np.linalg.solve(gram, np.einsum("bmn,bn->bm", A, u)[..., None])[..., 0]
+    return -np.linalg.solve(gram, A @ u[..., None])[..., 0]
 
 
 def with_constraint_curvature(problem, model: HessianModel, point: Point, lam: np.ndarray) -> HessianModel:

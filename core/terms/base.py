@@ -165,7 +165,7 @@ class LeastSquaresTerm(Term):
         value = 0.5 * np.einsum("bm,bm->b", r, r)
         if not derivatives:
             return Linearization(value, None, None, r)
-        return Linearization(value, np.einsum("bmn,bm->bn", J, r), None, r, J, factor=J)
+        return Linearization(value, (r[:, None, :] @ J)[:, 0], None, r, J, factor=J)
 
 
 def motor_units(readout, length_scale: float, motors=slice(None)) -> np.ndarray:

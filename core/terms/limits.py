@@ -102,6 +102,6 @@ class ActuatorBarrier(Term):
         if not derivatives:
             return Linearization(value, None, None, values)
         J = self.readout.jacobian(point.state, point.R, point.column_of_body, point.n_vars)
-        gradient = np.einsum("ban,ba->bn", J, dg)
+        gradient = (dg[:, None, :] @ J)[:, 0]
         factor = np.sqrt(np.maximum(d2g, 0.0))[:, :, None] * J
         return Linearization(value, gradient, None, values, J, d2g, factor=factor)

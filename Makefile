@@ -59,8 +59,9 @@ bench: $(VENV)/.runtime
 
 # looprig (whole clip and per frame) against PlaCo and Pinocchio + numpy Gauss-Newton on the
 # shared peer benchmark, interleaved in one sitting (see docs/performance.md). The peers live in
-# their own virtual environment (PEERS); RUNS passes, results in out/bench-peers; then what one
-# SQP iteration costs looprig at least (bench/floors.py).
+# their own virtual environment (PEERS); RUNS passes, results in out/bench-peers; then the ratios
+# within each pass (bench/peer_ratios.py) and what one SQP iteration costs looprig at least
+# (bench/floors.py).
 PEER_BENCH ?= ../shared/peer-bench
 PEERS      ?= $(HOME)/.cache/looprig-peers
 RUNS       ?= 3
@@ -68,6 +69,7 @@ bench-peers: $(VENV)/.dev
 	@test -x $(PEERS)/bin/python || { $(PYTHON) -m venv $(PEERS) && $(PEERS)/bin/pip install --quiet -r $(PEER_BENCH)/requirements-peers.txt; }
 	PEERS_PY=$(PEERS)/bin/python LOOPRIG_BENCH="$(abspath $(PY)) $(abspath bench/peers.py)" \
 		PEER_BENCH=$(abspath $(PEER_BENCH)) RUNS=$(RUNS) OUT=$(abspath out/bench-peers) $(PEER_BENCH)/side_by_side.sh
+	$(PY) bench/peer_ratios.py out/bench-peers
 	PEER_BENCH=$(abspath $(PEER_BENCH)) $(PY) bench/floors.py
 
 # the Blender extension: one zip per platform (dist/looprig-<version>-<platform>.zip) with the

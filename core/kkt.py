@@ -95,9 +95,13 @@ class _Joints:
 class SpanningTree:
     """A spanning tree of the joint graph of an IK constraint set, built once.
 
-    Breadth first from the grounded bodies and the bodies ``free`` joints carry
-    (and any free body no joint reaches); a joint whose rows and free motions
-    do not add up to 6 (actuator rows of an FK set) stays outside the tree.
+    Breadth first from the grounded bodies, then from each body a ``free`` joint
+    carries that no joint chain reaches (a floating base), then from any other free
+    body none reaches: a floating body the chains reach (a pelvis whose feet are
+    welded to the ground) is not a root, so its loop closes at one joint (the two
+    legs: 11 coordinates and 5 loop rows instead of 16 and 10). A joint whose rows
+    and free motions do not add up to 6 (actuator rows of an FK set) stays outside
+    the tree.
     ``dof`` (D): the reduced unknowns; ``loop_rows``: the constraint rows left.
     """
 
@@ -110,10 +114,11 @@ class SpanningTree:
         rows_of = {jn: np.flatnonzero(cs.row_joint == jn) for jn in range(len(mech.joints))}
         incident: dict[int, list[int]] = {b: [] for b in range(len(mech.bodies))}
         roots = [b for b in range(len(mech.bodies)) if grounded[b]]
+        floating = []  # the bodies free joints carry: roots where no joint chain reaches them
         for jn, joint in enumerate(mech.joints):
             i, j = mech.body_index(joint.parent), mech.body_index(joint.child)
             if joint.kind == JointKind.FREE:
-                roots.append(j if not grounded[j] else i)
+                floating.append(j if not grounded[j] else i)
             elif len(rows_of[jn]) + len(MOTIONS[joint.kind]) == 6:
                 incident[i].append(jn)
                 incident[j].append(jn)
@@ -151,9 +156,12 @@ class SpanningTree:
             unreached = [b for b in range(len(mech.bodies)) if b not in depth]
             if not unreached:
                 break
-            roots.append(unreached[0])  # a free body no joint reaches: a root of its own
-            depth[unreached[0]] = 0
-            queue.append(unreached[0])
+            # a body no joint chain from the roots reaches: a root of its own (a floating
+            # base first; one the chains reach, e.g. a pelvis whose feet are welded, is not)
+            root = next((b for b in floating if b not in depth), unreached[0])
+            roots.append(root)
+            depth[root] = 0
+            queue.append(root)
         #: free-body slots of the floating roots, 6 unknowns each, after the joints'
         self.root_slots = [int(cs.column_of_body[b]) // 6 for b in dict.fromkeys(roots) if not grounded[b]]
         self.root_columns = column + 6 * np.arange(len(self.root_slots))

@@ -19,18 +19,24 @@ from .terms import Point
 @dataclass
 class HessianModel:
     """The objective's Gauss-Newton model (B, N, N), kept as the parts the terms made:
-    ``dense`` (B, N, N) or None, ``factors`` each (B, r, N) (contributing
-    ``factor^T factor``), ``diagonal`` (B, N). Products with it never form the matrix."""
+    ``dense`` (B, N, N) or None, ``factors`` each a pair (F (B, r, k), columns (k,)
+    of N, or None for all N) contributing ``F^T F`` on those columns, ``diagonal``
+    (B, N). Products with it never form the matrix; a factor that holds only the
+    columns of the bodies its term sees (a tracked frame's) costs in proportion to them.
+    """
 
     dense: np.ndarray | None
-    factors: list[np.ndarray]
+    factors: list[tuple[np.ndarray, np.ndarray | None]]
     diagonal: np.ndarray
 
     def times(self, M: np.ndarray) -> np.ndarray:
         """``H M`` for M (B, N, k): (B, N, k)."""
         out = self.diagonal[..., None] * M
-        for F in self.factors:
-            out += np.swapaxes(F, 1, 2) @ (F @ M)
+        for F, cols in self.factors:
+            if cols is None:
+                out += np.swapaxes(F, 1, 2) @ (F @ M)
+            else:
+                out[:, cols] += np.swapaxes(F, 1, 2) @ (F @ M[:, cols])
         if self.dense is not None:
             out += self.dense @ M
         return out
@@ -39,8 +45,8 @@ class HessianModel:
         """``Z^T (H + shift I) Z`` for Z (B, N, D) and shift (B,): (B, D, D)."""
         Zt = np.swapaxes(Z, 1, 2)
         out = Zt @ ((self.diagonal + shift[:, None])[..., None] * Z)
-        for F in self.factors:
-            FZ = F @ Z
+        for F, cols in self.factors:
+            FZ = F @ (Z if cols is None else Z[:, cols])
             out += np.swapaxes(FZ, 1, 2) @ FZ
         if self.dense is not None:
             out += Zt @ (self.dense @ Z)
@@ -49,8 +55,8 @@ class HessianModel:
     def curvature(self, v: np.ndarray) -> np.ndarray:
         """``v^T H v`` per frame for v (B, N): (B,)."""
         out = np.einsum("bn,bn,bn->b", v, self.diagonal, v)
-        for F in self.factors:
-            Fv = (F @ v[..., None])[..., 0]
+        for F, cols in self.factors:
+            Fv = (F @ (v if cols is None else v[:, cols])[..., None])[..., 0]
             out += np.einsum("br,br->b", Fv, Fv)
         if self.dense is not None:
             out += np.einsum("bn,bnk,bk->b", v, self.dense, v)
@@ -59,8 +65,8 @@ class HessianModel:
     def scale(self) -> np.ndarray:
         """max(|diag H|, 1) per frame (B,): the unit of the relative Levenberg damping."""
         diag = self.diagonal.copy()
-        for F in self.factors:
-            diag += np.einsum("brn,brn->bn", F, F)
+        for F, cols in self.factors:
+            diag[:, slice(None) if cols is None else cols] += np.einsum("brn,brn->bn", F, F)
         if self.dense is not None:
             diag += np.diagonal(self.dense, axis1=1, axis2=2)
         return np.maximum(np.abs(diag).max(-1, initial=0.0), 1.0)
@@ -70,14 +76,17 @@ class HessianModel:
         B, N = self.diagonal.shape
         out = np.zeros((B, N, N)) if self.dense is None else self.dense.copy()
         out[:, np.arange(N), np.arange(N)] += self.diagonal
-        for F in self.factors:
-            out += np.swapaxes(F, 1, 2) @ F
+        for F, cols in self.factors:
+            if cols is None:
+                out += np.swapaxes(F, 1, 2) @ F
+            else:
+                out[:, cols[:, None], cols] += np.swapaxes(F, 1, 2) @ F
         return out
 
     def take(self, frames: np.ndarray) -> "HessianModel":
         """The model of some frames (an index array over B)."""
         dense = None if self.dense is None else self.dense[frames]
-        return HessianModel(dense, [F[frames] for F in self.factors], self.diagonal[frames])
+        return HessianModel(dense, [(F[frames], cols) for F, cols in self.factors], self.diagonal[frames])
 
 
 @dataclass
@@ -185,7 +194,7 @@ def build_step(
             if lin.hessian is not None:
                 dense = lin.hessian if dense is None else dense + lin.hessian
             if lin.factor is not None:
-                factors.append(lin.factor)
+                factors.append((lin.factor, lin.columns))
             if lin.diagonal is not None:
                 diagonal += lin.diagonal
     if derivatives:

@@ -236,6 +236,8 @@ def test_term_derivatives_match_finite_differences(case):
             numeric = numerical_jacobian(residual, state, free)
             assert np.abs(J - numeric).max() <= 1e-7 * max(1.0, np.abs(numeric).max())
         if term.kind == TermKind.LEAST_SQUARES:
+            if lin.jacobian is not None:  # the columns it holds, and zeros elsewhere
+                assert np.array_equal(lin.full(lin.jacobian)[b], J)
             assert np.allclose(lin.gradient[b], J.T @ r, atol=1e-12)
             assert np.allclose(hessian[b], J.T @ J, atol=1e-12)
         elif term.kind == TermKind.BARRIER and lin.curvature is not None:

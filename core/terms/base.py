@@ -110,7 +110,9 @@ class Linearization:
     :meth:`hessian_matrix` sums them. Equality terms have none.
     residual (B, m) and jacobian (B, m, N): the least-squares residual, the
     constraint residual, or the inner map of a barrier (its Hessian model is then
-    ``J^T diag(curvature) J`` with curvature (B, m)).
+    ``J^T diag(curvature) J`` with curvature (B, m)). columns (k,): the columns of N
+    that ``jacobian`` and ``factor`` hold when they hold only those, (B, m, k) (the
+    others are zero: a tracked frame's Jacobian has its body's six); None: all N.
     """
 
     value: np.ndarray
@@ -121,12 +123,22 @@ class Linearization:
     curvature: np.ndarray | None = None
     factor: np.ndarray | None = None
     diagonal: np.ndarray | None = None
+    columns: np.ndarray | None = None
+
+    def full(self, matrix: np.ndarray) -> np.ndarray:
+        """``jacobian`` or ``factor`` (B, m, k) with all N columns (B, m, N)."""
+        if self.columns is None:
+            return matrix
+        out = np.zeros(matrix.shape[:-1] + (self.gradient.shape[-1],))
+        out[..., self.columns] = matrix
+        return out
 
     def hessian_matrix(self) -> np.ndarray | None:
         """The whole Hessian model (B, N, N), or None (no derivatives, equality terms)."""
         parts = [self.hessian] if self.hessian is not None else []
         if self.factor is not None:
-            parts.append(np.swapaxes(self.factor, -1, -2) @ self.factor)
+            factor = self.full(self.factor)
+            parts.append(np.swapaxes(factor, -1, -2) @ factor)
         if self.diagonal is not None:
             parts.append(np.einsum("bn,nk->bnk", self.diagonal, np.eye(self.diagonal.shape[-1])))
         return sum(parts[1:], parts[0]) if parts else None
@@ -160,12 +172,22 @@ class LeastSquaresTerm(Term):
         """r (B, m) and, if asked, J = dr/ds (B, m, N); else (r, None)."""
         raise NotImplementedError
 
+    def compact_residual(self, point: Point, jacobian: bool = True):
+        """(r, J, columns): :meth:`residual`, with J (B, m, k) on ``columns`` (k,) of N
+        alone where the term knows J is zero elsewhere; columns None: J has all N."""
+        r, J = self.residual(point, jacobian)
+        return r, J, None
+
     def linearize(self, point: Point, derivatives: bool = True) -> Linearization:
-        r, J = self.residual(point, jacobian=derivatives)
+        r, J, columns = self.compact_residual(point, jacobian=derivatives)
         value = 0.5 * np.einsum("bm,bm->b", r, r)
         if not derivatives:
             return Linearization(value, None, None, r)
-        return Linearization(value, (r[:, None, :] @ J)[:, 0], None, r, J, factor=J)
+        gradient = (r[:, None, :] @ J)[:, 0]
+        if columns is not None:
+            gradient, on_columns = np.zeros((point.batch, point.n_vars)), gradient
+            gradient[:, columns] = on_columns
+        return Linearization(value, gradient, None, r, J, factor=J, columns=columns)
 
 
 def motor_units(readout, length_scale: float, motors=slice(None)) -> np.ndarray:

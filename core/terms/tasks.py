@@ -122,25 +122,35 @@ class FrameTask(LeastSquaresTerm):
         per_frame = W[..., : 4 * len(self), :].reshape(W.shape[:-2] + (len(self), 4, 3))
         return per_frame[..., 0, :] + state[..., self.body, :3], per_frame[..., 1:, :], W
 
-    def _free_rows(self, column_of_body: np.ndarray):
-        """(frames on free bodies (an index, or every frame: a slice), row index (Kf, 12, 1),
-        column index (Kf, 1, 6)) of the Jacobian blocks, or None when every tracked body is
-        grounded. Cached."""
+    def _columns(self, column_of_body: np.ndarray):
+        """(the columns (6 U,) of N of the U free bodies that carry tracked frames, and
+        where the Jacobian blocks go: (frames on free bodies (an index, or every frame:
+        a slice), row index (Kf, 12, 1), column index (Kf, 1, 6) among those columns)).
+        Cached."""
         if self._scatter is None or self._scatter[0] is not column_of_body:
             cols = column_of_body[self.body]
             keep = np.flatnonzero(cols >= 0)
             k = len(self.body)
+            bodies, slot = np.unique(self.body[keep], return_inverse=True)
+            columns = (column_of_body[bodies, None] + np.arange(6)).reshape(-1)
             rows = np.concatenate(
                 [3 * keep[:, None] + np.arange(3), 3 * k + 9 * keep[:, None] + np.arange(9)], 1
             )
-            index = None
-            if len(keep):
-                frames = slice(None) if len(keep) == k else keep
-                index = (frames, rows[:, :, None], (cols[keep, None] + np.arange(6))[:, None, :])
-            self._scatter = (column_of_body, index)
-        return self._scatter[1]
+            frames = slice(None) if len(keep) == k else keep
+            index = (frames, rows[:, :, None], (6 * slot[:, None] + np.arange(6))[:, None, :])
+            self._scatter = (column_of_body, columns, index)
+        return self._scatter[1:]
 
     def residual(self, point: Point, jacobian: bool = True):
+        r, J, columns = self.compact_residual(point, jacobian)
+        if J is None:
+            return r, None
+        full = np.zeros(J.shape[:-1] + (point.n_vars,))
+        full[..., columns] = J
+        return r, full
+
+    def compact_residual(self, point: Point, jacobian: bool = True):
+        """The residual, and its Jacobian on the columns of the tracked free bodies."""
         k, batch = len(self), point.batch
         points, axes_first, W = self._turned(point.state, point.R, self._bank if jacobian else self._vectors)
         sw_p, sw_o = self.sqrt_position_weight, self.sqrt_orientation_weight  # (K, 3) each
@@ -151,16 +161,15 @@ class FrameTask(LeastSquaresTerm):
             batch, -1
         )
         if not jacobian:
-            return r, None
-        J = np.zeros((batch, 12 * k, point.n_vars))
-        free = self._free_rows(point.column_of_body)
-        if free is not None:
-            frames, rows, cols = free
+            return r, None, None
+        columns, (frames, rows, cols) = self._columns(point.column_of_body)
+        J = np.zeros((batch, 12 * k, len(columns)))
+        if len(columns):
             W[..., -3:, :] = _EYE3
             blocks = bilinear_entries(W.reshape(batch, -1), *self._block_entries)  # (B, K, 12, 6)
             blocks *= self._row_weight
             J[:, rows, cols] = blocks[:, frames]
-        return r, J
+        return r, J, columns
 
     def errors(self, point: Point) -> dict[str, np.ndarray]:
         """Per frame: position error [m] over the weighted axes and orientation error

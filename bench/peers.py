@@ -10,6 +10,9 @@ in the schema of the peer bench's ``common.Recorder``. ``make bench-peers`` runs
 The models carry no motors; the joints the trajectory names are given one here,
 so the minimal-motion metric works in joint space as the peers' damping does,
 and the models are written in the trajectory's first pose (see :func:`posed_copy`).
+Bodies welded together (the two legs' soles to the ground) are solved as one, as
+``retarget`` does (:class:`~looprig.core.rigid.RigidGroups`) and as Pinocchio
+folds fixed joints into their parents.
 """
 
 import argparse
@@ -27,6 +30,7 @@ from looprig.core import Actuator, IKSettings, IKTargets, JointKind, Mechanism, 
 from looprig.core.clip import coarse_then_clip
 from looprig.core.ik import IKProblem
 from looprig.core.linalg import single_threaded_blas
+from looprig.core.rigid import RigidGroups
 from looprig.core.rotations import quat_to_matrix
 from looprig.core.terms import FrameObjective, Targets
 
@@ -83,7 +87,8 @@ def setup(mech: str, frames: int | None):
         model = posed_copy(
             PEER_BENCH / "models" / file, dict(zip(names, reference, strict=True)), Path(folder)
         )
-        mechanism = motorised(load_mechanism(model), motors or names)
+        # welded bodies solved as one, as retarget does (and as Pinocchio's fixed joints)
+        mechanism = RigidGroups(motorised(load_mechanism(model), motors or names)).solver
     count = frames or len(traj["t"])
     positions = traj["target_pos"][:count, None]
     if "target_rot" in traj:

@@ -1,22 +1,38 @@
 """The KKT steps (in the null space of a spanning tree, and whole for one frame)
 equal the full KKT step."""
 
+import functools
+
 import numpy as np
 import pytest
 from looprig.core import FrameObjective, IKProblem, build_step
 from looprig.core.fk import FKSettings, solve_constraints
 from looprig.core.kkt import DenseKKT, ReducedKKT
 from looprig.core.library import NAMES, build
+from looprig.core.mechanism import Joint, JointKind, Mechanism
 from looprig.core.mobility import analyse_mobility
 from looprig.core.rotations import quat_to_matrix, retract
 from looprig.core.step import step_kkt
 from looprig.core.terms import Reference, Targets
 
 
+def _welded_walker() -> Mechanism:
+    """The walker with both feet welded to the ground: its pelvis, on a free joint, is
+    reached from the ground through either leg."""
+    walker = build("walker")
+    anchor = {f.name: f.position for f in walker.frames}
+    welds = [Joint(f"{foot}_weld", JointKind.FIXED, "world", foot, anchor[foot]) for foot in FEET]
+    return Mechanism(walker.bodies, [*walker.joints, *welds], walker.frames, name="welded walker")
+
+
+FEET = ("left_foot", "right_foot")
+MECHANISMS = {**{name: functools.partial(build, name) for name in NAMES}, "welded_walker": _welded_walker}
+
+
 def _step(name: str, seed: int, batch: int = 3):
     """A linearised step at ``batch`` states near the file pose, assembled to the FK
     tolerance (the residual a solve leaves), tracking every frame towards a moved pose."""
-    mechanism = build(name)
+    mechanism = MECHANISMS[name]()
     problem = IKProblem(mechanism, [FrameObjective(f.name, 1, 1) for f in mechanism.frames])
     cs = problem.constraints
     rng = np.random.default_rng(seed)
@@ -41,10 +57,11 @@ def _full_kkt_step(step, b: int, damping: float, dual: float) -> np.ndarray:
     return np.linalg.solve(K, -np.r_[step.gradient[b], step.constraint[b]])[:n]
 
 
-@pytest.mark.parametrize("name", NAMES)
+@pytest.mark.parametrize("name", MECHANISMS)
 @pytest.mark.parametrize("damping", [1e-12, 1e-3])
 def test_reduced_step_equals_the_full_kkt_step(name, damping):
-    """On every reference mechanism (every joint kind, loops, a floating base), batched."""
+    """On every reference mechanism (every joint kind, loops, a floating base) and a
+    floating base the legs reach, batched."""
     problem, step = _step(name, seed=3)
     reduced = step_kkt(problem, step, np.full(step.point.batch, damping), 1e-12)
     assert isinstance(reduced, ReducedKKT)
@@ -58,7 +75,7 @@ def test_reduced_step_equals_the_full_kkt_step(name, damping):
             assert np.abs(answer - full).max() <= 1e-7 * max(np.abs(full).max(), 1e-6), name
 
 
-@pytest.mark.parametrize("name", NAMES)
+@pytest.mark.parametrize("name", MECHANISMS)
 def test_tree_rows_are_met_exactly_and_the_tree_counts_the_mobility(name):
     """d = e + Z q meets the tree's rows for any q; D minus the independent loop rows is
     the mechanism's mobility (its degrees of freedom, actuators passive)."""
@@ -75,6 +92,19 @@ def test_tree_rows_are_met_exactly_and_the_tree_counts_the_mobility(name):
     loop = step.loop_jacobian[0] @ reduced.Z[0]
     independent = np.linalg.matrix_rank(loop, tol=1e-9) if loop.size else 0
     assert tree.dof - independent == analyse_mobility(problem.mechanism, step.point.state[0]).dof
+
+
+def test_a_floating_base_the_legs_reach_is_no_root_of_the_tree():
+    """With its feet welded, the walker's pelvis is reached through a leg: no floating
+    root (its 6 coordinates would close a second loop through the other leg), and the
+    tree leaves one weld or joint per independent loop outside."""
+    free, welded = build("walker"), _welded_walker()
+    assert IKProblem(free, []).tree.root_slots  # feet free: the pelvis is the floating root
+    tree = IKProblem(welded, []).tree
+    assert tree.root_slots == []
+    loops = len(welded.joints) - 1 - (len(welded.bodies) - 1)  # the free joint joins no loop
+    closing = {int(j) for j in IKProblem(welded, []).constraints.row_joint[tree.loop_rows]}
+    assert len(closing) == loops
 
 
 def test_one_frame_factorisation_serves_several_right_hand_sides():

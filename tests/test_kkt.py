@@ -137,3 +137,23 @@ def test_a_singular_joint_frame_falls_back_to_least_squares():
     )
     d = reduced.solve(step.gradient, step.constraint)
     assert np.isfinite(d).all()
+
+
+@pytest.mark.parametrize("name", ["walker", "stewart", "welded_walker"])
+def test_the_hessian_model_acts_as_the_sum_of_its_terms_hessians(name):
+    """HessianModel's products (frame tasks' factors on their bodies' columns alone)
+    equal those of the dense sum of every objective term's Hessian model."""
+    problem, step = _step(name, seed=6)
+    B, N = step.gradient.shape
+    H = sum(term.linearize(step.point).hessian_matrix() for term in problem.objective_terms)
+    model, rng = step.model, np.random.default_rng(8)
+    M, v, Z, shift = (rng.normal(size=s) for s in ((B, N, 4), (B, N), (B, N, 5), (B,)))
+    shift = np.abs(shift)
+    close = functools.partial(np.testing.assert_allclose, rtol=1e-12, atol=1e-12 * np.abs(H).max())
+    close(model.matrix(), H)
+    close(model.times(M), H @ M)
+    close(model.curvature(v), np.einsum("bn,bnk,bk->b", v, H, v))
+    shifted = H + shift[:, None, None] * np.eye(N)
+    close(model.project(Z, shift), np.swapaxes(Z, 1, 2) @ shifted @ Z)
+    close(model.scale(), np.maximum(np.abs(np.diagonal(H, axis1=1, axis2=2)).max(-1), 1.0))
+    close(model.take(np.array([2, 0])).matrix(), H[[2, 0]])

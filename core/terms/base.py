@@ -129,9 +129,7 @@ class Linearization:
         """``jacobian`` or ``factor`` (B, m, k) with all N columns (B, m, N)."""
         if self.columns is None:
             return matrix
-        out = np.zeros(matrix.shape[:-1] + (self.gradient.shape[-1],))
-        out[..., self.columns] = matrix
-        return out
+        return on_all_columns(matrix, self.columns, self.gradient.shape[-1])
 
     def hessian_matrix(self) -> np.ndarray | None:
         """The whole Hessian model (B, N, N), or None (no derivatives, equality terms)."""
@@ -185,9 +183,15 @@ class LeastSquaresTerm(Term):
             return Linearization(value, None, None, r)
         gradient = (r[:, None, :] @ J)[:, 0]
         if columns is not None:
-            gradient, on_columns = np.zeros((point.batch, point.n_vars)), gradient
-            gradient[:, columns] = on_columns
+            gradient = on_all_columns(gradient, columns, point.n_vars)
         return Linearization(value, gradient, None, r, J, factor=J, columns=columns)
+
+
+def on_all_columns(values: np.ndarray, columns: np.ndarray, n: int) -> np.ndarray:
+    """``values`` (..., k) on ``columns`` (k,) of n, as (..., n) with zeros elsewhere."""
+    out = np.zeros(values.shape[:-1] + (n,))
+    out[..., columns] = values
+    return out
 
 
 def motor_units(readout, length_scale: float, motors=slice(None)) -> np.ndarray:

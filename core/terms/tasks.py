@@ -21,7 +21,7 @@ from ..rotations import (
     tangent_block_entries,
     vee_antisymmetric,
 )
-from .base import LeastSquaresTerm, Point, weights3
+from .base import LeastSquaresTerm, Point, on_all_columns, weights3
 
 _EYE3 = np.eye(3)
 
@@ -143,11 +143,7 @@ class FrameTask(LeastSquaresTerm):
 
     def residual(self, point: Point, jacobian: bool = True):
         r, J, columns = self.compact_residual(point, jacobian)
-        if J is None:
-            return r, None
-        full = np.zeros(J.shape[:-1] + (point.n_vars,))
-        full[..., columns] = J
-        return r, full
+        return r, None if J is None else on_all_columns(J, columns, point.n_vars)
 
     def compact_residual(self, point: Point, jacobian: bool = True):
         """The residual, and its Jacobian on the columns of the tracked free bodies."""

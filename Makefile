@@ -19,9 +19,11 @@ $(VENV)/.runtime: pyproject.toml | $(PY)
 	$(PY) -m pip install --quiet -e .
 	touch $@
 
-# + matplotlib (the plot extra): the demo writes a PNG of the curves
+# the full runtime: + the robot-file readers (the cad extra: MuJoCo, trimesh, PyYAML...), so that
+# `looprig info`/`retarget` read your own MJCF and URDF files, and matplotlib (the plot extra): the
+# demo writes a PNG of the curves
 $(VENV)/.demo: pyproject.toml | $(PY)
-	$(PY) -m pip install --quiet -e ".[plot]"
+	$(PY) -m pip install --quiet -e ".[cad,plot]"
 	touch $@ $(VENV)/.runtime
 
 # + every extra, the test tools and the bpy module for the Blender add-on tests (the dev extra)

@@ -51,8 +51,21 @@ class TargetError(LooprigError, ValueError):
 
 
 def did_you_mean(kind: str, name: str, valid, plural: str | None = None) -> str:
-    """Format "no <kind> 'name'; <kinds> are: a, b, c" for error messages."""
+    """Format "no <kind> 'name'; <kinds> are: a, b, c" for error messages.
+
+    ``plural`` defaults to :func:`plural_of` ``kind`` (its last word made plural).
+    """
     names = ", ".join(sorted(valid)) or "(none)"
-    if plural is None:
-        plural = kind[:-1] + "ies" if kind.endswith("y") else kind + "s"
-    return f"no {kind} {name!r}; {plural} are: {names}"
+    return f"no {kind} {name!r}; {plural or plural_of(kind)} are: {names}"
+
+
+def plural_of(noun: str) -> str:
+    """The English plural of a noun phrase's last word: "mapping key" -> "mapping keys",
+    "body" -> "bodies", "axis" -> "axes", "mesh" -> "meshes"."""
+    if noun.endswith("is"):
+        return noun[:-2] + "es"
+    if noun.endswith("y") and noun[-2:-1] not in ("a", "e", "i", "o", "u"):
+        return noun[:-1] + "ies"
+    if noun.endswith(("s", "x", "z", "ch", "sh")):
+        return noun + "es"
+    return noun + "s"

@@ -149,9 +149,8 @@ def solve_banded_qp(
 
     s = np.maximum(h - G_times(u), 1.0)
     z = np.ones(m)
-    converged = False
-    iteration = 0
-    for iteration in range(1, max_iterations + 1):
+    converged, iterations = False, 0
+    for _ in range(max_iterations):
         Hu, Gz = (H @ u[..., None])[..., 0], G_transpose(z)
         r_d = Hu + g + Gz
         r_p = G_times(u) + s - h
@@ -170,12 +169,12 @@ def solve_banded_qp(
             K.add_stencil(f, part)
         factor = K.cholesky()
 
-        def direction(r_c, factor=factor, w=w, r_d=r_d, r_p=r_p):
+        def direction(r_c, s=s, z=z, w=w, r_d=r_d, r_p=r_p, factor=factor):
+            """The Newton step (du, ds, dz) for complementarity residual r_c."""
             rhs = -r_d + G_transpose(r_c / s - w * r_p)
             du = sla.cho_solve_banded((factor, True), rhs.ravel(), check_finite=False).reshape(F, d)
             ds = -r_p - G_times(du)
-            dz = -(r_c + z * ds) / s
-            return du, ds, dz
+            return du, ds, -(r_c + z * ds) / s
 
         du, ds, dz = direction(s * z)  # the affine predictor
         alpha = _step_to_boundary(s, ds, z, dz, 1.0)
@@ -188,7 +187,8 @@ def solve_banded_qp(
         u += alpha * du
         s += alpha * ds
         z += alpha * dz
-    return QPSolution(u, np.split(z, splits), iteration, converged)
+        iterations += 1
+    return QPSolution(u, np.split(z, splits), iterations, converged)
 
 
 def _step_to_boundary(s, ds, z, dz, fraction: float) -> float:

@@ -5,6 +5,12 @@ search, switching to Levenberg-Marquardt (adaptive damping) when a full
 Gauss-Newton step cannot make progress, as from far starts. The normal
 equations carry a tiny damping so that redundant constraints (planar loops)
 do not make them singular.
+
+A far goal (an angle more than about a quarter turn from the start, where a
+direct solve can settle on the mirror solution) is reached by continuation,
+:func:`solve_fk_path`: small FK steps along the straight line in motor space,
+each warm-started from the last assembly, so the robot keeps its assembly
+mode and every motor its branch.
 """
 
 from dataclasses import dataclass
@@ -183,6 +189,67 @@ def solve_fk(
     if raise_on_failure and not result.converged:
         raise SolverError(f"forward kinematics of {mechanism.name!r}: {result.message}", result)
     return result
+
+
+@dataclass
+class FKPath:
+    """Outcome of :func:`solve_fk_path`.
+
+    result: FK at the last motor values reached (the goal when ``complete``);
+    reached: (A,) those motor values [rad | m], actuator order; complete: the
+    whole path assembled; steps: FK solves tried.
+    """
+
+    result: FKResult
+    reached: np.ndarray
+    complete: bool
+    steps: int
+
+
+def solve_fk_path(
+    mechanism: Mechanism,
+    actuator_values,
+    initial_state: np.ndarray | None = None,
+    settings: FKSettings = FKSettings(),
+    max_step: float = 0.25,
+    min_step: float = 1e-5,
+) -> FKPath:
+    """Assemble at ``actuator_values`` (A,) [rad | m] by continuation from ``initial_state``.
+
+    ``initial_state`` (n, 7), assembled (default: the file pose), gives the motor
+    values the path starts from (its read-off). Each step moves every motor by
+    at most ``max_step`` (rad, or ``max_step`` L for displacements, L the mean
+    joint distance [m]) along the straight line to the goal, solved by
+    :func:`solve_fk` from the previous assembly; a step that does not assemble
+    (on the goal's branch) is halved. Where the line leaves what the mechanism
+    can reach, the step falls below ``min_step`` (same units): the path stops
+    there, ``complete`` False, and ``reached`` holds the nearest values on the
+    line that assemble (within ``min_step``).
+    """
+    constraints = ConstraintSet(mechanism, actuated=True)
+    goal = np.asarray(actuator_values, dtype=float).reshape(-1)
+    start = mechanism.initial_state() if initial_state is None else np.asarray(initial_state, dtype=float)
+    readout = ActuatorReadout(mechanism)
+    here = readout.read(start, previous=goal)
+    scale = np.where(readout.is_angle, 1.0, constraints.length_scale)  # [rad | m] per unit step
+    distance = float(np.max(np.abs(goal - here) / scale, initial=0.0))  # path length in steps' units
+    done, step, steps = 0.0, max_step, 0
+    result = solve_fk(mechanism, here, start, settings, raise_on_failure=False, constraints=constraints)
+    while result.converged and done < distance:
+        steps += 1
+        size = min(step, distance - done)
+        values = here + (goal - here) * ((done + size) / distance)
+        trial = solve_fk(
+            mechanism, values, result.state, settings, raise_on_failure=False, constraints=constraints
+        )
+        if trial.converged:
+            result, done, step = trial, done + size, min(max_step, 2.0 * step)
+        elif size > min_step:
+            step = size / 2.0
+        else:
+            break
+    reached = here + (goal - here) * (done / distance) if distance > 0 else here
+    return FKPath(result, reached if done < distance else goal, result.converged and done >= distance, steps)
 
 
 def _check_actuator_branch(mechanism: Mechanism, result: FKResult, p: np.ndarray) -> None:

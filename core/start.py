@@ -13,9 +13,10 @@ from collections.abc import Mapping
 import numpy as np
 
 from .errors import TargetError, did_you_mean
-from .fk import FKSettings, solve_constraints, solve_fk
+from .fk import FKSettings, solve_constraints, solve_fk, solve_fk_path
 from .ik import IKProblem, IKTargets, solve_ik
 from .mechanism import Mechanism
+from .mobility import analyse_mobility
 from .readoff import ActuatorReadout
 from .rotations import retract
 from .terms import MotorRest
@@ -24,8 +25,17 @@ from .terms import MotorRest
 def start_state(
     mechanism: Mechanism, start: Mapping[str, float] | None = None, initial_state=None
 ) -> np.ndarray:
-    """Where a clip's solve starts: ``initial_state`` (n, 7) if given, else the motor
-    values ``start`` (name -> rad | m) assembled by FK from the file pose, else the file pose."""
+    """Where a clip's solve starts: (n, 7) states.
+
+    ``initial_state`` (n, 7) if given; else the file pose with the motors named in
+    ``start`` (name -> value [rad | m]) moved there by continuation from the file
+    pose (:func:`~looprig.core.fk.solve_fk_path`: the assembly mode and every
+    motor's branch are kept, however far the values), the other motors held at
+    their file values; where the motors over-determine the mechanism (more motors
+    than degrees of freedom, as the Dancer's), the others follow as the loops
+    require. A start the mechanism cannot reach so is a :class:`TargetError`
+    naming the motors and the nearest values on the way that it reaches.
+    """
     if initial_state is not None:
         state = np.asarray(initial_state, dtype=float)
         if state.shape != (len(mechanism.bodies), 7) or not np.all(np.isfinite(state)):
@@ -34,15 +44,34 @@ def start_state(
     if not start:
         return mechanism.initial_state()
     names = mechanism.actuator_names
-    values = ActuatorReadout(mechanism).read(mechanism.initial_state())
-    for name, value in start.items():
+    for name in start:
         if name not in names:
             raise TargetError("mapping start: " + did_you_mean("actuator", name, names))
-        values[names.index(name)] = value
-    result = solve_fk(mechanism, values, raise_on_failure=False)
-    if not result.converged:
-        raise TargetError(f"mapping start: the robot cannot assemble at {dict(start)}: {result.message}")
-    return result.state
+    moving = mechanism
+    if analyse_mobility(mechanism).dof < len(names):  # over-actuated: free the motors not named
+        joints = [
+            j if j.actuator_name in start else dataclasses.replace(j, actuator=None) for j in mechanism.joints
+        ]
+        moving = Mechanism(mechanism.bodies, joints, mechanism.frames, mechanism.name, mechanism.couplings)
+    moving_names = moving.actuator_names
+    values = ActuatorReadout(moving).read(mechanism.initial_state())
+    for name, value in start.items():
+        values[moving_names.index(name)] = value
+    path = solve_fk_path(moving, values)
+    if path.complete:
+        return path.result.state
+    units = {j.actuator_name: j.actuator.unit for j in mechanism.actuated_joints}
+    asked = ", ".join(f"{n} = {v:.6g} {units[n]}" for n, v in start.items())
+    nearest = ", ".join(f"{n} = {path.reached[moving_names.index(n)]:.4g} {units[n]}" for n in start)
+    held = (
+        ""
+        if moving is not mechanism or len(start) == len(names)
+        else " with the other motors at their file values"
+    )
+    raise TargetError(
+        f"mapping start: the robot cannot assemble at {asked}{held}; the nearest it reaches "
+        f"on the way from its file pose is {nearest}"
+    )
 
 
 #: Extra starts tried for a first frame that is not met from the given start (a

@@ -14,6 +14,7 @@ from pathlib import Path
 
 from .core import LooprigError, analyse_mobility
 from .core.library import NAMES, build
+from .core.mechanism import LIMIT_FIELDS
 
 #: Export formats: name -> (writer function name in looprig.core.export, file suffix).
 EXPORT_FORMATS = {
@@ -62,7 +63,11 @@ def _finite_or_none(value: float) -> float | None:
 
 
 def mechanism_summary(mechanism) -> dict:
-    """JSON-ready summary: counts, loops, mobility, actuators with limits, frames."""
+    """JSON-ready summary: counts, loops, mobility, actuators with limits, frames.
+
+    Each actuator carries its servo model (a catalogue name, or None) and
+    ``limit_sources``: where each limit came from (mapping, file, catalogue,
+    derived or none; see docs/files.md)."""
     report = analyse_mobility(mechanism)
     summary = {"name": mechanism.name, **report.as_dict()}
     summary["actuator_list"] = [
@@ -77,6 +82,8 @@ def mechanism_summary(mechanism) -> dict:
             "velocity_limit": _finite_or_none(j.actuator.velocity_limit),
             "acceleration_limit": _finite_or_none(j.actuator.acceleration_limit),
             "hardware_id": j.actuator.hardware_id,
+            "servo": j.actuator.servo,
+            "limit_sources": {k: j.actuator.limit_source(k).value for k in LIMIT_FIELDS},
         }
         for j in mechanism.actuated_joints
     ]
@@ -91,39 +98,93 @@ def convert_mechanism(source, output) -> Path:
     return save_mechanism(load_model(source), output)
 
 
-def write_curves(curves, outdir: Path, formats: Sequence[str], allow_violations: bool, mechanism=None):
+#: The formats that write Dynamixel ticks (the C header writes ticks by default).
+TICK_FORMATS = ("dynamixel-csv", "dynamixel-json", "header")
+
+
+def dynamixel_settings(curves, mechanism=None, mode: str = "auto"):
+    """The servo model of a tick export of ``curves``: ``mode`` (one of
+    :data:`~looprig.core.export.DXL_MODE_CHOICES`) and, with ``mechanism``, its
+    actuators' zero offsets, directions and travel per turn."""
+    from .core import export
+
+    if mechanism is None:
+        return export.DynamixelSettings(mode=mode)
+    return export.DynamixelSettings.from_mechanism(mechanism, mode=mode, names=curves.names)
+
+
+def write_curves(
+    curves,
+    outdir: Path,
+    formats: Sequence[str],
+    allow_violations: bool,
+    mechanism=None,
+    dynamixel_mode: str = "auto",
+):
     """Write curves in each format into ``outdir``; refuses (LimitViolationError) unless allowed.
 
-    With ``mechanism``, tick formats use its actuators' servo zero offsets,
-    directions and travel per turn. Returns the paths written.
+    Tick formats use :func:`dynamixel_settings`. Returns the paths written.
     """
     from .core import export
 
     outdir.mkdir(parents=True, exist_ok=True)
-    servos = None
-    if mechanism is not None:
-        servos = export.DynamixelSettings.from_mechanism(mechanism, names=curves.names)
+    servos = dynamixel_settings(curves, mechanism, dynamixel_mode)
     settings = {
         "dynamixel-csv": servos,
         "dynamixel-json": servos,
-        "header": export.CHeaderSettings(dynamixel=servos) if servos is not None else None,
+        "header": export.CHeaderSettings(dynamixel=servos),
     }
     written = []
     for name in formats:
         writer, suffix = EXPORT_FORMATS[name]
         path = outdir / f"curves{suffix}"
-        options = {} if settings.get(name) is None else {"settings": settings[name]}
+        options = {"settings": settings[name]} if name in settings else {}
         getattr(export, writer)(curves, path, allow_violations=allow_violations, **options)
         written.append(path)
     return written
 
 
-def export_curves(curves_path, format: str, output, allow_violations: bool = False):
-    """Convert a curves file to an export format; returns the violations recorded in it."""
+def export_curves(
+    curves_path, format: str, output, allow_violations: bool = False, dynamixel_mode: str = "auto"
+):
+    """Convert a curves file to an export format.
+
+    Returns (the violations recorded in it, why the ticks are in extended position
+    mode or None; see :func:`~looprig.core.export.resolve_mode`).
+    """
     from .core import export
 
+    curves = load_curves(curves_path)
     writer, _ = EXPORT_FORMATS[format]
-    return getattr(export, writer)(load_curves(curves_path), output, allow_violations=allow_violations)
+    options, reason = {}, None
+    if format in TICK_FORMATS:
+        servos = dynamixel_settings(curves, mode=dynamixel_mode)
+        reason = export.plan_ticks(curves, servos).mode_reason
+        options = {"settings": export.CHeaderSettings(dynamixel=servos) if format == "header" else servos}
+    return getattr(export, writer)(curves, output, allow_violations=allow_violations, **options), reason
+
+
+def with_tick_plan(summary: dict, plan) -> dict:
+    """``summary`` (a retarget report) with the Dynamixel mode the tick files are written in
+    (key ``dynamixel``) and their tick-range violations added to each actuator's, so the
+    report and the terminal list every violation a file records."""
+    from .core.export import DXL_OPERATING_MODES
+
+    actuators = [
+        {
+            **a,
+            "violations": a["violations"] + [v.to_dict() for v in plan.violations if v.actuator == a["name"]],
+        }
+        for a in summary["actuators"]
+    ]
+    mode = plan.settings.mode
+    dynamixel = {
+        "mode": mode,
+        "operating_mode": DXL_OPERATING_MODES[mode],
+        "tick_range": list(plan.settings.ticks_range),
+        "why": plan.mode_reason,
+    }
+    return {**summary, "actuators": actuators, "dynamixel": dynamixel}
 
 
 def plot_curves_file(curves_path, output) -> Path:
@@ -270,13 +331,16 @@ def retarget_to_folder(
     allow_unassembled: bool = False,
     allow_unreachable: bool = False,
     inputs: Sequence = (),
+    dynamixel_mode: str = "auto",
 ) -> RetargetOutcome:
     """Retarget a clip and write the curves, report.json (and curves.png with ``plot``).
 
     The outputs are written as one set (see :mod:`looprig.outputs`); blocking
     findings (:func:`findings_of`) raise :class:`RetargetRefused` with nothing
     written but report.refused.json. ``inputs``: the run's input files, never
-    overwritten.
+    overwritten. Tick formats are written in ``dynamixel_mode`` (one of
+    :data:`~looprig.core.export.DXL_MODE_CHOICES`); the report then names the mode
+    and lists the tick-range violations with the others (:func:`with_tick_plan`).
     """
     from .core.curves import LimitViolationError, all_violations
     from .core.retarget import retarget
@@ -286,6 +350,11 @@ def retarget_to_folder(
     output_folder(outdir, inputs)  # a bad output folder is found before the solve, not after
     result = retarget(mechanism, samples, mapping, progress=progress)
     summary = result.summary()
+    if any(f in TICK_FORMATS for f in formats):
+        from .core.export import plan_ticks
+
+        servos = dynamixel_settings(result.curves, mechanism, dynamixel_mode)
+        summary = with_tick_plan(summary, plan_ticks(result.curves, servos))
     summary = json_ready(summary)
     report = json.dumps(summary, indent=2, allow_nan=False) + "\n"
     found = findings_of(summary, strict, allow_unassembled, allow_unreachable)
@@ -303,7 +372,12 @@ def retarget_to_folder(
             )
         try:
             write_curves(
-                result.curves, outputs.staging, formats, allow_violations=not strict, mechanism=mechanism
+                result.curves,
+                outputs.staging,
+                formats,
+                allow_violations=not strict,
+                mechanism=mechanism,
+                dynamixel_mode=dynamixel_mode,
             )
         except LimitViolationError as error:  # hardware units found out of range by a writer
             raise RetargetRefused(str(error).splitlines()[0], summary, found) from None

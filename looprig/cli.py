@@ -54,11 +54,22 @@ def cmd_info(args) -> int:
         f"  dof {summary['dof']} (Grübler {summary['grubler']}), "
         f"redundant constraints {summary['redundant_constraints']}"
     )
+
+    def _number(value) -> str:  # a limit: 4 significant digits, None (no limit) as "none"
+        return "none" if value is None else f"{value:.4g}"
+
     for a in summary["actuator_list"]:
         joint = "" if a["name"] == a["joint"] else f" on joint {a['joint']}"
+        servo = f" ({a['servo']})" if a["servo"] else ""
+        source = {k: f"[{v}{servo if v == 'catalogue' else ''}]" for k, v in a["limit_sources"].items()}
+        ends = (
+            source["lower"] if source["lower"] == source["upper"] else f"{source['lower']}..{source['upper']}"
+        )
         print(
             f"  actuator {a['name']}{joint}: {a['kind']} {a['motion']} [{a['unit']}] "
-            f"range {a['lower']}..{a['upper']}, velocity limit {a['velocity_limit']}"
+            f"range {_number(a['lower'])}..{_number(a['upper'])} {ends}, "
+            f"velocity limit {_number(a['velocity_limit'])} {source['velocity']}, "
+            f"acceleration limit {_number(a['acceleration_limit'])} {source['acceleration']}"
         )
     if summary["frames"]:
         print(f"  frames: {', '.join(summary['frames'])}")
@@ -162,11 +173,25 @@ def cmd_retarget(args) -> int:
         allow_unassembled=args.allow_unassembled,
         allow_unreachable=args.allow_unreachable,
         inputs=inputs,
+        dynamixel_mode=args.dynamixel_mode,
     )
     if not args.quiet:
         console.print_retarget(outcome)
+        if "dynamixel" in outcome.summary:
+            print(dynamixel_mode_line(outcome.summary["dynamixel"]))
     console.warn_findings(outcome, args.output)
     return 0
+
+
+def dynamixel_mode_line(dynamixel: dict) -> str:
+    """The Dynamixel operating mode tick files are written in, and why, for the terminal."""
+    if dynamixel["why"]:
+        return f"Dynamixel ticks in {dynamixel['why']}"
+    low, high = dynamixel["tick_range"]
+    mode = dynamixel["mode"].replace("_", " ")
+    return (
+        f"Dynamixel ticks in {mode} mode (Operating Mode {dynamixel['operating_mode']}, ticks {low}..{high})"
+    )
 
 
 def cmd_check(args) -> int:
@@ -190,11 +215,17 @@ def cmd_export(args) -> int:
 
     check_output(args.output, inputs=[args.curves])
     try:
-        recorded = app.export_curves(args.curves, args.format, args.output, args.allow_violations)
+        recorded, why = app.export_curves(
+            args.curves, args.format, args.output, args.allow_violations, args.dynamixel_mode
+        )
     except LimitViolationError as error:
         error.override_hint = "--allow-violations"  # named in the message when it would help
         raise
     print(f"wrote {args.output}" + (f" with {len(recorded)} recorded violations" if recorded else ""))
+    if why:
+        print(f"Dynamixel ticks in {why}")
+    for v in recorded:
+        print(f"looprig: warning: {args.output}: {v.describe()} (recorded in the file)", file=sys.stderr)
     return 0
 
 
@@ -285,6 +316,19 @@ def seconds(text: str) -> float:
     return value
 
 
+def add_dynamixel_mode_option(parser: argparse.ArgumentParser) -> None:
+    from .core.export import DXL_MODE_CHOICES
+
+    parser.add_argument(
+        "--dynamixel-mode",
+        choices=DXL_MODE_CHOICES,
+        default="auto",
+        help="Operating Mode of Dynamixel tick files: auto (default) is extended_position (4) when a motor "
+        "with no range turns beyond one revolution, else position (3); a forced mode whose ticks do not "
+        "fit is a limit violation like any other",
+    )
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="looprig",
@@ -346,6 +390,7 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="MOTOR",
         help="motors (actuator or joint names) locked at their start value",
     )
+    add_dynamixel_mode_option(retarget)
     retarget.add_argument("--quiet", action="store_true")
     add_setting_options(retarget)
     retarget.set_defaults(func=cmd_retarget)
@@ -364,6 +409,7 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="write despite limit violations (recorded in the file)",
     )
+    add_dynamixel_mode_option(exp)
     exp.set_defaults(func=cmd_export)
 
     plot = sub.add_parser("plot", help="plot position and velocity with limit bands")

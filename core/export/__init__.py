@@ -35,6 +35,7 @@ from .curves_json import CURVES_JSON_FORMAT, curves_from_dict, curves_to_dict, r
 from .dynamixel import (
     DXL_CONVERSION,
     DXL_GOAL_POSITION_ADDRESS,
+    DXL_MODE_CHOICES,
     DXL_NO_LOAD_RPM,
     DXL_OPERATING_MODES,
     DXL_REGISTER_RANGE,
@@ -48,6 +49,7 @@ from .dynamixel import (
     dxl_velocity_to_rad_s,
     dynamixel_velocity_limit,
     rad_s_to_dxl_velocity,
+    resolve_mode,
     tick_range_violations,
     tick_values,
     ticks_to_values,
@@ -63,13 +65,14 @@ from .dynamixel_ticks import (
     write_dynamixel_json,
 )
 from .files import OutputError, check_not_input, check_output, open_output, read_text, write_bytes, write_text
-from .gate import export_violations, tick_violations
+from .gate import TickPlan, export_violations, plan_ticks, tick_violations
 
 __all__ = [
     "CURVES_CSV_FORMAT",
     "CURVES_JSON_FORMAT",
     "DXL_CONVERSION",
     "DXL_GOAL_POSITION_ADDRESS",
+    "DXL_MODE_CHOICES",
     "DXL_NO_LOAD_RPM",
     "DXL_OPERATING_MODES",
     "DXL_REGISTER_RANGE",
@@ -86,6 +89,7 @@ __all__ = [
     "DynamixelSettings",
     "OutputError",
     "TickCurves",
+    "TickPlan",
     "c_array_names",
     "check_not_input",
     "check_output",
@@ -96,6 +100,7 @@ __all__ = [
     "export_violations",
     "open_output",
     "plain_csv_metadata_path",
+    "plan_ticks",
     "rad_s_to_dxl_velocity",
     "read_c_header",
     "read_csv",
@@ -103,6 +108,7 @@ __all__ = [
     "read_dynamixel_json",
     "read_json",
     "read_text",
+    "resolve_mode",
     "tick_range_violations",
     "tick_values",
     "tick_violations",

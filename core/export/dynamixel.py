@@ -8,7 +8,7 @@ no-load speeds of common models. Sources: the ROBOTIS e-manual (``DXL_SOURCE``).
 
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
@@ -24,6 +24,9 @@ DXL_VELOCITY_UNIT_RAD_S = DXL_VELOCITY_UNIT_RPM * 2.0 * math.pi / 60.0
 #: Goal Position(116) range per Operating Mode(11): 3 = position, 4 = extended position.
 DXL_TICK_RANGES = {"position": (0, 4095), "extended_position": (-1_048_575, 1_048_575)}
 DXL_OPERATING_MODES = {"position": 3, "extended_position": 4}
+#: The modes a tick export can be asked for: one of :data:`DXL_TICK_RANGES`, or "auto"
+#: (:func:`resolve_mode`: extended position when a motor with no range leaves one turn).
+DXL_MODE_CHOICES = ("auto", *DXL_TICK_RANGES)
 DXL_GOAL_POSITION_ADDRESS = 116
 #: Goal Position(116) is a 4-byte signed register: ticks outside cannot be written in any mode.
 DXL_REGISTER_RANGE = (-(2**31), 2**31 - 1)
@@ -134,11 +137,12 @@ class DynamixelMotor:
 class DynamixelSettings:
     """Dynamixel X-series model assumptions for tick exports.
 
-    mode: "position" (Operating Mode 3, one turn, ticks 0..4095) or
-    "extended_position" (mode 4, multi-turn, -1048575..1048575).
+    mode: "position" (Operating Mode 3, one turn, ticks 0..4095),
+    "extended_position" (mode 4, multi-turn, -1048575..1048575) or "auto"
+    (decided per curves by :func:`resolve_mode` when an export writes them).
     tick_range: (min, max) allowed ticks, e.g. the servo's Min/Max Position
-    Limit(52/48); None for the mode's full range. Ticks outside it are a
-    ``"tick_range"`` violation.
+    Limit(52/48); None for the mode's full range; needs a mode other than
+    "auto". Ticks outside it are a ``"tick_range"`` violation.
     motors: per-actuator :class:`DynamixelMotor` by actuator name; the others
     use ``default_motor``.
     """
@@ -149,8 +153,12 @@ class DynamixelSettings:
     default_motor: DynamixelMotor = field(default_factory=DynamixelMotor)
 
     def __post_init__(self):
-        if not isinstance(self.mode, str) or self.mode not in DXL_TICK_RANGES:
-            raise CurvesError(did_you_mean("Dynamixel mode", str(self.mode), DXL_TICK_RANGES))
+        if not isinstance(self.mode, str) or self.mode not in DXL_MODE_CHOICES:
+            raise CurvesError(did_you_mean("Dynamixel mode", str(self.mode), DXL_MODE_CHOICES))
+        if self.tick_range is not None and self.mode == "auto":
+            raise CurvesError(
+                f"tick_range {self.tick_range} needs a Dynamixel mode: position or extended_position"
+            )
         if self.tick_range is not None:
             if isinstance(self.tick_range, str | bytes) or len(self.tick_range) != 2:
                 raise CurvesError(f"tick_range must be (min, max), got {self.tick_range!r}")
@@ -179,7 +187,9 @@ class DynamixelSettings:
 
     @property
     def ticks_range(self) -> tuple[int, int]:
-        """(min, max) allowed Goal Position ticks."""
+        """(min, max) allowed Goal Position ticks (mode "auto": none yet, CurvesError)."""
+        if self.mode == "auto":
+            raise CurvesError("the Dynamixel mode is not decided yet (resolve_mode)")
         return self.tick_range or DXL_TICK_RANGES[self.mode]
 
     def motors_for(self, names: Sequence[str]) -> tuple[DynamixelMotor, ...]:
@@ -259,6 +269,36 @@ def to_ticks(curves: ActuatorCurves, settings: DynamixelSettings | None = None) 
     settings = settings or DynamixelSettings()
     motors = settings.motors_for(curves.names)
     return values_to_ticks(curves.values, curves.units, motors, curves.names)
+
+
+def resolve_mode(
+    curves: ActuatorCurves, settings: DynamixelSettings, ticks: np.ndarray
+) -> tuple[DynamixelSettings, str | None]:
+    """(``settings`` with its mode decided, why extended position mode was chosen or None).
+
+    A mode other than "auto" is kept as asked. "auto" is "extended_position" when a
+    motor with no range (no finite lower or upper bound) has (F, A) ``ticks`` outside
+    position mode's single turn (0..4095), else "position": a motor with a range keeps
+    position mode, whose Min/Max Position Limit the servo enforces, and its ticks
+    outside the turn are violations.
+    """
+    if settings.mode != "auto":
+        return settings, None
+    lo, hi = DXL_TICK_RANGES["position"]
+    free = ~(np.isfinite(curves.lower) & np.isfinite(curves.upper))
+    low, high = np.min(ticks, axis=0), np.max(ticks, axis=0)
+    turning = np.flatnonzero(free & ((low < lo) | (high > hi)))
+    if not len(turning):
+        return replace(settings, mode="position"), None
+    why = ", ".join(
+        f"{curves.names[a]!r} has no range and turns {(high[a] - low[a]) / DXL_TICKS_PER_REV:.3g} "
+        f"revolutions (ticks {low[a]:.0f}..{high[a]:.0f})"
+        for a in turning
+    )
+    return replace(settings, mode="extended_position"), (
+        f"extended position mode (Operating Mode 4, ticks {DXL_TICK_RANGES['extended_position'][0]}.."
+        f"{DXL_TICK_RANGES['extended_position'][1]}): {why}"
+    )
 
 
 def tick_range_violations(

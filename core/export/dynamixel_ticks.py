@@ -15,6 +15,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..curves import UNITS, ActuatorCurves, CurvesError, LimitCheckSettings, Violation
+from ..errors import did_you_mean
 from .common import (
     FORMAT_VERSION,
     check_derivatives,
@@ -39,6 +40,7 @@ from .dynamixel import (
     DXL_OPERATING_MODES,
     DXL_REGISTER_RANGE,
     DXL_SOURCE,
+    DXL_TICK_RANGES,
     DXL_TICKS_PER_REV,
     DXL_VELOCITY_UNIT_RPM,
     DynamixelMotor,
@@ -187,9 +189,11 @@ def _ticks_from_meta(meta: Mapping, times, ticks, names, violations, path, what:
     sign = meta_list(meta, "direction", n, 1, path, what)
     mpr = meta_list(meta, "metres_per_revolution", n, None, path, what)
     motors = {name: DynamixelMotor(z, s, m) for name, z, s, m in zip(names, zero, sign, mpr, strict=True)}
-    tick_range = meta.get("tick_range")
+    tick_range, mode = meta.get("tick_range"), meta.get("mode", "position")
+    if mode not in DXL_TICK_RANGES:  # a file states the mode it was written in, never "auto"
+        raise CurvesError(did_you_mean("Dynamixel mode", str(mode), DXL_TICK_RANGES))
     settings = DynamixelSettings(
-        mode=meta.get("mode", "position"),
+        mode=mode,
         tick_range=None if tick_range is None else tuple(tick_range),
         motors=motors,
     )

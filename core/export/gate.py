@@ -16,6 +16,7 @@ no override; see :class:`~looprig.core.curves.LimitViolationError`.
 
 import os
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -32,6 +33,7 @@ from .dynamixel import (
     DXL_REGISTER_RANGE,
     DynamixelMotor,
     DynamixelSettings,
+    resolve_mode,
     tick_range_violations,
     tick_values,
 )
@@ -64,12 +66,30 @@ def gate(
     return violations
 
 
-def _ticks(curves: ActuatorCurves, settings: DynamixelSettings | None):
-    """(settings, motors, (F, A) float ticks, their tick-range violations)."""
+@dataclass(frozen=True)
+class TickPlan:
+    """What a Dynamixel export of some curves writes.
+
+    settings: with the mode decided (:func:`resolve_mode`); mode_reason: why
+    extended position mode was chosen, or None; motors: (A,) per actuator;
+    ticks: (F, A) float Goal Position ticks (unbounded, see :func:`tick_values`);
+    violations: their ``"tick_range"`` violations.
+    """
+
+    settings: DynamixelSettings
+    mode_reason: str | None
+    motors: tuple[DynamixelMotor, ...]
+    ticks: np.ndarray
+    violations: list[Violation]
+
+
+def plan_ticks(curves: ActuatorCurves, settings: DynamixelSettings | None = None) -> TickPlan:
+    """The mode, ticks and tick-range violations a Dynamixel export of ``curves`` writes."""
     settings = settings or DynamixelSettings()
     motors = settings.motors_for(curves.names)
     ticks = tick_values(curves.values, curves.units, motors, curves.names)
-    return settings, motors, ticks, tick_range_violations(curves, ticks, settings)
+    settings, reason = resolve_mode(curves, settings, ticks)
+    return TickPlan(settings, reason, motors, ticks, tick_range_violations(curves, ticks, settings))
 
 
 def tick_violations(curves: ActuatorCurves, settings: DynamixelSettings | None = None) -> list[Violation]:
@@ -78,7 +98,7 @@ def tick_violations(curves: ActuatorCurves, settings: DynamixelSettings | None =
     For reports written beside the exports: an export with the override
     records exactly :func:`export_violations` of the curves with these.
     """
-    return _ticks(curves, settings)[3]
+    return plan_ticks(curves, settings).violations
 
 
 def ticks_gate(
@@ -88,13 +108,15 @@ def ticks_gate(
     allow_violations: bool,
     check: LimitCheckSettings | None,
 ) -> tuple[DynamixelSettings, tuple[DynamixelMotor, ...], np.ndarray, list[Violation]]:
-    """(settings, motors, (F, A) int64 ticks, violations to record) for a Dynamixel export.
+    """(settings, motors, (F, A) int64 ticks, violations to record) for a Dynamixel export;
+    the settings' mode decided (:func:`plan_ticks`).
 
     Raises :class:`LimitViolationError` if a tick leaves the allowed range and
     ``allow_violations`` is False, and always (``overridable=False``) if a
     tick does not fit the 4-byte Goal Position register.
     """
-    settings, motors, ticks, extra = _ticks(curves, settings)
+    plan = plan_ticks(curves, settings)
+    settings, motors, ticks, extra = plan.settings, plan.motors, plan.ticks, plan.violations
     lo, hi = DXL_REGISTER_RANGE
     unwritable = [v for v in extra if not lo <= v.peak <= hi]
     if unwritable:

@@ -57,6 +57,7 @@ import numpy as np
 from ..core.errors import MechanismError
 from ..core.filevalues import limit_from_file, limit_to_file
 from ..core.mechanism import (
+    LIMIT_FIELDS,
     ActuatedMotion,
     Actuator,
     Body,
@@ -64,8 +65,10 @@ from ..core.mechanism import (
     Frame,
     Joint,
     JointKind,
+    LimitSource,
     Mechanism,
 )
+from ..core.servos import ServoError, servo_model
 from .errors import MAX_MODEL_BYTES, FileFormatError, check_file_size
 from .tree import ImportedModel, MeshRef
 
@@ -169,6 +172,17 @@ NATIVE_SCHEMA = {
                             "metres_per_revolution": {
                                 "type": ["number", "null"],
                                 "description": "displacement per servo turn [m]",
+                            },
+                            "servo": {
+                                "type": ["string", "null"],
+                                "description": "servo model, a name of looprig's catalogue",
+                            },
+                            "limit_sources": {
+                                "type": "object",
+                                "description": "where a limit came from, when not the file itself",
+                                "properties": {
+                                    k: {"enum": [s.value for s in LimitSource]} for k in LIMIT_FIELDS
+                                },
                             },
                         },
                     },
@@ -290,6 +304,8 @@ def mechanism_to_dict(mechanism: Mechanism, meshes=None, base_dir=None) -> dict:
                 "metres_per_revolution": None
                 if a.metres_per_revolution is None
                 else float(a.metres_per_revolution),
+                "servo": a.servo,
+                "limit_sources": dict(a.limit_sources),
             }
         joints.append(entry)
     frames = [
@@ -505,6 +521,20 @@ class _Reader:
                 isinstance(travel, bool) or not isinstance(travel, (int, float)) or not travel > 0
             ):
                 self.fail(f"{w}.metres_per_revolution", f"expected a positive number or null, got {travel!r}")
+            servo = actuator.get("servo")
+            if servo is not None:
+                try:
+                    servo = servo_model(str(servo)).name
+                except ServoError as error:
+                    self.fail(f"{w}.servo", str(error))
+            sources = self.obj(actuator.get("limit_sources", {}), f"{w}.limit_sources")
+            for limit, source in sources.items():
+                if limit not in LIMIT_FIELDS or source not in [s.value for s in LimitSource]:
+                    self.fail(
+                        f"{w}.limit_sources",
+                        f"expected limit: source with limits {', '.join(LIMIT_FIELDS)} and sources "
+                        f"{', '.join(s.value for s in LimitSource)}, got {limit!r}: {source!r}",
+                    )
             actuator = Actuator(
                 motion=ActuatedMotion(motion),
                 lower=self.limit(actuator, "lower", w, -math.inf),
@@ -516,6 +546,8 @@ class _Reader:
                 direction=direction,
                 metres_per_revolution=None if travel is None else float(travel),
                 name=motor_name,
+                servo=servo,
+                limit_sources=tuple(sorted(sources.items())),
             )
         secondary = entry.get("secondary_axis")
         return Joint(

@@ -45,10 +45,12 @@ from ..core.mechanism import (
     Frame,
     Joint,
     JointKind,
+    LimitSource,
     Mechanism,
 )
 from ..core.readoff import ActuatorReadout
 from ..core.rotations import nearest_rotation, pose_matrix, quat_from_matrix
+from ..core.servos import ServoError, ServoMatch, ServoModel, match_servo, servo_model
 from .errors import FileFormatError, FileFormatWarning
 
 #: Joint coordinates each tree joint kind carries (FK and assembly).
@@ -160,6 +162,10 @@ class TreeJointSpec:
     actuated: bool = False
     hardware_id: int | str | None = None
     actuator_name: str | None = None  # the motor's name in the file; None: the joint's
+    servo: str | None = None  # the servo model the file names for the motor (looprig tag, MJCF <text>)
+    #: (name, what) the catalogue may recognise a servo in when ``servo`` is None, in order:
+    #: e.g. ("XC330", "class 'XC330'"), the MJCF default class and the actuator's name
+    servo_hints: list[tuple[str, str]] = field(default_factory=list)
     element: str = ""
     line: int | None = None
 
@@ -506,6 +512,31 @@ def _actuator_names(model: TreeModel, notes: list[str]) -> dict[str, str | None]
     return names
 
 
+def _servo_of(model: TreeModel, joint: TreeJointSpec, matched: dict[str, list[str]]) -> ServoMatch | None:
+    """The catalogue servo of an actuated joint: the one the file names (an unknown name
+    is an error naming the joint), else the first of its hints the catalogue recognises.
+    Records how it was found in ``matched`` (how -> motor names)."""
+    if joint.servo is not None:
+        try:
+            found = ServoMatch(servo_model(joint.servo), f"{joint.servo!r} named in the file")
+        except ServoError as error:
+            raise model.error(str(error), joint.element, joint.line) from None
+    else:
+        found = next(filter(None, (match_servo(name, what) for name, what in joint.servo_hints)), None)
+    if found is not None:
+        matched.setdefault(f"{found.model.name} ({found.how})", []).append(joint.actuator_name or joint.name)
+    return found
+
+
+def _with_catalogue(actuator: Actuator, servo: ServoModel) -> Actuator:
+    """The actuator of a ``servo``: its limits the file leaves open (infinite) taken
+    from the catalogue (the velocity limit: the no-load speed at the nominal voltage)."""
+    values = {}
+    if not np.isfinite(actuator.velocity_limit) and servo.velocity_limit is not None:
+        values["velocity"] = servo.velocity_limit
+    return actuator.with_limits(values, LimitSource.CATALOGUE, servo=servo.name)
+
+
 def build_mechanism(model: TreeModel, settings: ImportSettings = DEFAULT_SETTINGS) -> ImportedModel:
     """Assemble the loops of ``model`` and build the validated Mechanism.
 
@@ -574,6 +605,7 @@ def build_mechanism(model: TreeModel, settings: ImportSettings = DEFAULT_SETTING
 
     joints, offsets = [], {}
     motor_names = _actuator_names(model, notes)
+    matched: dict[str, list[str]] = {}  # how a servo was matched -> the motors
     for joint in model.joints:  # file order
         T_world_joint = poses[joint.child] @ invert(joint.T_joint_child)
         actuator = None
@@ -596,6 +628,7 @@ def build_mechanism(model: TreeModel, settings: ImportSettings = DEFAULT_SETTING
                     joint.line,
                 )
             q0 = offsets[joint.name]
+            servo = _servo_of(model, joint, matched)
             actuator = Actuator(
                 motion=ActuatedMotion.ANGLE
                 if joint.kind == JointKind.REVOLUTE
@@ -607,6 +640,8 @@ def build_mechanism(model: TreeModel, settings: ImportSettings = DEFAULT_SETTING
                 hardware_id=joint.hardware_id,
                 name=motor_names[joint.name],
             )
+            if servo is not None:
+                actuator = _with_catalogue(actuator, servo.model)
         joints.append(
             Joint(
                 name=joint.name,
@@ -618,6 +653,10 @@ def build_mechanism(model: TreeModel, settings: ImportSettings = DEFAULT_SETTING
                 actuator=actuator,
             )
         )
+    info += [
+        f"catalogue servo {how} for: " + ", ".join(motors[:8]) + (" ..." if len(motors) > 8 else "")
+        for how, motors in matched.items()
+    ]
     joint_names = {j.name for j in joints}
     for closure in model.closures:
         T1 = poses[closure.link1] @ closure.T_link1_frame

@@ -30,8 +30,8 @@ planar              planar (axis = plane normal)
 The root link is grounded (``floating_base=True`` instead joins it to a
 grounded ``world`` body by a free joint). Joints are actuated when a
 ``<transmission>``, a ``<looprig_actuator joint="..." name="..."
-hardware_id="..." acceleration="..."/>`` element, the YAML side file's ``name_mot`` or the
-``actuated=`` argument names them. Loop closures: see :mod:`.closures`.
+hardware_id="..." acceleration="..." servo="XC330-M288-T"/>`` element, the YAML side
+file's ``name_mot`` or the ``actuated=`` argument names them. Loop closures: see :mod:`.closures`.
 
 Not supported: ``<mimic>`` (coupled joints; the joint stays independent, with
 a warning), joint ``<dynamics>``/``<safety_controller>``/``<calibration>``,
@@ -342,12 +342,16 @@ def read_urdf(
             if motor is not None and motor.get("name") and name in joint_by_name:
                 joint_by_name[name].hardware_id = motor.get("name")
                 joint_by_name[name].actuator_name = motor.get("name")
+                joint_by_name[name].servo_hints.append(
+                    (motor.get("name"), f"actuator name {motor.get('name')!r}")
+                )
     for element in root.findall("looprig_actuator"):
         name = doc.text_attr(element, "joint", required=True)
         actuated_names.append((name, element))
         if name in joint_by_name:
             spec = joint_by_name[name]
             spec.actuator_name = element.get("name") or spec.actuator_name
+            spec.servo = element.get("servo") or spec.servo  # a catalogue name, checked on building
             hardware = element.get("hardware_id")
             if hardware is not None:
                 spec.hardware_id = int(hardware) if hardware.strip().lstrip("-").isdigit() else hardware

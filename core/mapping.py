@@ -14,8 +14,9 @@ from dataclasses import asdict, dataclass
 
 import numpy as np
 
-from .errors import TargetError, did_you_mean
-from .mechanism import Mechanism, actuator_name_choices
+from .errors import MechanismError, TargetError, did_you_mean
+from .mechanism import LIMIT_FIELDS, LimitSource, Mechanism, actuator_name_choices
+from .servos import ServoError, servo_model
 from .settings import RETARGET_SETTINGS, RetargetSettings
 
 MAPPING_VERSION = 1
@@ -109,12 +110,69 @@ class RetargetMapping(RetargetSettings):
     start: Mapping[str, float] | None = None  # motor name -> value [rad | m] at the clip's start
     motors: tuple[str, ...] | None = None  # the joints that are motors (default: as the robot file says)
     hold: tuple[str, ...] = ()  # motors locked at their value at the clip's start
+    #: motor name -> {lower, upper [rad | m], velocity [rad/s | m/s], acceleration [rad/s^2 | m/s^2]}:
+    #: limits that override the robot file's (lower and upper as motor values, zero at the start pose)
+    motor_limits: Mapping[str, Mapping[str, float]] | None = None
+    #: motor name -> servo model (a catalogue name, :mod:`looprig.core.servos`): its catalogue limits
+    servo: Mapping[str, str] | None = None
 
     def __post_init__(self):
         super().__post_init__()
         for name, value in (self.start or {}).items():
             if not isinstance(value, int | float) or isinstance(value, bool) or not np.isfinite(value):
                 raise TargetError(f"mapping start: actuator {name!r} needs a finite value, got {value!r}")
+        for motor, limits in (self.motor_limits or {}).items():
+            where = f"mapping motor_limits {motor!r}"
+            if not isinstance(limits, Mapping):
+                raise TargetError(f"{where}: expected an object of limits, got {limits!r:.80}")
+            for limit, value in limits.items():
+                if limit not in LIMIT_FIELDS:
+                    raise TargetError(f"{where}: " + did_you_mean("limit", limit, LIMIT_FIELDS))
+                if not isinstance(value, int | float) or isinstance(value, bool) or not np.isfinite(value):
+                    raise TargetError(f"{where}: {limit} must be a finite number, got {value!r:.80}")
+                if limit in ("velocity", "acceleration") and not value > 0:
+                    raise TargetError(f"{where}: {limit} must be positive, got {value!r}")
+            if limits.get("lower", -np.inf) > limits.get("upper", np.inf):
+                raise TargetError(f"{where}: lower {limits['lower']} exceeds upper {limits['upper']}")
+        for motor, model in (self.servo or {}).items():
+            if not isinstance(model, str):
+                raise TargetError(f"mapping servo {motor!r}: expected a servo model name, got {model!r:.80}")
+            try:
+                servo_model(model)
+            except ServoError as error:
+                raise TargetError(f"mapping servo {motor!r}: {error}") from None
+
+    def limited(self, mechanism: Mechanism) -> Mechanism:
+        """``mechanism`` (with its motors decided) with this mapping's limits: a motor's
+        ``servo`` sets its catalogue limits and model, then ``motor_limits`` set theirs,
+        over the robot file's (the precedence of docs/files.md: mapping > file >
+        catalogue > none). Motors are named by actuator or joint name; an unknown one
+        raises a one-line :class:`TargetError` listing the actuators."""
+        given: dict[str, list[tuple[dict, LimitSource, str | None]]] = {}
+        for motor, model_name in (self.servo or {}).items():
+            model = servo_model(model_name)
+            values = {} if model.velocity_limit is None else {"velocity": model.velocity_limit}
+            given.setdefault(motor, []).append((values, LimitSource.CATALOGUE, model.name))
+        for motor, limits in (self.motor_limits or {}).items():
+            given.setdefault(motor, []).append((dict(limits), LimitSource.MAPPING, None))
+        if not given:
+            return mechanism
+        changed = {}
+        try:
+            for motor, steps in given.items():
+                joint = mechanism.actuated_joint(motor, "mapping motor_limits/servo")
+                actuator = joint.actuator
+                for values, source, model in steps:
+                    actuator = actuator.with_limits(values, source, servo=model)
+                changed[joint.name] = actuator
+            joints = [
+                dataclasses.replace(j, actuator=changed.get(j.name, j.actuator)) for j in mechanism.joints
+            ]
+            return Mechanism(
+                mechanism.bodies, joints, mechanism.frames, name=mechanism.name, couplings=mechanism.couplings
+            )
+        except MechanismError as error:  # an unknown motor, or limits contradicting the file's
+            raise TargetError(str(error)) from None
 
     def named_for(self, mechanism: Mechanism) -> "RetargetMapping":
         """This mapping with its motors named as the solve names them on ``mechanism``
@@ -159,7 +217,9 @@ class RetargetMapping(RetargetSettings):
         version = data.get("version", MAPPING_VERSION)
         if version != MAPPING_VERSION:
             raise TargetError(f"{source}: unsupported mapping version {version!r}")
-        known = {"targets", "com", "start", "motors", "hold", "version"} | {s.name for s in RETARGET_SETTINGS}
+        known = {"targets", "com", "start", "motors", "hold", "motor_limits", "servo", "version"} | {
+            s.name for s in RETARGET_SETTINGS
+        }
         for key in data:
             if key not in known:
                 raise TargetError(f"{source}: " + did_you_mean("mapping key", key, known))
@@ -186,7 +246,20 @@ class RetargetMapping(RetargetSettings):
         hold = _list(data.get("hold", []), f"{source}: hold")
         if not all(isinstance(name, str) for name in hold):
             raise TargetError(f"{source}: hold must be a list of motor names, got {hold!r}")
-        return cls(targets=targets, com=com, start=start, motors=motors, hold=tuple(hold), **settings)
+        limits = data.get("motor_limits")
+        limits = None if limits is None else dict(_object(limits, f"{source}: motor_limits"))
+        servo = data.get("servo")
+        servo = None if servo is None else dict(_object(servo, f"{source}: servo"))
+        return cls(
+            targets=targets,
+            com=com,
+            start=start,
+            motors=motors,
+            hold=tuple(hold),
+            motor_limits=limits,
+            servo=servo,
+            **settings,
+        )
 
     def save(self, path) -> None:
         with open(path, "w", encoding="utf-8") as file:

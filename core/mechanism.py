@@ -9,7 +9,7 @@ be world-aligned. A :class:`Mechanism` is validated when it is built.
 """
 
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from enum import StrEnum
 
 import numpy as np
@@ -78,6 +78,27 @@ ACTUATABLE = {
 }
 
 
+class LimitSource(StrEnum):
+    """Where a motor's limit came from, in order of precedence: the mapping (or a
+    Blender property, a command-line flag), the robot file's own fields, the servo
+    catalogue (:mod:`~looprig.core.servos`), an estimate looprig derived, or nowhere."""
+
+    MAPPING = "mapping"
+    FILE = "file"
+    CATALOGUE = "catalogue"
+    DERIVED = "derived"
+    NONE = "none"
+
+
+#: A motor's limits by the names the mapping and the files use -> :class:`Actuator` fields.
+LIMIT_FIELDS = {
+    "lower": "lower",
+    "upper": "upper",
+    "velocity": "velocity_limit",
+    "acceleration": "acceleration_limit",
+}
+
+
 @dataclass(frozen=True)
 class Actuator:
     """A motor on a joint.
@@ -92,7 +113,11 @@ class Actuator:
     per servo turn ``metres_per_revolution`` [m] (pinion circumference, lead).
     ``name`` is the motor's name as the robot file gives it (MJCF ``<actuator
     name>``, a URDF transmission's ``<actuator name>``); curves carry it. None:
-    the joint's name (:attr:`Joint.actuator_name`).
+    the joint's name (:attr:`Joint.actuator_name`). ``servo``: the servo model
+    (a :mod:`~looprig.core.servos` catalogue name) the motor is, or None.
+    ``limit_sources``: ``(limit, source)`` pairs (:data:`LIMIT_FIELDS` names,
+    :class:`LimitSource` values) for the limits whose source is not the default
+    of :meth:`limit_source`.
     """
 
     motion: ActuatedMotion = ActuatedMotion.ANGLE
@@ -105,10 +130,33 @@ class Actuator:
     direction: int = 1
     metres_per_revolution: float | None = None
     name: str | None = None
+    servo: str | None = None
+    limit_sources: tuple[tuple[str, str], ...] = ()
 
     @property
     def unit(self) -> str:
         return "rad" if self.motion == ActuatedMotion.ANGLE else "m"
+
+    def limit_source(self, limit: str) -> LimitSource:
+        """Where ``limit`` (``lower``, ``upper``, ``velocity`` or ``acceleration``) came
+        from: as recorded, else the robot file when it is finite, else none."""
+        recorded = dict(self.limit_sources)
+        if limit in recorded:
+            return LimitSource(recorded[limit])
+        finite = np.isfinite(getattr(self, LIMIT_FIELDS[limit]))
+        return LimitSource.FILE if finite else LimitSource.NONE
+
+    def with_limits(self, values: dict, source: LimitSource, servo: str | None = None) -> "Actuator":
+        """This actuator with ``values`` (limit name -> value, in the actuator's units:
+        rad or m, rad/s or m/s, rad/s^2 or m/s^2) taken from ``source``; ``servo``
+        (when given) names its model."""
+        sources = dict(self.limit_sources) | dict.fromkeys(values, LimitSource(source).value)
+        return replace(
+            self,
+            **{LIMIT_FIELDS[k]: float(v) for k, v in values.items()},
+            servo=servo or self.servo,
+            limit_sources=tuple(sorted(sources.items())),
+        )
 
 
 @dataclass(frozen=True, eq=False)

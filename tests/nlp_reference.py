@@ -199,7 +199,8 @@ class ReferenceModel:
             if a == b:
                 if joint.actuator is not None:
                     raise NotImplementedError(
-                        f"actuated joint {joint.name!r} closes a loop of actuated joints"
+                        f"actuated joint {joint.name!r} closes a loop of actuated joints (an "
+                        "over-actuated mechanism): the reference needs every motor in the tree"
                     )
                 loop_joints.append(joint)
             else:
@@ -493,6 +494,7 @@ def solve_reference(
     max_iterations: int = 3000,
     model: ReferenceModel | None = None,
     expand: bool = True,
+    ipopt_options: dict | None = None,
 ) -> ReferenceSolution:
     """Solve the whole-clip limited tracking problem (module docstring) with IPOPT.
 
@@ -506,6 +508,7 @@ def solve_reference(
     model: a prebuilt :class:`ReferenceModel` of these mechanism and frames.
     expand: expand the mapped frame function into one scalar graph (SX) before solving
     (faster function evaluations in IPOPT, slower building: about 10 s for 3601 Boxer frames).
+    ipopt_options: IPOPT options that override the ones above (e.g. ``{"mu_strategy": "adaptive"}``).
     """
     begin = time.perf_counter()
     model = model or ReferenceModel(mechanism, frames)
@@ -564,6 +567,7 @@ def solve_reference(
             "bound_relax_factor": 0.0,  # limits held exactly, not relaxed by 1e-8
             "max_iter": max_iterations,
             "hessian_approximation": "exact",
+            **(ipopt_options or {}),
         },
     }
     solver = ca.nlpsol("reference", "ipopt", nlp, options)

@@ -168,7 +168,6 @@ def with_tick_plan(summary: dict, plan) -> dict:
     """``summary`` (a retarget report) with the Dynamixel mode the tick files are written in
     (key ``dynamixel``) and their tick-range violations added to each actuator's, so the
     report and the terminal list every violation a file records."""
-    from .core.export import DXL_OPERATING_MODES
 
     actuators = [
         {
@@ -177,14 +176,20 @@ def with_tick_plan(summary: dict, plan) -> dict:
         }
         for a in summary["actuators"]
     ]
-    mode = plan.settings.mode
-    dynamixel = {
-        "mode": mode,
-        "operating_mode": DXL_OPERATING_MODES[mode],
-        "tick_range": list(plan.settings.ticks_range),
-        "why": plan.mode_reason,
+    return {**summary, "actuators": actuators, "dynamixel": mode_record(plan.settings, plan.mode_reason)}
+
+
+def mode_record(settings, why: str | None) -> dict:
+    """JSON-ready: the Dynamixel mode of ``settings`` (decided), its Operating Mode number,
+    allowed ticks, and why it was chosen (or None)."""
+    from .core.export import DXL_OPERATING_MODES
+
+    return {
+        "mode": settings.mode,
+        "operating_mode": DXL_OPERATING_MODES[settings.mode],
+        "tick_range": list(settings.ticks_range),
+        "why": why,
     }
-    return {**summary, "actuators": actuators, "dynamixel": dynamixel}
 
 
 def plot_curves_file(curves_path, output) -> Path:

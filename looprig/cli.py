@@ -195,12 +195,18 @@ def dynamixel_mode_line(dynamixel: dict) -> str:
 
 
 def cmd_check(args) -> int:
-    from .core.curves import all_violations
+    from .core.export import read_written, resolution_text, written_violations
 
-    curves = app.load_curves(args.curves)
-    violations = all_violations(curves)
+    written = read_written(args.curves)
+    violations = written_violations(written)
     for v in violations:
         print(v.describe())
+    curves = written.curves
+    if written.dynamixel is not None:
+        print(f"{written.format}: {dynamixel_mode_line(app.mode_record(written.dynamixel, None))}")
+    note = resolution_text(written)
+    if note:
+        print(note)
     if not violations:
         print(f"{curves.n_actuators} actuators, {curves.n_frames} frames: within limits")
     if violations and args.strict:
@@ -395,8 +401,13 @@ def build_parser() -> argparse.ArgumentParser:
     add_setting_options(retarget)
     retarget.set_defaults(func=cmd_retarget)
 
-    check = sub.add_parser("check", help="list the limit violations of a curves file")
-    check.add_argument("curves")
+    check = sub.add_parser(
+        "check",
+        help="list the limit violations of a file looprig wrote (curves CSV/JSON, Dynamixel ticks, C header)",
+    )
+    check.add_argument(
+        "curves", help="a curves CSV or JSON, a Dynamixel ticks CSV or JSON, or a C header (.h)"
+    )
     check.add_argument("--strict", action="store_true", help="exit 3 when there are violations")
     check.set_defaults(func=cmd_check)
 

@@ -23,12 +23,32 @@ Formats (all state their units inside the file), one module each:
     integer Goal Position ticks for ROBOTIS Dynamixel X-series servos (format
     ``looprig-dynamixel-ticks``); the servo model is :mod:`.dynamixel`.
 :mod:`.c_header` ``write_c_header`` / ``read_c_header``
-    ``static const`` arrays for fixed-rate playback on a microcontroller.
+    ``static const`` arrays for fixed-rate playback on a microcontroller, with
+    one metadata line (format ``looprig-c-header``) for checks.
+
+:mod:`.check` ``read_written`` / ``written_violations`` read any of these files
+back and check it against its limits (``looprig check``), quantised values with
+their rounding allowed for.
 
 All formats are version ``FORMAT_VERSION`` (1).
 """
 
-from .c_header import CHeaderCurves, CHeaderSettings, c_array_names, read_c_header, write_c_header
+from .c_header import (
+    C_HEADER_FORMAT,
+    CHeaderCurves,
+    CHeaderSettings,
+    c_array_names,
+    read_c_header,
+    write_c_header,
+)
+from .check import (
+    WRITTEN_SUFFIXES,
+    WrittenCurves,
+    quantised_allowance,
+    read_written,
+    resolution_text,
+    written_violations,
+)
 from .common import FORMAT_VERSION
 from .curves_csv import CURVES_CSV_FORMAT, plain_csv_metadata_path, read_csv, write_csv, write_plain_csv
 from .curves_json import CURVES_JSON_FORMAT, curves_from_dict, curves_to_dict, read_json, write_json
@@ -70,6 +90,7 @@ from .gate import TickPlan, export_violations, plan_ticks, tick_violations
 __all__ = [
     "CURVES_CSV_FORMAT",
     "CURVES_JSON_FORMAT",
+    "C_HEADER_FORMAT",
     "DXL_CONVERSION",
     "DXL_GOAL_POSITION_ADDRESS",
     "DXL_MODE_CHOICES",
@@ -83,6 +104,7 @@ __all__ = [
     "DXL_VELOCITY_UNIT_RPM",
     "FORMAT_VERSION",
     "TICKS_FORMAT",
+    "WRITTEN_SUFFIXES",
     "CHeaderCurves",
     "CHeaderSettings",
     "DynamixelMotor",
@@ -90,6 +112,7 @@ __all__ = [
     "OutputError",
     "TickCurves",
     "TickPlan",
+    "WrittenCurves",
     "c_array_names",
     "check_not_input",
     "check_output",
@@ -101,6 +124,7 @@ __all__ = [
     "open_output",
     "plain_csv_metadata_path",
     "plan_ticks",
+    "quantised_allowance",
     "rad_s_to_dxl_velocity",
     "read_c_header",
     "read_csv",
@@ -108,6 +132,8 @@ __all__ = [
     "read_dynamixel_json",
     "read_json",
     "read_text",
+    "read_written",
+    "resolution_text",
     "resolve_mode",
     "tick_range_violations",
     "tick_values",
@@ -123,4 +149,5 @@ __all__ = [
     "write_json",
     "write_plain_csv",
     "write_text",
+    "written_violations",
 ]

@@ -9,18 +9,22 @@ import json
 import math
 import re
 import textwrap
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
 
 from ..curves import ActuatorCurves, CurvesError, LimitCheckSettings, Violation, derivative_unit
 from ..errors import did_you_mean
-from .common import plain_id, read_text, reading
+from .common import check_format, plain_id, read_text, reading
+from .curves_csv import curves_metadata
 from .dynamixel import DXL_CONVERSION, DXL_OPERATING_MODES, DXL_SOURCE, DynamixelSettings, velocity_raw
+from .dynamixel_ticks import ticks_meta
 from .files import write_text
 from .gate import gate, ticks_gate
 
+#: The format named in a header's metadata line (read by ``looprig check``).
+C_HEADER_FORMAT = "looprig-c-header"
 _IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
 
@@ -107,6 +111,7 @@ def write_c_header(
     lines_info = []
     if settings.kind == "ticks":
         dxl, motors, data, violations = ticks_gate(path, curves, settings.dynamixel, allow_violations, check)
+        meta = ticks_meta(curves, dxl, motors)
         limit_raw, _ = velocity_raw(curves, motors)
         fits16 = data.min() >= -(2**15) and data.max() < 2**15
         ctype = "int16_t" if fits16 else "int32_t"
@@ -133,6 +138,7 @@ def write_c_header(
             )
     else:
         violations = gate(path, curves, allow_violations, check)
+        meta = curves_metadata(curves, violations)
         ctype = "float"
         cells = [[_c_float(x) for x in curves.values[:, a]] for a in range(curves.n_actuators)]
         values_doc = ["Values: actuator coordinates in SI units (rad or m), single precision."]
@@ -168,6 +174,14 @@ def write_c_header(
         "Define LOOPRIG_USE_PROGMEM before including this file to keep the value arrays in",
         "AVR flash; read them with pgm_read_word / pgm_read_dword / pgm_read_float.",
     ]
+    meta.update(
+        format=C_HEADER_FORMAT,
+        kind=settings.kind,
+        start_time=float(curves.times[0]),
+        violations=[v.to_dict() for v in violations],
+    )
+    # one line for `looprig check`; JSON's "\/" keeps a "*/" in a name from ending the comment
+    meta_json = json.dumps(meta, allow_nan=False).replace("*/", "*\\/")
     guard = f"{P}_CURVES_H"
     out = ["/*"]
     for line in comment:
@@ -182,6 +196,7 @@ def write_c_header(
         out += [_c_comment(w) for w in wrapped]
     out += [
         " */",
+        f"/* {C_HEADER_FORMAT}: {meta_json} */",
         f"#ifndef {guard}",
         f"#define {guard}",
         "",
@@ -234,7 +249,11 @@ class CHeaderCurves:
     """Arrays parsed back from a header written by :func:`write_c_header`.
 
     rate_hz [Hz]; names: (A,); ctype: "int16_t", "int32_t" or "float";
-    values: (F, A) ticks or SI values as written (float64); violation_count.
+    values: (F, A) ticks or SI values as written (float64); violation_count;
+    meta: the header's metadata line (format ``looprig-c-header``: ``kind``,
+    ``start_time`` [s], units, limits, recorded ``violations`` and, for ticks, the
+    Dynamixel mode and mapping as in a ticks file), empty in headers written
+    without one.
     """
 
     rate_hz: float
@@ -242,6 +261,12 @@ class CHeaderCurves:
     ctype: str
     values: np.ndarray
     violation_count: int
+    meta: Mapping = field(default_factory=dict)
+
+    @property
+    def times(self) -> np.ndarray:
+        """(F,) [s]: frame k plays at ``start_time + k / rate_hz``."""
+        return float(self.meta.get("start_time", 0.0)) + np.arange(len(self.values)) / self.rate_hz
 
 
 _C_ARRAY = re.compile(
@@ -307,10 +332,21 @@ def read_c_header(path, prefix: str = "looprig") -> CHeaderCurves:
             ctypes.add(arrays[ident]["ctype"])
         if len(ctypes) != 1:
             raise CurvesError(f"{where}: the arrays mix the types {', '.join(sorted(ctypes))}")
+        meta_m = re.search(rf"^/\* {C_HEADER_FORMAT}: (.*) \*/$", text, re.MULTILINE)
+        meta = {}
+        if meta_m:
+            try:
+                meta = json.loads(meta_m[1])
+            except (json.JSONDecodeError, RecursionError) as exc:
+                raise CurvesError(f"{where}: the {C_HEADER_FORMAT} line is not JSON: {exc}") from None
+            if not isinstance(meta, dict):
+                raise CurvesError(f"{where}: the {C_HEADER_FORMAT} line must hold a JSON object")
+            check_format(meta, C_HEADER_FORMAT, where)
         return CHeaderCurves(
             rate_hz=float(define("RATE_HZ", float)),
             names=names,
             ctype=ctypes.pop(),
             values=np.array(columns, dtype=float).T.reshape(frames, len(names)),
             violation_count=define("VIOLATION_COUNT", int),
+            meta=meta,
         )

@@ -42,7 +42,8 @@ from .gate import gate
 CURVES_CSV_FORMAT = "looprig-curves-csv"
 
 
-def _metadata(curves: ActuatorCurves, violations: Sequence[Violation]) -> dict:
+def curves_metadata(curves: ActuatorCurves, violations: Sequence[Violation]) -> dict:
+    """The metadata of a curves CSV: format, rate, names, units, ids, limits, violation count."""
     return {
         "format": CURVES_CSV_FORMAT,
         "version": FORMAT_VERSION,
@@ -80,7 +81,7 @@ def write_csv(
 ) -> list[Violation]:
     """Write ``curves`` as CSV in SI units (format ``looprig-curves-csv``); see the module doc."""
     violations = gate(path, curves, allow_violations, check)
-    head = "\n".join(meta_lines(_metadata(curves, violations), violations)) + "\n"
+    head = "\n".join(meta_lines(curves_metadata(curves, violations), violations)) + "\n"
     write_text(path, head + _table_text(curves))
     return violations
 
@@ -110,7 +111,7 @@ def write_plain_csv(
     stands without its record.
     """
     violations = gate(path, curves, allow_violations, check)
-    side = _metadata(curves, violations)
+    side = curves_metadata(curves, violations)
     side["data_file"] = Path(path).name
     side["violations"] = [v.to_dict() for v in violations]
     write_text(plain_csv_metadata_path(path), json.dumps(side, indent=1, allow_nan=False) + "\n")

@@ -176,7 +176,7 @@ def write_dynamixel_json(
     return violations
 
 
-def _ticks_from_meta(meta: Mapping, times, ticks, names, violations, path, what: str) -> TickCurves:
+def ticks_from_meta(meta: Mapping, times, ticks, names, violations, path, what: str) -> TickCurves:
     """TickCurves of the columns and metadata of a ticks file, checked by converting them to curves."""
     n = len(names)
     if meta.get("names") is not None and string_list(meta["names"], "names") != list(names):
@@ -233,7 +233,7 @@ def read_dynamixel_csv(path) -> TickCurves:
         ticks = table[:, 1:]
         if not np.all(ticks == np.round(ticks)):
             raise CurvesError(f"{where}: ticks must be integers")
-        return _ticks_from_meta(meta, table[:, 0], ticks, names, violations, path, what)
+        return ticks_from_meta(meta, table[:, 0], ticks, names, violations, path, what)
 
 
 def read_dynamixel_json(path) -> TickCurves:
@@ -255,4 +255,4 @@ def read_dynamixel_json(path) -> TickCurves:
         if not isinstance(records, list):
             raise CurvesError(f"{where}: 'violations' must be a list")
         violations = [Violation.from_dict(v) for v in records]
-        return _ticks_from_meta(doc, doc["times"], ticks.T, names, violations, path, what)
+        return ticks_from_meta(doc, doc["times"], ticks.T, names, violations, path, what)

@@ -27,7 +27,6 @@ import struct
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from pathlib import Path
 
 import numpy as np
 
@@ -82,30 +81,29 @@ class PlayPlan:
 
 def load_plan(path, homing_fraction: float = 0.25) -> PlayPlan:
     """Read a curves file and re-check its limits; refuses (LimitViolationError) before any I/O."""
-    from .app import load_curves
-    from .core.curves import LimitViolationError, all_violations, merge_violations
+    from .core.curves import LimitViolationError, merge_violations
     from .core.export import (
         DXL_OPERATING_MODES,
         DXL_TICKS_PER_REV,
         DynamixelSettings,
-        read_dynamixel_csv,
-        read_dynamixel_json,
+        read_written,
         tick_range_violations,
         to_ticks,
+        written_violations,
     )
 
     if not 0.0 < homing_fraction <= 1.0:
         raise PlayError(f"--homing-fraction must lie in (0, 1], got {homing_fraction}")
-    name = Path(path).name.lower()
-    if name.endswith((".dynamixel.json", ".dynamixel.csv")):
-        tick_curves = (read_dynamixel_json if name.endswith(".json") else read_dynamixel_csv)(path)
-        curves, settings, ticks = tick_curves.to_curves(), tick_curves.settings, tick_curves.ticks
-    else:
-        curves, settings = load_curves(path), DynamixelSettings()
+    written = read_written(path)  # ticks are checked allowing for their rounding (core.export.check)
+    curves, violations = written.curves, written_violations(written)
+    if written.ticks is None:  # SI curves: mapped with the default servo model
+        settings = DynamixelSettings()
         ticks = to_ticks(curves, settings)
-    violations = merge_violations(
-        all_violations(curves), tick_range_violations(curves, ticks, settings), order=curves.names
-    )
+        violations = merge_violations(
+            violations, tick_range_violations(curves, ticks, settings), order=curves.names
+        )
+    else:
+        settings, ticks = written.dynamixel, written.ticks
     if violations:
         first = "; ".join(v.describe() for v in violations[:3])
         more = f" (+{len(violations) - 3} more)" if len(violations) > 3 else ""

@@ -136,3 +136,12 @@ def test_a_header_without_its_metadata_line_or_an_unknown_suffix_is_one_line(cap
     (tmp_path / "x.png").write_bytes(b"\x89PNG")
     code, _, err = check(capsys, tmp_path / "x.png")
     assert code == 2 and "not a looprig curves file" in err
+
+
+def test_play_accepts_a_tick_file_whose_only_excess_is_rounding(capsys, tmp_path):
+    """d29a55b's `play` checked a 600 Hz tick file's accelerations on the rounded ticks and
+    refused its own demo's export (1213 rad/s^2 'beyond' 30)."""
+    path = tmp_path / "swing.dynamixel.json"
+    write_dynamixel_json(swing(2.9), path)
+    assert main(["play", str(path), "--dry-run"]) == 0
+    assert "goal ticks" in capsys.readouterr().out

@@ -4,6 +4,7 @@ On d29a55b ``check`` read curves CSV and JSON only: a Dynamixel ticks file or a
 C header was not a curves file, and no check saw a tick range.
 """
 
+import dataclasses
 import json
 
 import numpy as np
@@ -142,6 +143,6 @@ def test_play_accepts_a_tick_file_whose_only_excess_is_rounding(capsys, tmp_path
     """d29a55b's `play` checked a 600 Hz tick file's accelerations on the rounded ticks and
     refused its own demo's export (1213 rad/s^2 'beyond' 30)."""
     path = tmp_path / "swing.dynamixel.json"
-    write_dynamixel_json(swing(2.9), path)
+    write_dynamixel_json(dataclasses.replace(swing(2.9), hardware_ids=(3,)), path)
     assert main(["play", str(path), "--dry-run"]) == 0
     assert "goal ticks" in capsys.readouterr().out

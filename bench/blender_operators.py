@@ -8,8 +8,10 @@ and times, each ``--repeat`` times in a row: Check Robot, Retarget (split into r
 robot, sampling the targets, the solve and writing keys and bake), Bake, and Export
 Actuator Curves (Dynamixel JSON). The first run of an operator builds whatever it caches;
 the later ones show what an animator pays when pressing it again (Check #1 runs right
-after the import: the first read of the robot). "beyond solve" is the operator's time
-minus its solve.
+after the import: the first read of the robot). "Check Robot, opened" is the first Check
+after saving the scene and opening it in a fresh Python (no cache, no module an earlier
+operator imported): what an animator pays on opening the file. "beyond solve" is the
+operator's time minus its solve.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from __future__ import annotations
 import argparse
 import math
 import os
+import subprocess
 import sys
 import tempfile
 import time
@@ -91,16 +94,30 @@ def timed(call) -> float:
     return time.perf_counter() - start
 
 
+def first_check_after_opening(blend: Path) -> float:
+    """Seconds of the first Check Robot in a fresh Python that enables the add-on and opens
+    ``blend`` (run as ``--first-check BLEND``)."""
+    run = subprocess.run(
+        [sys.executable, __file__, "--first-check", str(blend)], capture_output=True, text=True, check=True
+    )
+    return float(run.stdout.split()[-1])
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--frames", type=int, default=60)
     parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--first-check", metavar="BLEND", help="open BLEND, print the first Check's seconds")
     args = parser.parse_args(argv)
+    sys.path.insert(0, str(ROOT))
+    addon_utils.enable("blender_addon", default_set=False, handle_error=None)
+    if args.first_check:
+        bpy.ops.wm.open_mainfile(filepath=args.first_check)
+        print(timed(bpy.ops.looprig.check_robot))
+        return 0
     if not REACHY.is_file():
         print(f"Reachy Mini not found at {REACHY}", file=sys.stderr)
         return 1
-    sys.path.insert(0, str(ROOT))
-    addon_utils.enable("blender_addon", default_set=False, handle_error=None)
     from blender_addon import bake, motion, operators_bake, operators_retarget
 
     bpy.ops.wm.read_homefile(use_empty=True)
@@ -110,6 +127,9 @@ def main(argv=None) -> int:
     imported = time.perf_counter() - start
     vertices = sum(len(o.data.vertices) for o in context.scene.objects if o.type == "MESH")
     rows = [("Check Robot #1", timed(bpy.ops.looprig.check_robot), {})]  # the first read of the robot
+    blend = Path(tempfile.mkdtemp(prefix="looprig-bench-blend-")) / "reachy_mini.blend"
+    bpy.ops.wm.save_as_mainfile(filepath=str(blend), copy=True)
+    rows.append(("Check, opened", first_check_after_opening(blend), {}))
     head_target(context, args.frames)
     print(
         f"Reachy Mini (MJCF): imported in {imported:.2f} s, {vertices:,} mesh vertices; {args.frames} frames"

@@ -25,7 +25,7 @@ from . import armature
 from .mesh_mass import object_mass
 from .motor_feedback import COLOR_KEY
 from .rest import rest_pose
-from .robot_model import build_robot, rigid_part
+from .robot_model import build_robot, matrix_matches, rigid_part
 from .robot_records import (
     CONSTRAINT_KINDS,
     GENERIC_TYPES,
@@ -133,25 +133,30 @@ def robot_frame_names(collection) -> list[str]:
 
 # --------------------------------------------------------------------------- bodies
 def read_body(ob, depsgraph, s: float) -> BodyRecord:
-    """A mesh object as a body: mass, CoM and inertia from its settings and mesh."""
+    """A mesh object as a body: mass, CoM and inertia from its settings and mesh.
+
+    A body as a file import left it (its custom mass and the world matrix the import
+    kept, see :func:`.robot_model.matrix_matches`) takes the file's mass properties, so
+    its mesh is not measured: the first Check after opening a file costs no mesh pass.
+    """
     settings = ob.looprig_body
     T = to_metres(ob.matrix_world, s)
-    if ob.type == "MESH":
-        volume, com, inertia_unit = object_mass(ob, depsgraph, T)
-    else:  # an Empty body: its mass and inertia come from its settings (an import's)
-        volume, com, inertia_unit = 0.0, None, None
     source = settings.mass_source
     if source == "AUTO":
         source = "RIGID_BODY" if ob.rigid_body is not None else "DENSITY"
+    exact = idprop_to_python(ob.get(EXACT_KEY)) or None
+    if exact is not None and source != "CUSTOM":
+        exact = None  # an import sets a custom mass; any other source is an edit
+    if ob.type == "MESH" and not (exact and matrix_matches(T, exact.get("matrix_world"))):
+        volume, com, inertia_unit = object_mass(ob, depsgraph, T)
+    else:  # an Empty body, or a body as imported: its mass and inertia are the file's
+        volume, com, inertia_unit = 0.0, None, None  # (measuring its mesh would go unused)
     if source == "RIGID_BODY":
         mass = float(ob.rigid_body.mass)
     elif source == "CUSTOM":
         mass = float(settings.mass)
     else:
         mass = settings.density * volume if volume > 0 else None
-    exact = idprop_to_python(ob.get(EXACT_KEY)) or None
-    if exact is not None and source != "CUSTOM":
-        exact = None  # an import sets a custom mass; any other source is an edit
     grounded = bool(settings.grounded) or (ob.rigid_body is not None and ob.rigid_body.type == "PASSIVE")
     T_object_mesh = None
     if exact is not None and exact.get("T_object_mesh") is not None:

@@ -29,40 +29,46 @@ from .errors import SolverError
 
 @dataclass(frozen=True)
 class StencilRows:
-    """One-sided rows ``sum_j coefficients[r, j] . u[start[r] + j] <= bound[r]``.
+    """One-sided rows over every run of S consecutive frames, R of them per run:
+    ``sum_j coefficients[k, r, j] . u[k + j] <= bound[k, r]`` for k = 0 .. F - S.
 
-    start: (R,) int, the first frame each row reads; coefficients: (R, S, d), the
-    row's weights on frames start .. start + S - 1; bound: (R,). Rows are best scaled
-    so that their bounds are of order one (the interior point's tolerances are
-    absolute in the rows' units).
+    coefficients: (F - S + 1, R, S, d); bound: (F - S + 1, R). Rows are best scaled so
+    that their bounds are of order one (the interior point's tolerances are absolute in
+    the rows' units).
     """
 
-    start: np.ndarray
     coefficients: np.ndarray
     bound: np.ndarray
 
     @property
     def width(self) -> int:
         """S, the frames a row reads."""
-        return self.coefficients.shape[1]
+        return self.coefficients.shape[2]
+
+    @property
+    def size(self) -> int:
+        """The number of rows."""
+        return self.bound.size
 
     def times(self, u: np.ndarray) -> np.ndarray:
-        """The rows' values (R,) at u (F, d)."""
-        out = np.zeros(len(self.start))
+        """The rows' values (K, R) at u (F, d)."""
+        K = len(self.bound)
+        out = np.zeros(self.bound.shape)
         for j in range(self.width):
-            out += np.einsum("rd,rd->r", self.coefficients[:, j], u[self.start + j])
+            out += (self.coefficients[:, :, j] @ u[j : j + K, :, None])[..., 0]
         return out
 
     def transpose_times(self, y: np.ndarray, out: np.ndarray) -> None:
-        """Add ``G^T y`` for row weights y (R,) to out (F, d)."""
+        """Add ``G^T y`` for row weights y (K, R) to out (F, d)."""
+        K = len(self.bound)
         for j in range(self.width):
-            np.add.at(out, self.start + j, self.coefficients[:, j] * y[:, None])
+            out[j : j + K] += (y[:, None, :] @ self.coefficients[:, :, j])[:, 0]
 
 
 @dataclass
 class QPSolution:
-    """The optimum of :func:`solve_banded_qp`: u (F, d); multipliers (one (R,) array per
-    family, >= 0); iterations; converged: whether the tolerances were met."""
+    """The optimum of :func:`solve_banded_qp`: u (F, d); multipliers (one (K, R) array
+    per family with rows, >= 0); iterations; converged: whether the tolerances were met."""
 
     u: np.ndarray
     multipliers: list[np.ndarray]
@@ -89,12 +95,12 @@ class _BandedMatrix:
         self.bandwidth = width * d - 1
 
     def add_stencil(self, rows: StencilRows, weights: np.ndarray) -> None:
-        """Add ``G^T diag(weights) G`` of one family of rows."""
-        c = rows.coefficients
+        """Add ``G^T diag(weights) G`` of one family of rows (weights (K, R))."""
+        c, K = rows.coefficients, len(rows.bound)
         for i in range(rows.width):
+            weighted = np.swapaxes(c[:, :, i] * weights[..., None], 1, 2)  # (K, d, R)
             for j in range(i + 1):
-                block = np.einsum("r,rp,rq->rpq", weights, c[:, i], c[:, j])
-                np.add.at(self.blocks, (rows.start + j, i - j), block)
+                self.blocks[j : j + K, i - j] += weighted @ c[:, :, j]
 
     def cholesky(self) -> np.ndarray:
         """The lower banded Cholesky factor. Near a QP's solution the rows' weights z/s
@@ -118,8 +124,8 @@ def solve_banded_qp(
     H: np.ndarray,
     g: np.ndarray,
     families: list[StencilRows],
-    tolerance: float = 1e-10,
-    max_iterations: int = 80,
+    tolerance: float = 1e-9,
+    max_iterations: int = 200,
 ) -> QPSolution:
     """Minimise ``sum 1/2 u^T H u + g^T u`` under the rows of ``families`` (module docstring).
 
@@ -131,20 +137,20 @@ def solve_banded_qp(
     """
     F, d = g.shape
     width = max((f.width for f in families), default=1)
-    m = sum(len(f.start) for f in families)
+    m = sum(f.size for f in families)
     u = np.zeros((F, d))
     if m == 0:
         return QPSolution(-np.linalg.solve(H, g[..., None])[..., 0], [], 0, True)
-    h = np.concatenate([f.bound for f in families])
-    splits = np.cumsum([len(f.start) for f in families])[:-1]
+    h = np.concatenate([f.bound.ravel() for f in families])
+    splits = np.cumsum([f.size for f in families])[:-1]
 
     def G_times(v):
-        return np.concatenate([f.times(v) for f in families])
+        return np.concatenate([f.times(v).ravel() for f in families])
 
     def G_transpose(y):
         out = np.zeros((F, d))
         for f, part in zip(families, np.split(y, splits), strict=True):
-            f.transpose_times(part, out)
+            f.transpose_times(part.reshape(f.bound.shape), out)
         return out
 
     s = np.maximum(h - G_times(u), 1.0)
@@ -166,7 +172,7 @@ def solve_banded_qp(
         K = _BandedMatrix(F, d, width)
         K.blocks[:, 0] = H
         for f, part in zip(families, np.split(w, splits), strict=True):
-            K.add_stencil(f, part)
+            K.add_stencil(f, part.reshape(f.bound.shape))
         factor = K.cholesky()
 
         def direction(r_c, s=s, z=z, w=w, r_d=r_d, r_p=r_p, factor=factor):
@@ -188,7 +194,8 @@ def solve_banded_qp(
         s += alpha * ds
         z += alpha * dz
         iterations += 1
-    return QPSolution(u, np.split(z, splits), iterations, converged)
+    multipliers = [part.reshape(f.bound.shape) for f, part in zip(families, np.split(z, splits), strict=True)]
+    return QPSolution(u, multipliers, iterations, converged)
 
 
 def _step_to_boundary(s, ds, z, dz, fraction: float) -> float:

@@ -47,9 +47,11 @@ from .mechanism import Actuator, JointKind, Mechanism
 from .readoff import ActuatorReadout, unwrap_sequence
 from .rigid import RigidGroups
 from .rotations import quat_to_matrix
+from .spacetime import solve_spacetime
 from .speed_limit import REJOIN_TOLERANCE, SPEED_TOLERANCE, SpeedLimitedSolve
 from .start import solve_first_frame, start_state
 from .terms import ComObjective, FrameObjective, MotorLock, Targets
+from .terms.limits import ActuatorLimits
 
 __all__ = [
     "ComSpec",
@@ -118,6 +120,15 @@ class RetargetResult:
     unreachable: np.ndarray
     target_names: list[str] = field(default_factory=list)
     holding: Holding | None = None  # the motors held because the clip does not need them
+    binding: np.ndarray | None = None  # (F, A) str: the limit holding each motor ("" none), limit_mode hold
+
+    @property
+    def limited(self) -> np.ndarray:
+        """(F,) bool: frames whose targets a motor limit keeps the robot from (limit_mode hold)."""
+        if self.binding is None:
+            return np.zeros(len(self.times), bool)
+        missed = np.max(self.position_error, axis=1, initial=0.0) > self.mapping.reach_tolerance
+        return missed & (self.binding != "").any(axis=1)
 
     def summary(self) -> dict:
         """JSON-ready report: accuracy, per-actuator range, peak velocity, violations."""
@@ -149,6 +160,7 @@ class RetargetResult:
             if np.isfinite(self.com_error).any()
             else None,
             "unreachable_frames": int(self.unreachable.sum()),
+            "limited_frames": int(self.limited.sum()),
             "unconverged_frames": int((~self.converged).sum()),
             "iterations_mean": float(self.iterations.mean()) if len(self.iterations) else 0.0,
             "actuators": actuators,
@@ -424,6 +436,41 @@ def _mend_clip(problem, speed_limit, positions, rotations, com, rate, cancel, ou
         )
 
 
+#: Fractions of each motor's speed and acceleration limits the space-time solve holds on
+#: its samples, tried in turn until the curves' splines (what the limit checks read)
+#: hold the whole limits too.
+HOLD_FRACTIONS = (0.98, 0.95, 0.9)
+
+
+def _hold_limits(problem, mechanism, targets: Targets, samples, mapping, out: _Frames) -> np.ndarray | None:
+    """The clip in ``out`` solved again with every motor limit of ``mechanism`` as a hard
+    constraint (:mod:`.spacetime`) if its curves break one; ``out`` is updated in place.
+    Returns the limit that binds each motor at each frame (F, A) str, or None when the
+    exact answer already holds every limit (and is kept)."""
+    limits = ActuatorLimits.of(mechanism)
+    start = float(samples.times[0])
+    if not all_violations(ActuatorCurves.from_mechanism(mechanism, out.actuators, mapping.rate, start)):
+        return None
+    for fraction in HOLD_FRACTIONS:
+        held = dataclasses.replace(
+            limits, velocity=fraction * limits.velocity, acceleration=fraction * limits.acceleration
+        )
+        solution = solve_spacetime(problem, targets, out.states, out.actuators, mapping.rate, held)
+        curves = ActuatorCurves.from_mechanism(mechanism, solution.actuators, mapping.rate, start)
+        if not all_violations(curves):
+            break
+    out.states[:], out.actuators[:] = solution.states, solution.actuators
+    out.residual[:], out.converged[:] = solution.residual, solution.converged
+    R = quat_to_matrix(out.states[..., 3:])
+    out.position_error[:], out.orientation_error[:] = problem.frame_terms.tracking_errors(
+        out.states, R, targets
+    )
+    if problem.com_term is not None:
+        diff = (problem.com_term.com(out.states) - targets.com) * (problem.com_term.weight > 0)
+        out.com_error[:] = np.linalg.norm(diff, axis=-1)
+    return solution.binding
+
+
 def retarget(
     mechanism: Mechanism,
     samples: TrackSamples,
@@ -543,10 +590,18 @@ def retarget(
                 out.com_error[:] = np.linalg.norm(diff, axis=-1)
             if speed_limit is not None or coupled:
                 _mend_clip(problem, speed_limit, positions, rotations, com, mapping.rate, cancel, out)
+    binding = None
+    if mapping.limit_mode == "hold":
+        with single_threaded_blas():
+            binding = _hold_limits(
+                problem, mechanism, Targets(positions, rotations, com), samples, mapping, out
+            )
     curves = ActuatorCurves.from_mechanism(
         mechanism, out.actuators, mapping.rate, float(samples.times[0]), unwrap=False
     )
-    unreachable = np.max(out.position_error, axis=1, initial=0.0) > mapping.reach_tolerance
+    limited = np.zeros(frames, bool) if binding is None else (binding != "").any(axis=1)
+    missed = np.max(out.position_error, axis=1, initial=0.0) > mapping.reach_tolerance
+    unreachable = missed & ~limited
     result = RetargetResult(
         mapping=asked,
         times=samples.times,
@@ -561,6 +616,7 @@ def retarget(
         unreachable=unreachable,
         target_names=[t.frame for t in mapping.targets],
         holding=holding,
+        binding=binding,
     )
     if holding is not None and holding.redundant and unreachable.any():
         return _released(result, given, settings, progress, cancel)

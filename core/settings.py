@@ -136,6 +136,15 @@ class RetargetSettings:
         exclusive_minimum=True,
         optional=True,
     )
+    limit_mode: str = _setting(
+        "report",
+        "",
+        "hold: the whole clip is solved again under every declared motor limit (range, speed, "
+        "acceleration) as hard constraints, changing it only where a limit binds; "
+        "report: the exact answer, with the limits it breaks listed",
+        kind=str,
+        choices=("report", "hold"),
+    )
     respect_speed_limits: bool = _setting(
         False,
         "",

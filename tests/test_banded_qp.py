@@ -20,29 +20,30 @@ def random_problem(seed: int, frames: int = 12, d: int = 2):
     ones = np.ones(d)
     families = []
     for stencil, bound in (((1.0,), 1.0), ((-1.0, 1.0), 0.8), ((1.0, -2.0, 1.0), 0.5)):
-        S = len(stencil)
-        starts = np.arange(frames - S + 1)
-        coefficients = np.array(stencil)[None, :, None] * ones  # (1, S, d)
-        for sign in (1.0, -1.0):
-            families.append(
-                StencilRows(
-                    starts,
-                    np.repeat(sign * coefficients, len(starts), axis=0),
-                    np.full(len(starts), bound) * rng.uniform(0.5, 1.5, len(starts)),
-                )
+        K = frames - len(stencil) + 1
+        if K < 1:
+            continue
+        signs = np.array([1.0, -1.0])[:, None, None]  # two rows per run: <= and >=
+        coefficients = signs * np.array(stencil)[None, :, None] * ones  # (2, S, d)
+        families.append(
+            StencilRows(
+                np.repeat(coefficients[None], K, axis=0), bound * rng.uniform(0.5, 1.5, (K, 2))
             )
+        )
     return H, g, families
 
 
 def dense_rows(families, frames, d):
-    """The rows of ``families`` as a dense matrix G (m, F d) and bounds h (m,)."""
+    """The rows of ``families`` as a dense matrix G (m, F d) and bounds h (m,), in the
+    solver's order (family, run, row)."""
     G, h = [], []
     for f in families:
-        for r in range(len(f.start)):
-            row = np.zeros((frames, d))
-            row[f.start[r] : f.start[r] + f.width] = f.coefficients[r]
-            G.append(row.ravel())
-            h.append(f.bound[r])
+        for k in range(len(f.bound)):
+            for r in range(f.bound.shape[1]):
+                row = np.zeros((frames, d))
+                row[k : k + f.width] = f.coefficients[k, r]
+                G.append(row.ravel())
+                h.append(f.bound[k, r])
     return np.array(G), np.array(h)
 
 
@@ -54,14 +55,14 @@ def test_optimum_meets_the_kkt_conditions(seed):
     solution = solve_banded_qp(H, g, families)
     assert solution.converged
     G, h = dense_rows(families, F, d)
-    z = np.concatenate(solution.multipliers)
+    z = np.concatenate([m.ravel() for m in solution.multipliers])
     u = solution.u.ravel()
     stationarity = (H @ solution.u[..., None])[..., 0].ravel() + g.ravel() + G.T @ z
     slack = h - G @ u
-    assert np.abs(stationarity).max() < 1e-8
+    assert np.abs(stationarity).max() < 1e-7
     assert slack.min() > -1e-9  # every row held
     assert z.min() >= 0.0
-    assert np.abs(slack * z).max() < 1e-8  # complementarity
+    assert np.abs(slack * z).max() < 1e-7  # complementarity
     assert (z > 1e-6).any()  # the bounds were chosen to bind
 
 
@@ -94,7 +95,7 @@ def test_no_rows_is_the_free_minimum():
 def test_infeasible_rows_do_not_converge():
     """u_0 <= -1 and -u_0 <= -1 cannot both hold: the solver says it did not converge."""
     H, g = np.eye(1)[None], np.zeros((1, 1))
-    rows = StencilRows(np.array([0, 0]), np.array([[[1.0]], [[-1.0]]]), np.array([-1.0, -1.0]))
+    rows = StencilRows(np.array([[[[1.0]], [[-1.0]]]]), np.array([[-1.0, -1.0]]))
     solution = solve_banded_qp(H, g, [rows], max_iterations=30)
     assert not solution.converged
 
@@ -103,5 +104,5 @@ def test_infeasible_rows_do_not_converge():
 def test_clips_shorter_than_a_stencil(frames):
     """Rows that read more frames than exist are simply absent; one frame still solves."""
     H, g, families = random_problem(11, frames=frames, d=3)
-    solution = solve_banded_qp(H, g, [f for f in families if len(f.start)])
+    solution = solve_banded_qp(H, g, families)
     assert solution.converged

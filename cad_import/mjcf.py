@@ -24,18 +24,25 @@ several joints        a chain through massless bodies ``<body>__<joint>``
 ``connect``           spherical closure joint (body1/body2 + anchor, or sites)
 ``weld``              fixed closure joint (relpose honoured; sites: frames
                       coincide); ``torquescale`` and solver settings ignored
+``joint`` equality     linear coupling ``q1 = c0 + c1 q2`` (non-linear
+                      ``polycoef`` terms are an error naming the equality)
+fixed ``<tendon>``     on an actuator: the joint the couplings tie its joints
+                      to; passive with a range at most :data:`NARROW_TENDON`
+                      wide: on two joints a coupling, else a note
 ``<actuator>``        joint transmission: the joint is actuated; the actuator's
                       name is the motor's (curves carry it) and its hardware
                       id; limits from the joint ``range`` and, for position
-                      servos, the ``ctrlrange`` mapped to a position
+                      servos, the ``ctrlrange`` mapped to a position; more
+                      limits and the servo from looprig's ``<custom>``
+                      convention and the default classes (the catalogue)
 mesh geoms            mesh references (file, scale and MuJoCo's re-centring
                       undone: ``T_link_mesh`` maps file coordinates)
 ===================== ========================================================
 
-Not supported (left out with a warning): ``joint``/``tendon``/``flex``
-equality constraints (couplings), actuators on tendons (the tendon's joints
-are marked actuated instead, each independent), site/slider-crank/body
-transmissions, inactive equalities, keyframes (``qpos0`` is used).
+Not supported (left out with a warning): ``tendon``/``flex`` equalities, fixed
+tendons on three or more joints (differentials), spatial tendons,
+site/slider-crank/body transmissions, inactive equalities, keyframes
+(``qpos0`` is used).
 """
 
 from __future__ import annotations
@@ -441,6 +448,11 @@ def _read_mjcf(path, text: str | None, settings: ImportSettings) -> TreeModel:
             )
         )
 
+    driven = {int(model.actuator_trnid[a, 0]) for a in range(model.nu) if _on_tendon(mujoco, model, a)}
+    for t in range(model.ntendon):
+        if t not in driven:
+            _passive_tendon(mujoco, model, t, joint_names, tree_joint, couplings, notes)
+
     # actuators
     motors: dict[str, TreeJointSpec] = {}  # actuator name -> the joint it drives
     for a in range(model.nu):
@@ -503,6 +515,54 @@ def _read_mjcf(path, text: str | None, settings: ImportSettings) -> TreeModel:
         roots={"world": np.eye(4)},
         notes=notes,
         couplings=couplings,
+    )
+
+
+#: [rad or m] a limited fixed tendon whose range is at most this wide holds its length: an equality
+NARROW_TENDON = 0.1
+
+
+def _on_tendon(mujoco, model, a: int) -> bool:
+    return int(model.actuator_trntype[a]) == int(mujoco.mjtTrn.mjTRN_TENDON)
+
+
+def _passive_tendon(mujoco, model, t: int, joint_names, tree_joint, couplings: list, notes: list) -> None:
+    """A fixed tendon no actuator drives: with a narrow ``range`` (at most
+    :data:`NARROW_TENDON` wide) it holds its length ``L = sum c_i qpos_i`` at the range's
+    middle, an equality; on two hinges or slides that is the coupling
+    ``q1 = -(c2/c1) q2 + (L - c1 r1 - c2 r2)/c1`` (tree coordinates ``q = qpos - r``,
+    ``r = qpos0``). Anything else is left out with a note that says so."""
+    name = _name(model, "tendon", t, f"tendon{t}")
+    what = f"tendon {name!r}"
+    adr, num = int(model.tendon_adr[t]), int(model.tendon_num[t])
+    wraps = range(adr, adr + num)
+    if any(int(model.wrap_type[w]) != int(mujoco.mjtWrap.mjWRAP_JOINT) for w in wraps):
+        notes.append(f"{what} is a spatial tendon; left out")
+        return
+    low, high = (float(v) for v in model.tendon_range[t])
+    if not model.tendon_limited[t] or high - low > NARROW_TENDON:
+        notes.append(f"{what}: a fixed tendon without a narrow range (a limit, not an equality); left out")
+        return
+    joints = [int(model.wrap_objid[w]) for w in wraps]
+    names = ", ".join(joint_names[j] for j in joints)
+    if len(joints) != 2 or any(
+        j not in tree_joint or tree_joint[j].kind == JointKind.SPHERICAL for j in joints
+    ):
+        notes.append(
+            f"{what} holds {len(joints)} joints ({names}) to a range of {high - low:g}: a differential "
+            "looprig cannot couple yet (a coupling ties one joint to one other); left out"
+        )
+        return
+    (c1, c2), (j1, j2) = (float(model.wrap_prm[w]) for w in wraps), joints
+    r1, r2 = (float(model.qpos0[model.jnt_qposadr[j]]) for j in joints)
+    middle = 0.5 * (low + high)
+    couplings.append(
+        CouplingSpec(
+            name, joint_names[j1], joint_names[j2], -c2 / c1, (middle - c1 * r1 - c2 * r2) / c1, what
+        )
+    )
+    notes.append(
+        f"{what}: its narrow range [{low:g}, {high:g}] is read as an equality, a coupling of {names}"
     )
 
 

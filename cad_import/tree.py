@@ -78,6 +78,11 @@ class ImportSettings:
     accepted as closed, relative to the mechanism's mean joint distance (so
     [m per m]; a 5 cm four-bar closes to 5e-12 m, a 2 m robot to 2e-10 m).
     assemble_iterations: iteration limit of the assembly (core FK solver).
+    gap_tolerance: a residual the loops keep after assembly, relative to the mean
+    joint distance, accepted (and reported) when the file's own zero configuration
+    has a gap at least as large: a file whose closure sites are written to eight
+    digits cannot close to ``assemble_tolerance`` (ToddlerBot's neck: 3.6e-9 m
+    after assembly, 3e-8 m in the file); a larger gap is an error.
     assemble_starts: how many starts the assembly tries (the file's pose, then
     poses with the tree's joints bent) before declaring the loops open.
     missing_meshes: ``"error"`` (default) or ``"warn"``: what a mesh file that
@@ -91,6 +96,7 @@ class ImportSettings:
     density: float = 1000.0
     assemble_tolerance: float = 1e-10  # relative to the mean joint distance
     assemble_iterations: int = 100
+    gap_tolerance: float = 1e-6  # relative to the mean joint distance
     assemble_starts: int = 4
     missing_meshes: str = "error"
     meshes: bool = True
@@ -405,15 +411,16 @@ def _assembly_mechanism(model: TreeModel, order, poses) -> Mechanism:
 
 def assemble_tree(
     model: TreeModel, order, poses, settings: ImportSettings
-) -> tuple[dict[str, np.ndarray], dict[str, float], float]:
+) -> tuple[dict[str, np.ndarray], dict[str, float], float, float]:
     """Close every loop of the tree, starting from the zero configuration.
 
     The tree becomes a Mechanism and its closures :class:`FrameClosure` rows;
     :func:`looprig.core.fk.solve_constraints` drives them to zero (tolerance
     relative to the mechanism's mean joint distance). Returns the assembled link
-    poses (4, 4), the one-coordinate joints' values there [rad or m] and the
-    largest initial closure mismatch [m]; raises FileFormatError naming the
-    closure when the loops cannot all be closed.
+    poses (4, 4), the one-coordinate joints' values there [rad or m], the
+    largest initial closure mismatch [m] and the gap the loops keep [m] (0 when
+    they close to the tolerance; see :attr:`ImportSettings.gap_tolerance`);
+    raises FileFormatError naming the closure when the loops cannot all be closed.
     """
     residual0 = max(
         (
@@ -431,6 +438,7 @@ def assemble_tree(
     except MechanismError as error:
         raise model.error(str(error)) from None
     state = mechanism.initial_state()
+    gap = 0.0
     if model.closures or any(abs(c.offset) > 0 for c in model.couplings):
         fk = FKSettings(tolerance=settings.assemble_tolerance, max_iterations=settings.assemble_iterations)
         closures = [
@@ -438,13 +446,20 @@ def assemble_tree(
             for c in model.closures
         ]
         constraints = ConstraintSet(mechanism, actuated=False, closures=closures)
+        within = min(residual0, settings.gap_tolerance * mean_joint_distance(mechanism))
+
+        def closed(result) -> bool:  # to the tolerance, or to the file's own precision
+            return result.converged or result.residual <= within
+
         result = solve_constraints(constraints, state, None, fk)
         starts = _bent_starts(mechanism, settings.assemble_starts - 1)
-        while not result.converged and (start := next(starts, None)) is not None:
+        while not closed(result) and (start := next(starts, None)) is not None:
             retry = solve_constraints(constraints, start, None, fk)
             result = retry if retry.converged or retry.residual < result.residual else result
         state = result.state
-        if not result.converged:
+        if closed(result) and not result.converged:
+            gap = float(result.residual)  # accepted, and reported
+        elif not result.converged:
             worst = next(
                 (c for c in [*model.closures, *model.couplings] if c.name == result.worst_joint), None
             )
@@ -466,7 +481,7 @@ def assemble_tree(
     read = readout.read(state, previous=np.zeros(len(readout.names)))
     values = dict(zip(readout.names, read, strict=True))
     link_poses = {name: _rigid(T) for name, T in zip(mechanism.body_names, pose_matrix(state), strict=True)}
-    return link_poses, values, residual0
+    return link_poses, values, residual0, gap
 
 
 def _bent_starts(mechanism: Mechanism, count: int):
@@ -560,8 +575,13 @@ def build_mechanism(model: TreeModel, settings: ImportSettings = DEFAULT_SETTING
                 closure.element,
                 closure.line,
             )
-    poses, values, residual0 = assemble_tree(model, order, zero_poses(model, order), settings)
+    poses, values, residual0, gap = assemble_tree(model, order, zero_poses(model, order), settings)
     notes = list(model.notes)
+    if gap > 0:
+        notes.append(
+            f"the loop closures keep a gap of {gap:.3g} m after assembly (the file's own at its zero "
+            f"configuration: {residual0:.3g} m); accepted, and closed exactly in the initial configuration"
+        )
 
     bodies, meshes = [], {}
     massless, no_mass_data = [], []

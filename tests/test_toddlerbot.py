@@ -1,0 +1,156 @@
+"""MuJoCo Menagerie's ToddlerBot 2XC (tests/data/toddlerbot_2xc, meshes stripped), and the
+MJCF conventions it uses: connect closures that keep the file's own gap, gear joint
+equalities, servo default classes, narrow fixed tendons (couplings on two joints, a
+note on three)."""
+
+import json
+import warnings
+from pathlib import Path
+
+import numpy as np
+import pytest
+from looprig.cad_import import FileFormatError, FileFormatWarning, load_model
+from looprig.core import ConstraintSet
+from looprig.core.servos import RPM
+
+from looprig.cli import main
+
+mujoco = pytest.importorskip("mujoco")
+
+TODDLERBOT = Path(__file__).parent / "data" / "toddlerbot_2xc" / "toddlerbot_2xc.xml"
+
+#: joint default class -> the catalogue model it means (a family: its slowest member)
+CLASS_SERVO = {
+    "XC330": "XC330-T288-T",
+    "XC430": "XC430-W240-T",
+    "XM430-W210": "XM430-W210-T",
+    "2XL430": "2XL430-W250-T",
+    "2XC430": "2XC430-W250-T",
+}
+
+
+def load(path, text=None):
+    if text is not None:
+        path.write_text(text)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", FileFormatWarning)
+        model = load_model(path, meshes=False)
+    return model, [str(w.message) for w in caught]
+
+
+def test_info_reads_toddlerbot_with_catalogue_limits_from_the_joint_classes(capsys):
+    """Exit 0; every one of the 30 motors gets the velocity limit of the servo its joint's
+    class names (read from the file with MuJoCo's spec, not copied here)."""
+    assert main(["info", str(TODDLERBOT), "--json"]) == 0
+    summary = json.loads(capsys.readouterr().out)
+    spec = mujoco.MjSpec.from_file(str(TODDLERBOT))
+    assert summary["actuators"] == 30 and summary["loops"] == 4
+    for actuator in summary["actuator_list"]:
+        expected = CLASS_SERVO[spec.joint(actuator["joint"]).classname.name]
+        assert actuator["servo"] == expected, actuator["name"]
+        assert actuator["limit_sources"]["velocity"] == "catalogue"
+    knee = next(a for a in summary["actuator_list"] if a["name"] == "left_knee")
+    assert knee["velocity_limit"] == pytest.approx(77 * RPM)
+
+
+def test_toddlerbots_closure_gap_is_accepted_and_said_and_the_mechanism_closes_exactly():
+    """The neck's closure sites are written to eight digits: 3.6e-8 m apart at qpos0, and
+    no pose closes them to 1e-10 of the robot's size. The gap is accepted and reported;
+    the mechanism's own closures (anchored at the assembled pose) hold to 1e-12 m."""
+    model, notes = load(TODDLERBOT)
+    (gap,) = [n for n in notes if "keep a gap of" in n]
+    assert "the file's own at its zero configuration: 3.61e-08 m" in gap
+    assert model.closure_residual == pytest.approx(3.61e-8, rel=0.01)
+    mechanism = model.mechanism
+    residual, _ = ConstraintSet(mechanism, actuated=False).evaluate(mechanism.initial_state(), None)
+    assert np.max(np.abs(residual)) < 1e-12
+    assert len(mechanism.couplings) == 9  # the gear joint equalities
+    gear = next(c for c in mechanism.couplings if c.joint == "neck_yaw_driven")
+    assert (gear.source, gear.ratio) == ("neck_yaw_drive", pytest.approx(-0.9090909091))
+    said = [n for n in notes if "a differential looprig cannot couple yet" in n]
+    assert [n.split("'")[1] for n in said] == ["waist_roll_coupling", "waist_yaw_coupling"]
+
+
+def test_a_gap_larger_than_the_files_own_or_the_models_precision_is_refused(tmp_path):
+    """The same robot with the front rod's closure site moved 1 mm: no pose closes it and
+    the gap is the file's error, not its rounding: one line naming the equality."""
+    text = TODDLERBOT.read_text().replace(
+        'name="closing_neck_pitch_front_1" pos="0.02700705 0.0 -0.03264198"',
+        'name="closing_neck_pitch_front_1" pos="0.02800705 0.0 -0.03264198"',
+    )
+    with pytest.raises(FileFormatError, match=r"toddlerbot\.xml: equality 'equality\d': the loop closures"):
+        load(tmp_path / "toddlerbot.xml", text)
+
+
+def test_retarget_toddlerbot_exits_0(tmp_path, capsys):
+    """A short head nod (0.1 s at 60 Hz, head and torso targeted) through the command line."""
+    from looprig.cad_import import load_mechanism
+    from looprig.core.tracks import Clip, Track, write_tracks
+    from scipy.spatial.transform import Rotation
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", FileFormatWarning)
+        mechanism = load_mechanism(TODDLERBOT, meshes=False)
+    head, torso, pitch = mechanism.frame("head"), mechanism.frame("torso"), mechanism.joint("neck_pitch")
+    t = np.arange(7) / 60
+    nod = Rotation.from_rotvec(np.outer(0.05 * np.sin(2 * np.pi * t / t[-1]), pitch.axis))
+    R_head = nod * Rotation.from_quat(head.orientation[[1, 2, 3, 0]])
+    tracks = {
+        "head": Track(
+            pitch.anchor + nod.apply(head.position - pitch.anchor), R_head.as_quat()[:, [3, 0, 1, 2]]
+        ),
+        "torso": Track(np.repeat(torso.position[None], 7, 0), np.repeat(torso.orientation[None], 7, 0)),
+    }
+    write_tracks(Clip(fps=60, frame_start=0, tracks=tracks), tmp_path / "nod.tracks.json")
+    targets = [{"track": k, "frame": k, "orientation_weight": [1, 1, 1]} for k in tracks]
+    (tmp_path / "nod.map.json").write_text(json.dumps({"targets": targets, "rate": 60}))
+    argv = [
+        "retarget",
+        str(TODDLERBOT),
+        str(tmp_path / "nod.tracks.json"),
+        "--map",
+        str(tmp_path / "nod.map.json"),
+    ]
+    assert main([*argv, "-o", str(tmp_path / "out"), "--quiet"]) == 0
+    report = json.loads((tmp_path / "out" / "report.json").read_text())
+    assert report["frames"] == 7 and report["max_residual"] < 1e-6
+
+
+TENDONS = """
+<mujoco model="tendons">
+  <worldbody>
+    <body name="a"><joint name="ja" axis="0 0 1"/><geom size="0.1"/>
+      <body name="b" pos="0.3 0 0"><joint name="jb" axis="0 0 1"/><geom size="0.1"/>
+        <body name="c" pos="0.3 0 0"><joint name="jc" axis="0 0 1"/><geom size="0.1"/></body></body></body>
+  </worldbody>
+  <tendon>
+    <fixed name="gear" limited="true" range="0.19 0.21">
+      <joint joint="ja" coef="2"/><joint joint="jb" coef="1"/></fixed>
+    {more}
+  </tendon>
+  <actuator><motor name="m" joint="jb"/></actuator>
+</mujoco>
+"""
+
+
+def test_a_narrow_tendon_on_two_joints_is_a_coupling(tmp_path):
+    """``2 qa + qb = 0.2`` (the middle of the range): ``qa = -0.5 qb + 0.1``; the assembly
+    meets it (the file's zero pose does not), and the coupling is said."""
+    model, notes = load(tmp_path / "t.xml", TENDONS.format(more=""))
+    (coupling,) = model.mechanism.couplings
+    assert (coupling.joint, coupling.source, coupling.ratio) == ("ja", "jb", -0.5)
+    offsets = model.joint_offsets
+    assert 2 * offsets["ja"] + offsets["jb"] == pytest.approx(0.2, abs=1e-12) and offsets["ja"] > 0.05
+    assert any("tendon 'gear': its narrow range [0.19, 0.21] is read as an equality" in n for n in notes)
+
+
+def test_other_tendons_are_said_and_left_out(tmp_path):
+    more = (
+        '<fixed name="diff" limited="true" range="-0.01 0.01"><joint joint="ja" coef="1"/>'
+        '<joint joint="jb" coef="1"/><joint joint="jc" coef="-1"/></fixed>'
+        '<fixed name="wide" limited="true" range="-1 1"><joint joint="jc" coef="1"/></fixed>'
+    )
+    model, notes = load(tmp_path / "t.xml", TENDONS.format(more=more))
+    assert len(model.mechanism.couplings) == 1
+    assert any("tendon 'diff' holds 3 joints (ja, jb, jc)" in n for n in notes)
+    assert any("tendon 'wide': a fixed tendon without a narrow range" in n for n in notes)

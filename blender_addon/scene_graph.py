@@ -22,7 +22,7 @@ import bpy
 import numpy as np
 
 from . import armature
-from .mesh_mass import object_mass
+from .mesh_mass import object_mass, object_mesh
 from .motor_feedback import COLOR_KEY
 from .rest import rest_pose
 from .robot_model import build_robot, matrix_matches, rigid_part
@@ -30,6 +30,7 @@ from .robot_records import (
     CONSTRAINT_KINDS,
     GENERIC_TYPES,
     INFO,
+    WARNING,
     BodyRecord,
     FrameRecord,
     JointRecord,
@@ -49,6 +50,8 @@ from .scene_data import (
 )
 
 LOCK_TOLERANCE = 1e-9
+#: A loop joint whose pivot lies farther than this [m] outside a body's mesh is reported.
+PIVOT_TOLERANCE = 1e-4
 
 
 def _sorted(records: list) -> list:
@@ -296,12 +299,103 @@ def read_robot(context, collection) -> RobotRecord:
             frame = FrameRecord(name, ob.name, body, to_metres(ob.matrix_world, s), exact)
             frame.order = order
             record.frames.append(frame)
-    record.bodies, record.joints, record.frames = (
-        _sorted(record.bodies),
-        _sorted(record.joints),
-        _sorted(record.frames),
-    )
+        record.bodies, record.joints, record.frames = (
+            _sorted(record.bodies),
+            _sorted(record.joints),
+            _sorted(record.frames),
+        )
+        record.problems += pivot_gaps(record, collection, depsgraph, s)
     return record
+
+
+# --------------------------------------------------------------------------- closures at rest
+def loop_joints(record: RobotRecord) -> list[JointRecord]:
+    """The joints on a kinematic loop: those whose two bodies stay connected without them."""
+    joints = [j for j in record.joints if j.kind is not None and j.parent and j.child]
+    out = []
+    for j in joints:
+        neighbours: dict[str, set[str]] = {}
+        for other in joints:
+            if other is not j:
+                neighbours.setdefault(other.parent, set()).add(other.child)
+                neighbours.setdefault(other.child, set()).add(other.parent)
+        seen, todo = {j.parent}, [j.parent]
+        while todo:
+            for n in neighbours.get(todo.pop(), ()):
+                if n not in seen:
+                    seen.add(n)
+                    todo.append(n)
+        if j.child in seen:
+            out.append(j)
+    return out
+
+
+def pivot_gaps(record: RobotRecord, collection, depsgraph, s: float) -> list[Problem]:
+    """WARNINGs for built-by-hand loop joints whose pivot lies off a body they join, at rest.
+
+    A loop closes where its joints' pivots are: a hinge placed a few millimetres beyond
+    where two links meet is a valid joint of another mechanism, not the robot that is
+    modelled. Here a revolute or cylindrical joint's axis line must pass through each
+    body's mesh (the distance from the pivot to the mesh's convex hull, in the plane
+    across the axis) and a spherical joint's pivot lie in it (3-D hull; at least that
+    far); farther than :data:`PIVOT_TOLERANCE` is reported with the gap in mm and the
+    constraint object. A pivot moved within the bodies' material is a consistent joint
+    that nothing in the scene contradicts. Imported joints are checked against what the
+    file said instead (:func:`.robot_model.joint_gaps`); bone bodies are not checked.
+    """
+    bodies = {b.name: b for b in record.bodies if not b.bone_name}
+    objects = collection.all_objects
+    out = []
+    for j in loop_joints(record):
+        if j.exact or j.kind not in ("revolute", "cylindrical", "spherical"):
+            continue
+        for end in (j.parent, j.child):
+            body = bodies.get(end)
+            ob = objects.get(body.object_name) if body is not None else None
+            if ob is None or ob.type != "MESH":
+                continue
+            with object_mesh(ob, depsgraph) as mesh:
+                local = np.empty(3 * len(mesh.vertices), np.float32)
+                mesh.attributes["position"].data.foreach_get("vector", local)
+            T = to_metres(ob.matrix_world, s)
+            points = local.reshape(-1, 3).astype(float) @ T[:3, :3].T + (T[:3, 3] - j.anchor)  # pivot at 0
+            if j.kind == "spherical":
+                gap, where = outside_hull(points), "its pivot lies"
+            else:
+                axis = j.axis / np.linalg.norm(j.axis)
+                across = np.linalg.svd(np.eye(3) - np.outer(axis, axis))[0][:, :2]  # (3, 2) plane basis
+                gap, where = outside_hull(points @ across), "its axis passes"
+            if gap > PIVOT_TOLERANCE:
+                out.append(
+                    Problem(
+                        WARNING,
+                        f"joint {j.name!r} does not meet at rest: {where} {gap * 1000:.3g} mm outside "
+                        f"{ob.name!r}; move the constraint object to where the links meet (the loop "
+                        "closes where it stands)",
+                        j.object_name,
+                    )
+                )
+    return out
+
+
+def outside_hull(points: np.ndarray) -> float:
+    """How far the origin lies outside the convex hull of (V, 2) or (V, 3) points [their unit];
+    0 inside or for a hull without area (volume). Exact in 2-D; in 3-D the largest facet
+    distance (at least that far)."""
+    from scipy.spatial import ConvexHull, QhullError
+
+    try:
+        hull = ConvexHull(points)
+    except (QhullError, ValueError):
+        return 0.0
+    if points.shape[1] == 3 or float(np.max(hull.equations[:, -1])) <= 0.0:
+        return max(0.0, float(np.max(hull.equations[:, -1])))
+    ring = points[hull.vertices]  # counter-clockwise polygon
+    a, b = ring, np.roll(ring, -1, axis=0)
+    t = np.clip(
+        np.einsum("ij,ij->i", -a, b - a) / np.maximum(np.einsum("ij,ij->i", b - a, b - a), 1e-300), 0, 1
+    )
+    return float(np.min(np.linalg.norm(a + t[:, None] * (b - a), axis=1)))
 
 
 def read_model(context, collection) -> RobotModel:

@@ -266,7 +266,8 @@ def _check_actuator_branch(mechanism: Mechanism, result: FKResult, p: np.ndarray
         result.converged = False
         result.message = (
             f"actuator {readout.names[k]!r} settled at {got[k]:.6g} instead of {p[k]:.6g} "
-            "(the mirror solution); start from a state closer to the target"
+            "(the mirror solution); start from a state closer to the target, or reach it by "
+            "continuation (solve_fk_path)"
         )
 
 

@@ -56,7 +56,7 @@ def print_retarget(outcome: app.RetargetOutcome) -> None:
 def warn_findings(outcome: app.RetargetOutcome, folder) -> None:
     """Findings that did not block writing, as one warning line each (even with --quiet)."""
     for finding in outcome.findings:
-        recorded = " (recorded in every curves file)" if finding.kind == "limits" else ""
+        recorded = " (recorded in the files written)" if finding.kind == "limits" else ""
         print(f"looprig: warning: {folder}: {finding.message}{recorded}", file=sys.stderr)
 
 

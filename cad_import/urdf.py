@@ -25,6 +25,11 @@ planar              planar (axis = plane normal)
 ``<limit>``         actuator lower/upper [rad or m], velocity [rad/s or m/s]
 ``<transmission>``  marks its joints actuated; its ``<actuator name>`` names
                     the motor (curves carry it) and is its hardware id
+``<mimic>``         a coupling: value = multiplier * the other's + offset
+URDF+ ``<loop>``    a loop closure (revolute, continuous or fixed) between two
+                    link frames (arXiv 2411.19753)
+URDF+ ``<coupling>`` the successor link's joint turns ``ratio`` times the
+                    predecessor link's
 =================== ==========================================================
 
 The root link is grounded (``floating_base=True`` instead joins it to a
@@ -33,9 +38,9 @@ grounded ``world`` body by a free joint). Joints are actuated when a
 hardware_id="..." acceleration="..." servo="XC330-M288-T"/>`` element, the YAML side
 file's ``name_mot`` or the ``actuated=`` argument names them. Loop closures: see :mod:`.closures`.
 
-Not supported: ``<mimic>`` (coupled joints; the joint stays independent, with
-a warning), joint ``<dynamics>``/``<safety_controller>``/``<calibration>``,
-``<gazebo>`` extensions, primitive geometry as display.
+Not supported: joint ``<dynamics>``/``<safety_controller>``/``<calibration>``,
+``<gazebo>`` extensions, primitive geometry as display, URDF+ prismatic and
+planar loops (an error naming the element).
 """
 
 from __future__ import annotations
@@ -92,6 +97,76 @@ def _origin(doc: XmlDocument, parent) -> np.ndarray:
     xyz = doc.floats(element, "xyz", 3, [0, 0, 0])
     rpy = doc.floats(element, "rpy", 3, [0, 0, 0])
     return transform(rpy_matrix(rpy), xyz)
+
+
+#: URDF+ ``<loop type>`` -> the closure looprig makes (``continuous`` is a revolute without limits)
+URDF_PLUS_LOOPS = {"revolute": JointKind.REVOLUTE, "continuous": JointKind.REVOLUTE, "fixed": JointKind.FIXED}
+
+
+def _urdf_plus_link(doc: XmlDocument, element, role: str, link_names) -> tuple:
+    """The ``<predecessor link>`` or ``<successor link>`` of a URDF+ element: (link, child element)."""
+    child = element.find(role)
+    if child is None:
+        raise doc.error(element, f"no <{role} link='...'> element")
+    link = doc.text_attr(child, "link", required=True)
+    if link not in link_names:
+        raise doc.error(child, f"link {link!r} does not exist; links are: {', '.join(sorted(link_names))}")
+    return link, child
+
+
+def _urdf_plus_loop(doc: XmlDocument, element, link_names) -> ClosureSpec:
+    """A URDF+ loop joint (Chignoli et al., arXiv 2411.19753; MIT urdfdom's parser):
+    ``<loop name type><predecessor link><origin/></predecessor><successor link>
+    <origin/></successor><axis xyz/></loop>``: the two ``origin`` frames (link ->
+    constraint frame) meet in a joint of ``type``; the axis (constraint frame, default
+    x) for a revolute one. Prismatic and planar loops are refused, naming the element."""
+    name = doc.text_attr(element, "name", required=True)
+    kind_name = doc.text_attr(element, "type", required=True)
+    if kind_name not in URDF_PLUS_LOOPS:
+        raise doc.error(
+            element,
+            f"loop type {kind_name!r} is not supported; looprig closes loops of type "
+            + ", ".join(URDF_PLUS_LOOPS),
+        )
+    (link1, first), (link2, second) = (
+        _urdf_plus_link(doc, element, r, link_names) for r in ("predecessor", "successor")
+    )
+    return ClosureSpec(
+        name=name,
+        kind=URDF_PLUS_LOOPS[kind_name],
+        link1=link1,
+        T_link1_frame=_origin(doc, first),
+        link2=link2,
+        T_link2_frame=_origin(doc, second),
+        axis=_unit_axis(doc, element.find("axis"), default=(1.0, 0.0, 0.0)),
+        element=describe(element),
+        line=doc.line(element),
+    )
+
+
+def _urdf_plus_coupling(doc: XmlDocument, element, joints) -> CouplingSpec:
+    """A URDF+ coupling ``<coupling name><predecessor link/><successor link/><ratio value/>
+    </coupling>``, read as: the joint moving the successor link turns ``ratio`` times the
+    joint moving the predecessor link (a gear or belt)."""
+    name = doc.text_attr(element, "name", required=True)
+    parent_joint = {j.child: j.name for j in joints}
+    moved = []
+    for role in ("predecessor", "successor"):
+        link, child = _urdf_plus_link(
+            doc, element, role, {j.child for j in joints} | {j.parent for j in joints}
+        )
+        if link not in parent_joint:
+            raise doc.error(child, f"link {link!r} is the root: no joint moves it")
+        moved.append(parent_joint[link])
+    ratio = element.find("ratio")
+    return CouplingSpec(
+        name=name,
+        joint=moved[1],
+        source=moved[0],
+        ratio=1.0 if ratio is None else doc.number(ratio, "value"),
+        element=describe(element),
+        line=doc.line(element),
+    )
 
 
 def _unit_axis(doc: XmlDocument, element, name="xyz", default=(1.0, 0.0, 0.0)) -> np.ndarray:
@@ -319,6 +394,7 @@ def read_urdf(
         joints.append(spec)
     joint_by_name = {j.name: j for j in joints}
     joint_child = {j.name: j.child for j in joints}
+    couplings += [_urdf_plus_coupling(doc, element, joints) for element in root.findall("coupling")]
     for c in couplings:
         source = joint_by_name.get(c.source)
         if source is None or source.kind not in (JointKind.REVOLUTE, JointKind.PRISMATIC):
@@ -398,6 +474,7 @@ def read_urdf(
                 line=doc.line(element),
             )
         )
+    closure_list += [_urdf_plus_loop(doc, element, link_names) for element in root.findall("loop")]
     sidecar_path = find_sidecar(path) if sidecar == "auto" and text is None else sidecar
     if sidecar_path not in (None, "auto"):
         yaml_closures, motors = read_closure_yaml(sidecar_path, joint_child, link_names)

@@ -7,6 +7,7 @@ import pytest
 from looprig.cad_import import FileFormatError, FileFormatWarning, load_mechanism, load_model
 from looprig.cad_import.urdf import rpy_matrix
 from looprig.core import ConstraintSet, JointKind, solve_fk
+from looprig.core.readoff import JointReadout
 from looprig.core.rotations import quat_to_matrix
 
 DATA = Path(__file__).parent / "data"
@@ -460,3 +461,49 @@ def test_colours_from_named_and_inline_materials_and_motor_names(tmp_path):
     bad = body.replace('rgba="1 0 0 0.5"', 'rgba="2 0 0 1"')
     with pytest.raises(FileFormatError, match=r"components must lie in \[0, 1\]"):
         load_mechanism(write(tmp_path, robot(bad)))
+
+
+# --------------------------------------------------------------------- URDF+ (arXiv 2411.19753)
+URDF_PLUS = DATA / "fourbar_urdf_plus.urdf"
+
+
+def test_urdf_plus_loop_closes_a_fourbar_and_its_coupling_drives_a_pulley():
+    """The four-bar drawn straight closes through its <loop> (a revolute closure at the
+    coupler's and rocker's tips: 0.1 / 0.35 / 0.3 m on 0.3 m ground); the <coupling>
+    turns the pulley twice the crank's angle: FK at crank +0.2 rad gives pulley +0.4."""
+    model = load_model(URDF_PLUS)
+    mechanism = model.mechanism
+    assert model.closure_residual > 0.1  # drawn open
+    residual, _ = ConstraintSet(mechanism, actuated=False).evaluate(mechanism.initial_state(), None)
+    assert np.max(np.abs(residual)) < 1e-10
+    (belt,) = mechanism.couplings
+    assert (belt.joint, belt.source, belt.ratio) == ("pulley_joint", "crank_joint", 2.0)
+    tip = mechanism.joint("pin_B")
+    assert tip.kind == JointKind.REVOLUTE and np.allclose(np.abs(tip.axis), [0, 0, 1])
+    coupler_length = np.linalg.norm(tip.anchor - mechanism.joint("coupler_joint").anchor)
+    assert coupler_length == pytest.approx(0.35, abs=1e-9)
+    result = solve_fk(mechanism, [0.2])
+    joints = [mechanism.joint("crank_joint"), mechanism.joint("pulley_joint")]
+    crank, pulley = JointReadout(mechanism, joints).read(result.state)
+    assert (crank, pulley) == (pytest.approx(0.2, abs=1e-9), pytest.approx(0.4, abs=1e-9))
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "message"),
+    [
+        (
+            '<loop name="pin_B" type="revolute">',
+            '<loop name="pin_B" type="prismatic">',
+            "loop type 'prismatic'",
+        ),
+        ('<successor link="rocker">', '<successor link="rockr">', "link 'rockr' does not exist"),
+        ('<predecessor link="crank"/>', '<predecessor link="ground"/>', "link 'ground' is the root"),
+        ('<ratio value="2.0"/>', '<ratio value="two"/>', "ratio"),
+    ],
+)
+def test_wrong_urdf_plus_entries_are_one_line_errors(tmp_path, old, new, message):
+    text = URDF_PLUS.read_text()
+    assert old in text
+    with pytest.raises(FileFormatError, match=message) as error:
+        load_model(write(tmp_path, text.replace(old, new)))
+    assert "robot.urdf" in str(error.value) and "\n" not in str(error.value)

@@ -238,3 +238,25 @@ def test_robotiq_retargeted_from_its_pads_reads_back_the_motor(imported):
         assert result.actuators[0] == pytest.approx(p, abs=1e-6)
         left, right = drivers.read(state)
         assert left == pytest.approx(right, abs=1e-10)
+
+
+#: every MJCF and URDF robot file of the corpus (the two MJCF fragments kept beside Reachy Mini's
+#: model, joints_properties.xml and additional.xml, are merged into it and are no models)
+FRAGMENTS = {"joints_properties.xml", "additional.xml"}
+ROBOT_FILES = sorted(
+    str(p.relative_to(MODELS))
+    for p in [*MODELS.rglob("*.xml"), *MODELS.rglob("*.urdf")]
+    if p.name not in FRAGMENTS and "assets" not in p.parts
+)
+
+
+@pytest.mark.parametrize("relative", ROBOT_FILES)
+def test_looprig_info_reads_every_robot_file(relative, capsys):
+    """``looprig info`` (what a new user runs first, after ``make demo``) exits 0 on each of
+    the corpus's 11 files and names its motors with where their limits came from."""
+    from looprig.cli import main
+
+    assert len(ROBOT_FILES) == 11
+    assert main(["info", str(MODELS / relative)]) == 0
+    out = capsys.readouterr().out
+    assert "dof" in out and all("velocity limit" in line for line in out.splitlines() if "actuator " in line)

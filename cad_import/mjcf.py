@@ -341,6 +341,7 @@ def _read_mjcf(path, text: str | None, settings: ImportSettings) -> TreeModel:
             if kind in (JointKind.REVOLUTE, JointKind.PRISMATIC):
                 qpos0 = float(model.qpos0[model.jnt_qposadr[j]])
                 spec_joint.reference = qpos0
+                spec_joint.armature = float(model.dof_armature[model.jnt_dofadr[j]])
                 if model.jnt_limited[j]:
                     spec_joint.lower, spec_joint.upper = (float(v) for v in model.jnt_range[j])
             joints.append(spec_joint)

@@ -177,6 +177,10 @@ NATIVE_SCHEMA = {
                                 "type": ["string", "null"],
                                 "description": "servo model, a name of looprig's catalogue",
                             },
+                            "rotor_inertia": {
+                                "type": "number",
+                                "description": "rotor inertia reflected to the joint [kg m^2 or kg]",
+                            },
                             "limit_sources": {
                                 "type": "object",
                                 "description": "where a limit came from, when not the file itself",
@@ -305,6 +309,7 @@ def mechanism_to_dict(mechanism: Mechanism, meshes=None, base_dir=None) -> dict:
                 if a.metres_per_revolution is None
                 else float(a.metres_per_revolution),
                 "servo": a.servo,
+                "rotor_inertia": float(a.rotor_inertia),
                 "limit_sources": dict(a.limit_sources),
             }
         joints.append(entry)
@@ -527,6 +532,9 @@ class _Reader:
                     servo = servo_model(str(servo)).name
                 except ServoError as error:
                     self.fail(f"{w}.servo", str(error))
+            rotor = actuator.get("rotor_inertia", 0.0)
+            if isinstance(rotor, bool) or not isinstance(rotor, (int, float)) or not 0 <= rotor < math.inf:
+                self.fail(f"{w}.rotor_inertia", f"expected a finite number >= 0, got {rotor!r}")
             sources = self.obj(actuator.get("limit_sources", {}), f"{w}.limit_sources")
             for limit, source in sources.items():
                 if limit not in LIMIT_FIELDS or source not in [s.value for s in LimitSource]:
@@ -548,6 +556,7 @@ class _Reader:
                 name=motor_name,
                 servo=servo,
                 limit_sources=tuple(sorted(sources.items())),
+                rotor_inertia=rotor,
             )
         secondary = entry.get("secondary_axis")
         return Joint(

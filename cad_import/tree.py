@@ -169,6 +169,7 @@ class TreeJointSpec:
     hardware_id: int | str | None = None
     actuator_name: str | None = None  # the motor's name in the file; None: the joint's
     servo: str | None = None  # the servo model the file names for the motor (looprig tag, MJCF <text>)
+    armature: float = 0.0  # [kg m^2 or kg] rotor inertia reflected to the joint (MJCF armature)
     #: (name, what) the catalogue may recognise a servo in when ``servo`` is None, in order:
     #: e.g. ("XC330", "class 'XC330'"), the MJCF default class and the actuator's name
     servo_hints: list[tuple[str, str]] = field(default_factory=list)
@@ -659,6 +660,7 @@ def build_mechanism(model: TreeModel, settings: ImportSettings = DEFAULT_SETTING
                 acceleration_limit=joint.acceleration,
                 hardware_id=joint.hardware_id,
                 name=motor_names[joint.name],
+                rotor_inertia=joint.armature,
             )
             if servo is not None:
                 actuator = _with_catalogue(actuator, servo.model)

@@ -16,7 +16,7 @@ import numpy as np
 
 from .errors import MechanismError, TargetError, did_you_mean
 from .mechanism import LIMIT_FIELDS, LimitSource, Mechanism, actuator_name_choices
-from .servos import ServoError, servo_model
+from .servos import ServoError, derived_acceleration_limits, servo_model
 from .settings import RETARGET_SETTINGS, RetargetSettings
 
 MAPPING_VERSION = 1
@@ -115,6 +115,9 @@ class RetargetMapping(RetargetSettings):
     motor_limits: Mapping[str, Mapping[str, float]] | None = None
     #: motor name -> servo model (a catalogue name, :mod:`looprig.core.servos`): its catalogue limits
     servo: Mapping[str, str] | None = None
+    #: give motors without an acceleration limit the estimate their servo's stall torque allows
+    #: (:func:`looprig.core.servos.derived_acceleration_limits`); off unless asked
+    derive_acceleration: bool = False
 
     def __post_init__(self):
         super().__post_init__()
@@ -142,12 +145,14 @@ class RetargetMapping(RetargetSettings):
             except ServoError as error:
                 raise TargetError(f"mapping servo {motor!r}: {error}") from None
 
-    def limited(self, mechanism: Mechanism) -> Mechanism:
+    def limited(self, mechanism: Mechanism, states=None) -> Mechanism:
         """``mechanism`` (with its motors decided) with this mapping's limits: a motor's
         ``servo`` sets its catalogue limits and model, then ``motor_limits`` set theirs,
         over the robot file's (the precedence of docs/files.md: mapping > file >
-        catalogue > none). Motors are named by actuator or joint name; an unknown one
-        raises a one-line :class:`TargetError` listing the actuators."""
+        catalogue > derived > none); with ``derive_acceleration``, motors still without an
+        acceleration limit get the derived estimate over ``states`` (n_states, n, 7;
+        default the initial configuration). Motors are named by actuator or joint name;
+        an unknown one raises a one-line :class:`TargetError` listing the actuators."""
         given: dict[str, list[tuple[dict, LimitSource, str | None]]] = {}
         for motor, model_name in (self.servo or {}).items():
             model = servo_model(model_name)
@@ -155,7 +160,7 @@ class RetargetMapping(RetargetSettings):
             given.setdefault(motor, []).append((values, LimitSource.CATALOGUE, model.name))
         for motor, limits in (self.motor_limits or {}).items():
             given.setdefault(motor, []).append((dict(limits), LimitSource.MAPPING, None))
-        if not given:
+        if not given and not self.derive_acceleration:
             return mechanism
         changed = {}
         try:
@@ -168,9 +173,10 @@ class RetargetMapping(RetargetSettings):
             joints = [
                 dataclasses.replace(j, actuator=changed.get(j.name, j.actuator)) for j in mechanism.joints
             ]
-            return Mechanism(
+            mechanism = Mechanism(
                 mechanism.bodies, joints, mechanism.frames, name=mechanism.name, couplings=mechanism.couplings
             )
+            return _with_derived(mechanism, states) if self.derive_acceleration else mechanism
         except MechanismError as error:  # an unknown motor, or limits contradicting the file's
             raise TargetError(str(error)) from None
 
@@ -217,9 +223,8 @@ class RetargetMapping(RetargetSettings):
         version = data.get("version", MAPPING_VERSION)
         if version != MAPPING_VERSION:
             raise TargetError(f"{source}: unsupported mapping version {version!r}")
-        known = {"targets", "com", "start", "motors", "hold", "motor_limits", "servo", "version"} | {
-            s.name for s in RETARGET_SETTINGS
-        }
+        known = {"targets", "com", "start", "motors", "hold", "motor_limits", "servo", "version"}
+        known |= {"derive_acceleration"} | {s.name for s in RETARGET_SETTINGS}
         for key in data:
             if key not in known:
                 raise TargetError(f"{source}: " + did_you_mean("mapping key", key, known))
@@ -258,6 +263,9 @@ class RetargetMapping(RetargetSettings):
             hold=tuple(hold),
             motor_limits=limits,
             servo=servo,
+            derive_acceleration=_flag(
+                data.get("derive_acceleration", False), f"{source}: derive_acceleration"
+            ),
             **settings,
         )
 
@@ -275,11 +283,32 @@ class RetargetMapping(RetargetSettings):
         return cls.from_dict(data, str(path))
 
 
+def _with_derived(mechanism: Mechanism, states) -> Mechanism:
+    """``mechanism`` with the derived acceleration limit on each motor that has none."""
+    derived = derived_acceleration_limits(mechanism, states)
+    joints = []
+    for j in mechanism.joints:
+        if j.actuator is not None and j.actuator.limit_source("acceleration") == LimitSource.NONE:
+            if j.actuator_name in derived:
+                value = {"acceleration": derived[j.actuator_name]}
+                j = dataclasses.replace(j, actuator=j.actuator.with_limits(value, LimitSource.DERIVED))
+        joints.append(j)
+    return Mechanism(
+        mechanism.bodies, joints, mechanism.frames, name=mechanism.name, couplings=mechanism.couplings
+    )
+
+
 def _numbers(values) -> bool:
     """Whether ``values`` is a sequence of plain numbers (no booleans, strings, objects)."""
     return isinstance(values, list | tuple) and all(
         isinstance(v, int | float) and not isinstance(v, bool) for v in values
     )
+
+
+def _flag(value, source: str) -> bool:
+    if not isinstance(value, bool):
+        raise TargetError(f"{source}: derive_acceleration must be true or false, got {value!r:.80}")
+    return value
 
 
 def _object(value, where: str) -> Mapping:

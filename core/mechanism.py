@@ -117,7 +117,8 @@ class Actuator:
     (a :mod:`~looprig.core.servos` catalogue name) the motor is, or None.
     ``limit_sources``: ``(limit, source)`` pairs (:data:`LIMIT_FIELDS` names,
     :class:`LimitSource` values) for the limits whose source is not the default
-    of :meth:`limit_source`.
+    of :meth:`limit_source`. ``rotor_inertia``: the motor's rotor inertia reflected
+    through its gear to the joint [kg m^2, or kg for a displacement] (MJCF ``armature``).
     """
 
     motion: ActuatedMotion = ActuatedMotion.ANGLE
@@ -132,6 +133,7 @@ class Actuator:
     name: str | None = None
     servo: str | None = None
     limit_sources: tuple[tuple[str, str], ...] = ()
+    rotor_inertia: float = 0.0
 
     @property
     def unit(self) -> str:

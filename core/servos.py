@@ -22,6 +22,8 @@ import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
+import numpy as np
+
 from .errors import LooprigError
 
 RPM = 2.0 * math.pi / 60.0  # [rad/s] per rev/min
@@ -318,3 +320,77 @@ def servo_model(name: str) -> ServoModel:
         known = ", ".join(m.name for m in CATALOGUE)
         raise ServoError(f"no servo {name!r} in the catalogue; servos are: {known}")
     return _resolve(key, name).model
+
+
+#: [m/s^2] world gravity, z up
+GRAVITY = (0.0, 0.0, -9.81)
+
+
+def derived_acceleration_limits(mechanism, states=None, gravity=GRAVITY) -> dict[str, float]:
+    """A conservative acceleration limit [rad/s^2] for each angle motor whose servo's stall
+    torque the catalogue knows: ``(stall torque - largest gravity load) / largest
+    motor-space inertia`` over ``states`` (n_states, n, 7), default the initial
+    configuration. An estimate: the rotor's reflected inertia counts where the file
+    gives it (:attr:`Actuator.rotor_inertia`, MJCF ``armature``); friction and the
+    torque the servo loses with speed are left out, and other motors are taken as held.
+
+    Motor-space inertia of motor i: the least kinetic energy ``ds' M ds`` of a body motion
+    ``ds`` (6 per free body: CoM [m], rotation [rad], world) that keeps every joint
+    (``C ds = 0``) and turns motor i by one radian and no other motor (``A ds = e_i``),
+    passive joints free but a floating base held (the larger, conservative inertia);
+    ``M`` holds each body's mass and world inertia. Its gravity load: ``-sum m g . dc``.
+    A motor whose servo cannot hold the load gets no entry.
+    """
+    from .constraints import ConstraintSet
+    from .mechanism import ActuatedMotion, JointKind
+    from .readoff import ActuatorReadout
+    from .rotations import quat_to_matrix
+
+    constraints = ConstraintSet(mechanism, actuated=False)
+    readout = ActuatorReadout(mechanism)
+    motors = [
+        (k, servo_model(j.actuator.servo).stall_torque, j.actuator.rotor_inertia)
+        for k, j in enumerate(mechanism.actuated_joints)
+        if j.actuator.servo and j.actuator.motion == ActuatedMotion.ANGLE
+    ]
+    motors = [(k, torque, rotor) for k, torque, rotor in motors if torque is not None]
+    if not motors:
+        return {}
+    states = mechanism.initial_state()[None] if states is None else np.asarray(states, float)
+    free = constraints.free_bodies
+    mass = np.array([b.mass for b in mechanism.bodies])[free]
+    inertia = np.array([np.zeros((3, 3)) if b.inertia is None else b.inertia for b in mechanism.bodies])[free]
+    columns = np.array([k for k, _, _ in motors])
+    floating = [
+        mechanism.body_index(j.child)
+        for j in mechanism.joints
+        if j.kind == JointKind.FREE and mechanism.bodies[mechanism.body_index(j.parent)].grounded
+    ]
+    held = np.zeros((6 * len(floating), constraints.n_vars))  # rows that hold the floating bases
+    for f, body in enumerate(floating):
+        held[6 * f : 6 * f + 6, constraints.column_of_body[body] + np.arange(6)] = np.eye(6)
+    most_inertia, most_load = np.zeros(len(motors)), np.zeros(len(motors))
+    for state in states:
+        R = quat_to_matrix(state[free, 3:])
+        M = np.zeros((constraints.n_vars, constraints.n_vars))
+        for f, (m, I_body, R_f) in enumerate(zip(mass, inertia, R, strict=True)):
+            M[6 * f : 6 * f + 3, 6 * f : 6 * f + 3] = m * np.eye(3)
+            M[6 * f + 3 : 6 * f + 6, 6 * f + 3 : 6 * f + 6] = R_f @ I_body @ R_f.T
+        _, blocks = constraints.evaluate(state, None)
+        R_all = quat_to_matrix(state[:, 3:])
+        A = readout.jacobian(state, R_all, constraints.column_of_body, constraints.n_vars)
+        G = np.vstack([constraints.dense(blocks), held, A])
+        K = np.block([[M, G.T], [G, np.zeros((len(G), len(G)))]])
+        rhs = np.zeros((len(K), len(motors)))
+        rhs[constraints.n_vars + len(G) - len(A) + columns, np.arange(len(motors))] = 1.0
+        ds = np.linalg.lstsq(K, rhs, rcond=None)[0][: constraints.n_vars]  # (N, motors)
+        most_inertia = np.maximum(most_inertia, np.einsum("nk,nm,mk->k", ds, M, ds))
+        dc = ds.reshape(len(free), 6, len(motors))[:, :3]  # (free, 3, motors) [m/rad]
+        load = -np.einsum("f,a,fak->k", mass, np.asarray(gravity, float), dc)
+        most_load = np.maximum(most_load, np.abs(load))
+    names = mechanism.actuator_names
+    return {
+        names[k]: float((torque - most_load[i]) / (most_inertia[i] + rotor))
+        for i, (k, torque, rotor) in enumerate(motors)
+        if torque > most_load[i] and most_inertia[i] + rotor > 0
+    }

@@ -16,7 +16,15 @@ import pytest
 from looprig.cad_import import FileFormatError, FileFormatWarning, load_model, save_mechanism
 from looprig.core.errors import TargetError
 from looprig.core.mapping import RetargetMapping
-from looprig.core.servos import CATALOGUE, RPM, ServoError, match_servo, servo_model
+from looprig.core.mechanism import Actuator, Body, Joint, JointKind, Mechanism
+from looprig.core.servos import (
+    CATALOGUE,
+    RPM,
+    ServoError,
+    derived_acceleration_limits,
+    match_servo,
+    servo_model,
+)
 
 from looprig.app import mechanism_summary
 
@@ -269,3 +277,42 @@ def test_urdf_velocity_wins_over_the_tagged_servo_and_the_native_file_keeps_both
 def test_unknown_servo_in_the_urdf_tag_names_the_joint(tmp_path):
     with pytest.raises(FileFormatError, match=r"r\.urdf.*no servo 'XQ999'"):
         load(tmp_path / "r.urdf", URDF.format(servo="XQ999"))
+
+
+# --------------------------------------------------------------------- derived acceleration
+def pendulum(along, servo="XM430-W350-T", rotor=0.0):
+    """A 2 kg arm on a hinge about y, its CoM 0.1 m from the hinge along ``along``, 1e-3 kg m^2
+    about its CoM: motor-space inertia 1e-3 + 2 (0.1)^2 = 0.021 kg m^2 (+ ``rotor``)."""
+    arm = Body("arm", position=0.1 * np.array(along, float), mass=2.0, inertia=1e-3 * np.eye(3))
+    actuator = Actuator(servo=servo, rotor_inertia=rotor)
+    joint = Joint("j", JointKind.REVOLUTE, "ground", "arm", axis=[0, 1, 0], actuator=actuator)
+    return Mechanism([Body("ground", grounded=True), arm], [joint])
+
+
+def test_derived_acceleration_of_a_pendulum_is_its_closed_form():
+    """``(stall torque - m g r) / (I_c + m r^2 + rotor)``: XM430-W350 (4.1 N m), the arm
+    horizontal (load 2 x 9.81 x 0.1 N m) or upright (no load); the worst of both states."""
+    horizontal, upright = pendulum([1, 0, 0]), pendulum([0, 0, 1])
+    assert derived_acceleration_limits(horizontal)["j"] == pytest.approx((4.1 - 1.962) / 0.021)
+    assert derived_acceleration_limits(upright)["j"] == pytest.approx(4.1 / 0.021)
+    assert derived_acceleration_limits(pendulum([0, 0, 1], rotor=0.009))["j"] == pytest.approx(4.1 / 0.03)
+    turned = upright.initial_state()  # the upright arm turned a quarter turn about y: horizontal
+    turned[1] = [0.1, 0, 0, np.sqrt(0.5), 0, np.sqrt(0.5), 0]
+    both = np.stack([upright.initial_state(), turned])
+    assert derived_acceleration_limits(upright, both)["j"] == pytest.approx((4.1 - 1.962) / 0.021)
+    assert derived_acceleration_limits(pendulum([1, 0, 0], servo="XL330-M077-T")) == {}  # cannot hold it
+
+
+def test_derived_acceleration_fills_only_what_no_other_source_gives(tmp_path):
+    """Off unless asked; then m2 keeps the file's 40 rad/s^2, m1 (XM430-W350 by its class)
+    gets the estimate, m3 (no servo) none. ToddlerBot's armature is its rotor inertia."""
+    model, _ = load(tmp_path / "arm.xml", SERVO_ARM)
+    assert RetargetMapping(targets=()).limited(model.mechanism) is model.mechanism
+    limited = RetargetMapping.from_dict({"targets": [], "derive_acceleration": True}).limited(model.mechanism)
+    where = {n: a[1]["acceleration"] for n, a in sources(limited).items()}
+    assert where == {"m1": "derived", "m2": "file", "m3": "none"}
+    assert limited.actuated_joint("m2").actuator.acceleration_limit == 40
+    toddlerbot, _ = load(Path(__file__).parent / "data" / "toddlerbot_2xc" / "toddlerbot_2xc.xml")
+    assert toddlerbot.mechanism.actuated_joint("neck_pitch_act").actuator.rotor_inertia == 0.0048
+    with pytest.raises(TargetError, match="derive_acceleration must be true or false"):
+        RetargetMapping.from_dict({"targets": [], "derive_acceleration": "yes"})

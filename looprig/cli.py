@@ -46,9 +46,10 @@ def cmd_info(args) -> int:
     if args.json:
         print(json.dumps(summary, allow_nan=False))
         return 0
+    couplings = f", {summary['coupling_rows']} couplings" if summary["coupling_rows"] else ""
     print(
         f"{summary['name']}: {summary['bodies']} bodies, {summary['joints']} joints, "
-        f"{summary['actuators']} actuators, {summary['loops']} loops"
+        f"{summary['actuators']} actuators, {summary['loops']} loops{couplings}"
     )
     print(
         f"  dof {summary['dof']} (Grübler {summary['grubler']}), "

@@ -660,7 +660,11 @@ def _default_classes(spec) -> list[str]:
     """The ``<default class>`` names the file defines (MuJoCo's merged XML)."""
     from xml.etree import ElementTree
 
-    return [d.get("class") for d in ElementTree.fromstring(spec.to_xml()).iter("default") if d.get("class")]
+    try:
+        text = spec.to_xml()
+    except ValueError:  # MuJoCo cannot write every model back (some plugins): no classes to name
+        return []
+    return [d.get("class") for d in ElementTree.fromstring(text).iter("default") if d.get("class")]
 
 
 def _joint_equality(model, e: int, name: str, joint_names, tree_joint, path) -> CouplingSpec | None:

@@ -294,6 +294,7 @@ def cmd_demo(args) -> int:
     outcome = run_demo(Path(args.output), progress=console.Progress("retargeting", args.quiet))
     if not args.quiet:
         console.print_retarget(outcome)
+        print(dynamixel_mode_line(outcome.summary["dynamixel"]))
         print(f"done in {time.perf_counter() - start:.1f} s")
     console.warn_findings(outcome, args.output)
     code = 0

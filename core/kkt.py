@@ -41,7 +41,15 @@ import scipy.linalg as sla
 
 from .constraints import ConstraintSet
 from .mechanism import JointKind
-from .rotations import BodyVectors, cross
+from .rotations import (
+    BodyVectors,
+    cross,
+    quat_from_rotvec,
+    quat_multiply,
+    quat_normalize,
+    quat_to_matrix,
+    skew,
+)
 
 X, Y, Z = 0, 1, 2
 #: A joint kind's free motions, each (side, joint-frame axis, rotation): a rotation
@@ -68,6 +76,7 @@ class _Joints:
         self.rows = np.zeros((J, 6), int)
         self.row_mask = np.zeros((J, 6), bool)
         self.new = np.array([e["new"] for e in entries], int)  # body indices
+        self.old = np.array([e["old"] for e in entries], int).reshape(J)
         self.new_slot = cs.column_of_body[self.new] // 6  # free-body slots
         old_cols = cs.column_of_body[np.array([e["old"] for e in entries], int)]
         self.old_slot = np.where(old_cols >= 0, old_cols // 6, n_free)  # n_free: the zero slot
@@ -81,6 +90,7 @@ class _Joints:
         P = len(motions)
         self.real_joint = np.array([m[0] for m in motions], int).reshape(P)
         slot = np.array([m[1] for m in motions], int).reshape(P)
+        self.motion_slot = slot  # each motion's place among its joint's
         self.motion_row = self.row_mask.sum(1)[self.real_joint] + slot  # where S^T goes
         self.rotation = np.array([m[4] for m in motions], bool).reshape(P, 1)  # else a slide
         self.real_q = np.array([m[5] for m in motions], int).reshape(P)
@@ -173,6 +183,91 @@ class SpanningTree:
         self.levels = [np.flatnonzero(depths == d) for d in np.unique(depths)]
         tree_rows = np.concatenate([e["rows"] for e in entries]) if entries else np.zeros(0, int)
         self.loop_rows = np.setdiff1d(np.arange(cs.n_rows), tree_rows)
+        self.column_of_body = cs.column_of_body
+
+    def arms_and_axes(self, R: np.ndarray):
+        """Every tree joint's anchor arm (B, J, 3) from the body it reaches (world) and
+        every motion's unit axis (B, P, 3), at body rotations R (B, n, 3, 3)."""
+        tj = self.joints
+        turned = tj.vectors.turn(R)
+        return turned[:, : len(tj.new)], turned[:, len(tj.new) :]
+
+    def joint_basis(self, states: np.ndarray, R: np.ndarray) -> np.ndarray:
+        """The tangent (B, N, D) that each joint coordinate's unit rate gives every body
+        at states (B, n, 7): a joint's motion (a rotation [rad] about its axis through its
+        anchor, a slide [m] along it; a floating root's six tangent values) moves the
+        bodies past it rigidly. A motor that is a tree joint moves by exactly its
+        coordinate along it (unlike the null-space basis of :class:`ReducedKKT`, whose
+        coordinates are only a basis)."""
+        tj, B = self.joints, len(states)
+        arm, axis = self.arms_and_axes(R)
+        Zb = np.zeros((B, self.n_free + 1, 6, self.dof))
+        for slot, col in zip(self.root_slots, self.root_columns, strict=True):
+            Zb[:, slot, :, col : col + 6] = np.eye(6)
+        # each motion's unit screw on the body it reaches: [c rate, angular rate]
+        own = np.zeros((B, len(tj.new), 6, self.dof))
+        screw = np.where(
+            tj.rotation,
+            np.concatenate([cross(arm[:, tj.real_joint], axis), axis], -1),
+            np.concatenate([axis, np.zeros_like(axis)], -1),
+        )
+        own[:, tj.real_joint, :, tj.real_q] = np.swapaxes(screw, 0, 1)
+        centre = states[..., :3]
+        for level in self.levels:
+            # the rigid carry from the old body to the new: c_new' = c_old' + w x (c_new - c_old)
+            offset = centre[:, tj.new[level]] - centre[:, tj.old[level]]  # (B, L, 3)
+            carry = np.broadcast_to(np.eye(6), offset.shape[:2] + (6, 6)).copy()
+            carry[..., :3, 3:] = -skew(offset)
+            Zb[:, tj.new_slot[level]] = carry @ Zb[:, tj.old_slot[level]] + own[:, level]
+        return Zb[:, : self.n_free].reshape(B, self.n_vars, self.dof)
+
+    def retract(self, states: np.ndarray, R: np.ndarray, theta: np.ndarray) -> np.ndarray:
+        """States (B, n, 7) moved by joint coordinate steps theta (B, D): each tree joint
+        turns or slides its side of the tree exactly (its screws taken at ``states``,
+        rotations R (B, n, 3, 3)); a floating root moves by ``retract``'s rule. The tree
+        joints stay as assembled as they were; a tree motor moves by exactly its step."""
+        tj = self.joints
+        arm, axis = self.arms_and_axes(R)
+        out = states.copy()
+        for slot, col in zip(self.root_slots, self.root_columns, strict=True):
+            body = np.flatnonzero(self.column_of_body // 6 == slot)[0]
+            out[:, body, :3] += theta[:, col : col + 3]
+            out[:, body, 3:] = quat_multiply(
+                quat_from_rotvec(theta[:, col + 3 : col + 6]), states[:, body, 3:]
+            )
+        angle = theta[:, tj.real_q]  # (B, P)
+        for level in self.levels:
+            joints = tj.new[level]
+            # the joint's own displacement (rotation q_m, translation t_m) in world, its
+            # motions applied last-listed first (a universal joint: the child's axis first)
+            q_m = np.zeros((len(states), len(level), 4))
+            q_m[..., 0] = 1.0
+            t_m = np.zeros((len(states), len(level), 3))
+            anchor = states[:, joints, :3] + arm[:, level]
+            for place in range(int(tj.motion_slot.max(initial=-1)), -1, -1):
+                motions = np.flatnonzero(np.isin(tj.real_joint, level) & (tj.motion_slot == place))
+                if not len(motions):
+                    continue
+                at = np.searchsorted(level, tj.real_joint[motions])
+                a, th = axis[:, motions], angle[:, motions, None]
+                rot = tj.rotation[motions]  # (p, 1)
+                q_step = quat_from_rotvec(np.where(rot, a * th, 0.0))
+                R_step = quat_to_matrix(q_step)
+                x = anchor[:, at]
+                t_step = np.where(rot, x - (R_step @ x[..., None])[..., 0], a * th)
+                # (R_s, t_s) o (R_m, t_m) = (R_s R_m, R_s t_m + t_s)
+                t_m[:, at] = (R_step @ t_m[:, at, :, None])[..., 0] + t_step
+                q_m[:, at] = quat_multiply(q_step, q_m[:, at])
+            # carried by the old body's displacement G = X_old' X_old^-1
+            old = tj.old[level]
+            q_g = quat_multiply(out[:, old, 3:], states[:, old, 3:] * np.array([1.0, -1.0, -1.0, -1.0]))
+            R_g = quat_to_matrix(q_g)
+            t_g = out[:, old, :3] - (R_g @ states[:, old, :3, None])[..., 0]
+            R_m = quat_to_matrix(q_m)
+            c = (R_m @ states[:, joints, :3, None])[..., 0] + t_m
+            out[:, joints, :3] = (R_g @ c[..., None])[..., 0] + t_g
+            out[:, joints, 3:] = quat_normalize(quat_multiply(q_g, quat_multiply(q_m, states[:, joints, 3:])))
+        return out
 
 
 class ReducedKKT:

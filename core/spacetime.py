@@ -9,34 +9,35 @@ Over the F frames of a clip::
          |p_(k+1) - 2 p_k + p_(k-1)| <= a / rate^2     (its acceleration)
 
 with ``p_k`` the motors read off ``s_k``. Frames couple only through the motor
-rows' neighbour differences. Each SQP iteration linearises every frame with the
-clip solver's kernels (:func:`~looprig.core.step.build_step`, the spanning tree
-of :class:`~looprig.core.kkt.ReducedKKT`), moves each frame in the null space of
-its linearised joint rows, ``d_k = delta_k + T_k u_k`` (``delta_k`` restores the
-rows, ``T_k`` (N, dof) spans the mechanism's motions), so the motors move by
-``P_k d_k`` (the read-off Jacobian) and every limit row is linear in the unknowns
-``u`` (F, dof): the subproblem is a QP banded in time, solved by
-:func:`~looprig.core.banded_qp.solve_banded_qp`. A line search on an l1 merit
-(objective, joint residuals and limit excess) globalises the iterations; the
-Hessian is Gauss-Newton's, plus the joints' curvature times their multipliers
-once the limits hold the targets away (the Lagrangian's, as in the per-frame
-solver) and the minimal-motion metric.
+rows' neighbour differences.
+
+The unknowns are the spanning tree's joint coordinates
+(:meth:`~looprig.core.kkt.SpanningTree.joint_basis`): a step turns or slides each
+tree joint exactly (:meth:`~looprig.core.kkt.SpanningTree.retract`), so the tree's
+joints stay assembled, a motor that is a tree joint moves by exactly its coordinate
+and every limit row is linear in the unknowns. Each frame then moves in the null
+space of its loop rows, ``theta_k = q0_k + W_k u_k`` (``q0_k`` restores them), and
+the whole clip's unknowns ``u`` (F, dof) meet only banded limit rows. A primal-dual
+interior point (:func:`_interior_point`) solves it: one banded Newton system per
+iteration (:class:`~looprig.core.banded.NewtonSystem`) with Newton's Hessian in
+joint coordinates (Gauss-Newton's plus the tracked points' and axes' curvature,
+:mod:`.joint_space`, and the loops' curvature times their multipliers), made convex
+frame by frame where it is not, and a line search on an l1 merit.
 """
 
-import os
+import dataclasses
 from dataclasses import dataclass
 
 import numpy as np
 
-from .banded_qp import StencilRows, solve_banded_qp
+from .banded import NewtonSystem, RowSet, StencilRows, converged_kkt
 from .ik import IKProblem
-from .kkt import ReducedKKT
-from .rotations import quat_to_matrix, retract
+from .joint_space import JointScrews
+from .rotations import quat_to_matrix
 from .step import build_step, with_constraint_curvature
 from .terms import Reference, Targets
 from .terms.limits import ActuatorLimits
 
-_TRACE = os.environ.get("LOOPRIG_TRACE")
 #: The stencils of the motor rows: range (one frame), speed (two), acceleration (three).
 STENCILS = {"position": (1.0,), "velocity": (-1.0, 1.0), "acceleration": (1.0, -2.0, 1.0)}
 
@@ -45,15 +46,19 @@ STENCILS = {"position": (1.0,), "velocity": (-1.0, 1.0), "acceleration": (1.0, -
 class SpaceTimeSettings:
     """Tolerances of :func:`solve_spacetime`.
 
-    limit_tolerance: how far a limit row may end outside its bound, relative to the
-    bound's size (a speed limit's ``v / rate``); step_tolerance [rad | m]: converged when
-    the largest motor change of a step is below it; max_iterations: SQP iterations.
+    limit_tolerance: the interior point's tolerance on stationarity, complementarity and
+    how far a limit row may end outside its bound, relative to the bound's size (a speed
+    limit's ``v / rate``); max_iterations: interior-point iterations of a stage;
+    initial_slack, initial_barrier: the least slack of a limit row at the start and the
+    start's barrier parameter (slack times multiplier).
     """
 
     limit_tolerance: float = 1e-9
-    step_tolerance: float = 1e-7
-    max_iterations: int = 60
-    max_backtracks: int = 12
+    max_iterations: int = 200
+    max_backtracks: int = 30
+    initial_slack: float = 1e-2
+    initial_barrier: float = 1e-2
+    initial_damping: float = 1e-4
 
 
 @dataclass
@@ -148,10 +153,6 @@ def motor_forces(families: list[_Rows], multipliers: list[np.ndarray], shape) ->
     return force
 
 
-#: Each stage of the limits' homotopy divides how far the limits are eased by this.
-HOMOTOPY_FACTOR = 4.0
-
-
 def solve_spacetime(
     problem: IKProblem,
     targets: Targets,
@@ -166,182 +167,290 @@ def solve_spacetime(
     ``actuators`` (F, A) unwrapped [rad | m]: typically the unlimited clip solver's
     answer. ``limits``: the problem's actuators' by default.
 
-    A start far outside the limits (a motor at ten times its speed) linearises badly,
-    so the limits are tightened in stages: first eased to what the start uses, then
-    eased by a quarter as much per stage, each stage starting from the last one's
-    answer, the last stage holding the true limits to convergence."""
+    The problem's minimal-motion metric is left out (it would damp every step and so
+    keep the iterations from converging where limits hold targets away): a Levenberg
+    damping that vanishes as the iterations converge takes its place."""
     settings = settings or SpaceTimeSettings()
     limits = limits or problem.actuator_limits
-    values = np.asarray(actuators, dtype=float)
-    steps = np.abs(np.diff(values, axis=0)).max(0, initial=0.0) * rate
-    turns = np.abs(np.diff(values, 2, axis=0)).max(0, initial=0.0) * rate**2
-    over = np.maximum(values.max(0) - limits.upper, 0.0), np.maximum(limits.lower - values.min(0), 0.0)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        ratio = max(
-            1.0,
-            float(
-                np.nanmax(np.where(np.isfinite(limits.velocity), steps / limits.velocity, 1.0), initial=1.0)
-            ),
-            float(
-                np.nanmax(
-                    np.where(np.isfinite(limits.acceleration), turns / limits.acceleration, 1.0), initial=1.0
-                )
-            ),
-        )
-    stages = max(0, int(np.ceil(np.log(ratio) / np.log(HOMOTOPY_FACTOR))))
-    total = 0
-    for stage in range(stages, -1, -1):
-        ease = HOMOTOPY_FACTOR ** (stage - stages) if stage else 0.0  # 1 .. 0
-        eased = ActuatorLimits(
-            limits.lower - over[1] * ease,
-            limits.upper + over[0] * ease,
-            limits.velocity * max(1.0, ratio * ease),
-            limits.acceleration * max(1.0, ratio * ease),
-        )
-        solution = _sqp(problem, targets, states, values, rate, eased, settings, final=stage == 0)
-        states, values = solution.states, solution.actuators
-        total += solution.iterations
-    solution.iterations = total
-    return solution
+    problem = dataclasses.replace(
+        problem, regularization=dataclasses.replace(problem.regularization, state_weight=0.0)
+    )
+    screws = JointScrews(problem.tree, len(problem.mechanism.bodies))
+    return _interior_point(problem, screws, targets, states, actuators, rate, limits, settings)
 
 
-def _sqp(
+@dataclass
+class _Linearization:
+    """Every frame of a clip linearised in joint coordinates (F frames, D coordinates,
+    dof motions, A motors): the step ``theta = q0 + W u`` keeps the loops closed to
+    first order; H (F, dof, dof) and g (F, dof): the objective's Newton model in u;
+    motors ``b + B u`` (F, A) [rad | m]; ``at``: the terms' linearisation."""
+
+    at: object
+    Z: np.ndarray  # (F, N, D) joint basis
+    W: np.ndarray  # (F, D, dof)
+    q0: np.ndarray  # (F, D)
+    H: np.ndarray
+    g: np.ndarray
+    b: np.ndarray
+    B: np.ndarray
+    PZ: np.ndarray  # (F, A, D) the motors' rates per coordinate
+    H_theta: np.ndarray  # (F, D, D)
+    g_theta: np.ndarray  # (F, D)
+
+
+def _linearize(problem, screws: JointScrews, at, values, loop_multipliers, damping: float) -> _Linearization:
+    """The :class:`_Linearization` at ``at`` (a :class:`~looprig.core.step.LinearizedStep`
+    of every frame) whose motors read ``values`` (F, A); loop_multipliers (F, m) or None;
+    damping: Levenberg's, relative to each frame's largest Hessian diagonal entry."""
+    cs, tree = problem.constraints, problem.tree
+    S, R = at.point.state, at.point.R
+    F = len(S)
+    Z = tree.joint_basis(S, R)
+    model = at.model
+    if loop_multipliers is not None:
+        model = with_constraint_curvature(problem, model, at.point, loop_multipliers)
+    H_theta = model.project(Z, np.zeros(F)) + _objective_curvature(problem, screws, at.point)
+    g_theta = (at.gradient[:, None, :] @ Z)[:, 0]
+    loop = np.r_[tree.loop_rows, tree.cs_rows + np.arange(at.loop_jacobian.shape[1] - len(tree.loop_rows))]
+    if len(loop):
+        ALZ = at.loop_jacobian @ Z  # (F, m_L, D)
+        _, sv, Vt = np.linalg.svd(ALZ)
+        rank = int((sv[0] > 1e-9 * max(float(sv[0].max(initial=0.0)), 1e-300)).sum())
+        W = np.swapaxes(Vt[:, rank:], 1, 2)
+        q0 = -(np.linalg.pinv(ALZ, rcond=1e-9) @ at.constraint[:, loop, None])[..., 0]
+    else:
+        W = np.broadcast_to(np.eye(tree.dof), (F, tree.dof, tree.dof))
+        q0 = np.zeros((F, tree.dof))
+    P = problem.readout.jacobian(S, R, cs.column_of_body, cs.n_vars)
+    PZ = P @ Z
+    Wt = np.swapaxes(W, 1, 2)
+    H = _convex(Wt @ H_theta @ W, damping)
+    g = (Wt @ (g_theta + (H_theta @ q0[..., None])[..., 0])[..., None])[..., 0]
+    b = values + (PZ @ q0[..., None])[..., 0]
+    return _Linearization(at, Z, W, q0, H, g, b, PZ @ W, PZ, H_theta, g_theta)
+
+
+def _objective_curvature(problem, screws: JointScrews, point) -> np.ndarray:
+    """The tracking terms' second-order part in joint coordinates (F, D, D): the frames'
+    points and axes and the bodies' centres (for the CoM) weighted by the gradient of
+    the objective with respect to them (:meth:`JointScrews.curvature`)."""
+    S, R, targets = point.state, point.R, point.targets
+    at = screws.at(S, R)
+    F, D = len(S), problem.tree.dof
+    H = np.zeros((F, D, D))
+    frames = problem.frame_terms
+    if len(frames):
+        points, axes = frames.poses(S, R)  # (F, K, 3), (F, K, 3, 3) columns: axes
+        force = frames.position_weight * (points - targets.positions)
+        H += screws.curvature(at, frames.body, points, force, points=True)
+        if frames.orientation_weight.any():
+            u = np.swapaxes(axes, -1, -2)  # (F, K, axis, 3)
+            pull = frames.orientation_weight[..., None] * (u - np.swapaxes(targets.rotations, -1, -2))
+            bodies = np.repeat(frames.body, 3)
+            H += screws.curvature(at, bodies, u.reshape(F, -1, 3), pull.reshape(F, -1, 3), points=False)
+    com = problem.com_term
+    if com is not None:
+        force = com.weight * (com.com(S) - targets.com)  # (F, 3)
+        per_body = com.fraction[None, :, None] * force[:, None, :]
+        H += screws.curvature(at, np.arange(S.shape[1]), S[..., :3], per_body, points=True)
+    return H
+
+
+def _convex(H: np.ndarray, damping: float) -> np.ndarray:
+    """The reduced Hessians H (F, d, d) made positive definite: a frame whose Newton
+    Hessian has a negative eigenvalue (far from the answer, or a target pulling the
+    robot over a ridge) is shifted by it (the inertia correction of interior-point
+    methods), then every frame gets ``damping`` (at least 1e-12) times the largest
+    diagonal entry of the clip's Hessians on its diagonal."""
+    scale = max(float(np.abs(np.diagonal(H, axis1=1, axis2=2)).max(initial=0.0)), 1e-300)
+    lowest = np.linalg.eigvalsh(H)[:, 0]
+    shift = np.maximum(-1.1 * lowest, 0.0) + max(damping, 1e-12) * scale
+    return H + shift[:, None, None] * np.eye(H.shape[-1])
+
+
+def _interior_point(
     problem: IKProblem,
+    screws: JointScrews,
     targets: Targets,
     states: np.ndarray,
     actuators: np.ndarray,
     rate: float,
     limits: ActuatorLimits,
     settings: SpaceTimeSettings,
-    final: bool,
 ) -> SpaceTimeSolution:
-    """One stage of :func:`solve_spacetime`: SQP under ``limits``; a stage before the
-    ``final`` one stops as soon as its limits hold."""
-    cs, readout = problem.constraints, problem.readout
+    """:func:`solve_spacetime`'s primal-dual interior point on the whole problem.
+
+    Every limit row gets a slack s > 0 and a multiplier z > 0. Each iteration
+    linearises every frame and takes one Newton step of the barrier problem at barrier
+    mu (:meth:`~looprig.core.banded.NewtonSystem.direction`): the slacks and the
+    multipliers each at most 99 % of the way to zero, the primal step cut by a line
+    search on the l1 merit ``f - mu sum log s + nu_C |C_loops|_1 + nu |G p + s - h|_1``
+    (nu above the multipliers). Once the barrier problem is solved to 10 mu, mu drops
+    to ``min(mu / 5, mu^1.5)`` (Fiacco and McCormick's monotone rule, as IPOPT's).
+    A Levenberg damping shrinks tenfold after each step taken whole and grows after a
+    step the line search cut.
+    """
+    cs, readout, tree = problem.constraints, problem.readout, problem.tree
     F = len(states)
     states = np.array(states, dtype=float)
     values = np.array(actuators, dtype=float)
     families = limit_rows(limits, F, rate)
     reference = Reference(states.copy(), quat_to_matrix(states[..., 3:]), values.copy())
-    nu_limits, nu_joints = 0.0, 0.0
-    multipliers = None
-    qp_multipliers = None
+
+    def evaluate(S):
+        return build_step(problem, problem.point(S, targets, reference))
+
+    def row_excess(v):
+        return np.concatenate([excess(rows, v).ravel() for rows in families]) if families else np.zeros(0)
+
+    barrier = settings.initial_barrier
+    rounding = row_rounding(families, values)
+    slack = np.maximum(-row_excess(values), settings.initial_slack)
+    z = barrier / slack
+    nu_limits = nu_loops = 0.0
+    loop_multipliers = None
+    damping = settings.initial_damping
     iterations, converged = 0, False
-
-    def evaluate(S, derivatives=True):
-        point = problem.point(S, targets, reference)
-        return build_step(problem, point, derivatives=derivatives)
-
-    def limit_excess(v):
-        return sum(float(np.maximum(excess(rows, v), 0.0).sum()) for rows in families)
-
     at = evaluate(states)
+    tolerance = problem.settings.constraint_tolerance * cs.length_scale
+    loops = np.r_[tree.loop_rows, np.arange(tree.cs_rows, at.constraint.shape[1])]
     for _ in range(settings.max_iterations):
+        lin = _linearize(problem, screws, at, values, loop_multipliers, damping)
+        rows = RowSet([_stencil(r, lin.b, lin.B) for r in families], F, lin.W.shape[-1])
+        Gz = rows.transpose(z)
+        r_d = lin.g + Gz
+        r_p = slack - rows.bound  # G u + s - h at u = 0
+        mu = float(slack @ z) / max(rows.size, 1)
+        # the tree joints stay as assembled as the start (retract keeps them); the loops close
+        assembled = np.abs(at.constraint[:, loops]).max(initial=0.0) <= tolerance
+        if assembled and converged_kkt(r_d, r_p, mu, settings.limit_tolerance, lin.g, Gz):
+            converged = True
+            break
+        # the barrier problem at this barrier solved well enough: a smaller barrier
+        # (Fiacco-McCormick's monotone rule, as IPOPT's)
+        scale = max(1.0, float(np.abs(lin.g).max(initial=0.0)), float(np.abs(Gz).max(initial=0.0)))
+        error = max(float(np.abs(r_d).max()) / scale, float(np.abs(r_p).max(initial=0.0)))
+        while (
+            barrier > settings.limit_tolerance / 10
+            and max(error, float(np.abs(slack * z - barrier).max(initial=0.0))) <= 10.0 * barrier
+        ):
+            barrier = max(settings.limit_tolerance / 10, min(0.2 * barrier, barrier**1.5))
         iterations += 1
-        model = at.model
-        if multipliers is not None:
-            model = with_constraint_curvature(problem, model, at.point, multipliers)
-        kkt = ReducedKKT(problem.tree, at.point.R, model, at.row_blocks, at.loop_jacobian, np.zeros(F), 0.0)
-        T, delta = _motions(kkt, at.constraint)
-        H = kkt.model.project(T, np.zeros(F))
-        if multipliers is not None:  # the Lagrangian's Hessian only where it is convex on the motions
-            bad = np.linalg.eigvalsh(H)[:, 0] <= 0.0
-            if bad.any():
-                H[bad] = at.model.take(np.flatnonzero(bad)).project(T[bad], np.zeros(bad.sum()))
-        H += (
-            1e-12
-            * np.maximum(np.abs(np.diagonal(H, axis1=1, axis2=2)).max(-1), 1e-300)[:, None, None]
-            * np.eye(H.shape[-1])
-        )
-        Hdelta = model.times(delta[..., None])[..., 0]
-        g_full = at.gradient + Hdelta
-        g = (g_full[:, None, :] @ T)[:, 0]
-        P = readout.jacobian(at.point.state, at.point.R, cs.column_of_body, cs.n_vars)  # (F, A, N)
-        B = P @ T
-        b = values + (P @ delta[..., None])[..., 0]
-        qp = solve_banded_qp(H, g, [_stencil(rows, b, B) for rows in families])
-        d = delta + (T @ qp.u[..., None])[..., 0]
-        # joint multipliers of the QP step (least squares of its stationarity), for the
-        # next model's curvature
-        force = motor_forces(families, qp.multipliers, values.shape)
-        A_full = at.constraint_jacobian
-        residual_force = at.gradient + model.times(d[..., None])[..., 0] + (force[:, None, :] @ P)[:, 0]
-        gram = A_full @ np.swapaxes(A_full, 1, 2)
-        gram += 1e-12 * np.maximum(np.einsum("bii->b", gram), 1.0)[:, None, None] * np.eye(gram.shape[-1])
-        new_multipliers = -np.linalg.solve(gram, (A_full @ residual_force[..., None]))[..., 0]
-        qp_multipliers = qp.multipliers
-        # l1 merit: objective + joint residuals + limit excess (normalised rows)
-        z_max = max((float(z.max(initial=0.0)) for z in qp.multipliers), default=0.0)
-        nu_limits = max(nu_limits, 1.1 * z_max)
-        nu_joints = max(nu_joints, 1.1 * float(np.abs(new_multipliers).max(initial=0.0)))
-        c_l1 = float(np.abs(at.constraint).sum())
-        merit = float(at.value.sum()) + nu_joints * c_l1 + nu_limits * limit_excess(values)
+        if rows.size:
+            du, ds, dz = NewtonSystem(lin.H, rows, slack, z).direction(r_d, r_p, slack * z - barrier)
+        else:
+            du, ds, dz = -np.linalg.solve(lin.H, lin.g[..., None])[..., 0], slack, z
+        boundary = max(0.99, 1.0 - barrier)
+        alpha = _to_boundary(slack, ds, boundary)
+        alpha_z = _to_boundary(z, dz, boundary)
+        theta = lin.q0 + (lin.W @ du[..., None])[..., 0]  # (F, D)
+        z_next = z + alpha_z * dz
+        force = motor_forces(families, rows.split(z_next), values.shape)
+        new_loop_multipliers = _loop_multipliers(problem, lin, theta, force)
+        # the merit's penalties: above the multipliers they weigh (l1 exact penalty)
+        nu_limits = max(nu_limits, 1.1 * float(np.abs(z_next).max(initial=0.0)))
+        if new_loop_multipliers is not None:
+            nu_loops = max(nu_loops, 1.1 * float(np.abs(new_loop_multipliers).max(initial=0.0)))
+
+        def merit(step_at, v, s, loops=loops, barrier=barrier, nu_loops=nu_loops, nu_limits=nu_limits):
+            return (
+                float(step_at.value.sum())
+                - (barrier * float(np.log(s).sum()) if len(s) else 0.0)
+                + nu_loops * float(np.abs(step_at.constraint[:, loops]).sum())
+                + nu_limits * float(np.maximum(np.abs(row_excess(v) + s) - rounding, 0.0).sum())
+            )
+
+        here = merit(at, values, slack)
         slope = (
-            float(np.einsum("bn,bn->", at.gradient, d)) - nu_joints * c_l1 - nu_limits * limit_excess(values)
+            float(np.einsum("bd,bd->", lin.g_theta, theta))
+            - (barrier * float((ds / slack).sum()) if rows.size else 0.0)
+            - nu_loops * float(np.abs(at.constraint[:, loops]).sum())
+            - nu_limits * float(np.maximum(np.abs(r_p) - rounding, 0.0).sum())
         )
-        motor_step = float(np.abs((P @ d[..., None])[..., 0]).max(initial=0.0))
-        alpha = 1.0
-        accepted = False
+        accepted, alpha_max = False, alpha
         for _ in range(settings.max_backtracks):
-            trial_states = retract(states, cs.tangent_to_bodies(alpha * d))
+            trial_states = tree.retract(states, at.point.R, alpha * theta)
             trial = evaluate(trial_states)
             trial_values = readout.read(trial_states, previous=values, R=trial.point.R)
-            trial_merit = (
-                float(trial.value.sum())
-                + nu_joints * float(np.abs(trial.constraint).sum())
-                + nu_limits * limit_excess(trial_values)
-            )
-            if trial_merit <= merit + 1e-4 * alpha * min(slope, 0.0) + 1e-14 * abs(merit):
+            trial_slack = slack + alpha * ds
+            if merit(trial, trial_values, trial_slack) <= here + 1e-4 * alpha * min(slope, 0.0) + 1e-13 * abs(
+                here
+            ):
                 accepted = True
                 break
             alpha *= 0.5
-        if not accepted:
+        if not accepted:  # at round-off: converged if the KKT conditions nearly hold
+            converged = assembled and converged_kkt(r_d, r_p, mu, 1e3 * settings.limit_tolerance, lin.g, Gz)
             break
+        # Levenberg: trusted while the first trial (the longest step inside the orthant) holds
+        damping = max(damping / 10.0, 1e-12) if alpha == alpha_max else min(max(damping, 1e-8) * 4.0, 1.0)
         states, values, at = trial_states, trial_values, trial
-        multipliers = new_multipliers
-        small = motor_step <= settings.step_tolerance
-        held = all(
-            float(excess(rows, values).max(initial=-np.inf)) <= settings.limit_tolerance for rows in families
-        )
-        if held and (not final or small):
-            converged = True
-            break
-    binding = _binding(families, qp_multipliers, values.shape)
+        slack = trial_slack
+        # the multipliers stay within a factor 1e10 of the barrier's central path
+        z = np.clip(z_next, barrier / (1e10 * slack), 1e10 * barrier / slack)
+        loop_multipliers = new_loop_multipliers
+    shapes = [excess(r, values).shape for r in families]
+    sizes = np.cumsum([int(np.prod(shape)) for shape in shapes])[:-1]
+    z_parts = [part.reshape(shape) for part, shape in zip(np.split(z, sizes), shapes, strict=True)]
+    s_parts = [part.reshape(shape) for part, shape in zip(np.split(slack, sizes), shapes, strict=True)]
     return SpaceTimeSolution(
         states,
         values,
         float(at.value.sum()),
-        binding,
+        _binding(families, z_parts, s_parts, values.shape),
         np.abs(at.constraint).max(-1, initial=0.0),
         iterations,
         converged,
     )
 
 
-def _motions(kkt: ReducedKKT, constraint: np.ndarray):
-    """Each frame's motions T (F, N, dof) — the null space of its linearised joint and
-    loop rows — and the step delta (F, N) that restores those rows (minimum norm in
-    the tree's coordinates)."""
-    Z = kkt.Z
-    e = kkt.particular(constraint)
-    if not len(kkt.loop):
-        return Z, e
-    ALZ = kkt.A_L @ Z  # (F, m_L, D)
-    c_loop = constraint[:, kkt.loop] + (kkt.A_L @ e[..., None])[..., 0]
-    _, sv, Vt = np.linalg.svd(ALZ)
-    rank = int((sv[0] > 1e-9 * max(sv[0].max(initial=0.0), 1e-300)).sum())
-    W = np.swapaxes(Vt[:, rank:], 1, 2)  # (F, D, dof)
-    q0 = -(np.linalg.pinv(ALZ, rcond=1e-9) @ c_loop[..., None])[..., 0]
-    return Z @ W, e + (Z @ q0[..., None])[..., 0]
+def _to_boundary(v: np.ndarray, dv: np.ndarray, fraction: float) -> float:
+    """The largest step <= 1 along dv that keeps ``fraction`` of v (m,) positive."""
+    shrinking = dv < 0.0
+    return min(1.0, float(np.min(-fraction * v[shrinking] / dv[shrinking], initial=np.inf)))
 
 
-def _binding(families: list[_Rows], multipliers, shape) -> np.ndarray:
-    """Per frame and motor, the limit whose rows carry the largest multiplier ("" if none)."""
+def row_rounding(families: list[_Rows], values: np.ndarray) -> np.ndarray:
+    """How much of each limit row's normalised residual (m,) rounding of motor values
+    (F, A) makes: a few ulps of the largest value times the stencil's weights over the
+    row's bound (an acceleration row at 1200 Hz: about 1e-10)."""
+    size = max(float(np.abs(values).max(initial=0.0)), 1.0)
+    parts = [
+        np.broadcast_to(
+            16 * np.finfo(float).eps * size * sum(map(abs, r.stencil)) / r.scale, excess(r, values).shape
+        )
+        for r in families
+    ]
+    return np.concatenate([p.ravel() for p in parts]) if parts else np.zeros(0)
+
+
+def _loop_multipliers(problem, lin: _Linearization, theta: np.ndarray, force: np.ndarray):
+    """The loop rows' multipliers (F, m) of the step theta (F, D) under motor forces
+    (F, A), for the next model's curvature: the least-squares solution of the step's
+    stationarity in joint coordinates, ``g + H theta + PZ^T force + (A_L Z)^T lam = 0``;
+    None without loop rows."""
+    tree, at = problem.tree, lin.at
+    n_loop = at.loop_jacobian.shape[1]
+    if not n_loop:
+        return None
+    ALZ = at.loop_jacobian @ lin.Z  # (F, m_L, D)
+    residual = lin.g_theta + (lin.H_theta @ theta[..., None])[..., 0] + (force[:, None, :] @ lin.PZ)[:, 0]
+    gram = ALZ @ np.swapaxes(ALZ, 1, 2)
+    gram += 1e-12 * np.maximum(np.einsum("bii->b", gram), 1.0)[:, None, None] * np.eye(n_loop)
+    lam_loop = -np.linalg.solve(gram, (ALZ @ residual[..., None]))[..., 0]
+    lam = np.zeros((len(theta), at.constraint.shape[1]))
+    lam[:, tree.loop_rows] = lam_loop[:, : len(tree.loop_rows)]
+    return lam
+
+
+def _binding(families: list[_Rows], multipliers, slacks, shape) -> np.ndarray:
+    """Per frame and motor, the limit whose active rows (multiplier above slack) carry the
+    largest multiplier ("" where none is active)."""
     out = np.full(shape, "", dtype=object)
-    if multipliers is None:
-        return out
-    best = np.full(shape, 1e-8)
-    for rows, z in zip(families, multipliers, strict=True):
+    best = np.zeros(shape)
+    for rows, z, s in zip(families, multipliers, slacks, strict=True):
+        z = np.where(z > s, z, 0.0)
         K = len(z)
         for j in range(len(rows.stencil)):
             for r, m in enumerate(rows.motor):

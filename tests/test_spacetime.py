@@ -7,11 +7,11 @@ import numpy as np
 import pytest
 from looprig.core import IKProblem
 from looprig.core.curves import all_violations
-from looprig.core.kkt import ReducedKKT
+from looprig.core.joint_space import JointScrews
 from looprig.core.library import build
 from looprig.core.retarget import RetargetMapping, TargetSpec, TrackSamples, retarget
-from looprig.core.rotations import quat_to_matrix, retract
-from looprig.core.spacetime import _motions, excess, limit_rows, solve_spacetime
+from looprig.core.rotations import quat_to_matrix
+from looprig.core.spacetime import _linearize, excess, limit_rows, solve_spacetime
 from looprig.core.step import build_step
 from looprig.core.terms import Reference, Targets
 from test_nlp_reference import CASES, looprig_curve, targets_of
@@ -53,27 +53,29 @@ def test_optimum_equals_ipopt(name):
 
 
 @pytest.mark.parametrize("name", ["boxer", "fourbar", "stewart"])
-def test_motor_rows_are_the_first_order_change(name):
-    """Moving a frame by ``delta + T u`` changes its motors by ``P (delta + T u)`` up to
-    second order: halving u quarters the error (the QP's rows are right)."""
+def test_steps_keep_the_robot_together_and_move_motors_linearly(name):
+    """A step ``theta = q0 + W u`` along the tree (retract) keeps every tree joint as it
+    was and closes the loops to second order (halving u quarters what is left), and the
+    motors move by exactly ``b + B u`` (each is a tree joint)."""
     mechanism, objective, positions, rotations, states, truth, _ = too_fast_clip(name, frames=3)
     problem = IKProblem(mechanism, [objective])
-    cs = problem.constraints
+    cs, tree = problem.constraints, problem.tree
     reference = Reference(states, quat_to_matrix(states[..., 3:]), truth)
     at = build_step(problem, problem.point(states, Targets(positions, rotations), reference))
-    kkt = ReducedKKT(problem.tree, at.point.R, at.model, at.row_blocks, at.loop_jacobian, np.zeros(3), 0.0)
-    T, delta = _motions(kkt, at.constraint)
-    P = problem.readout.jacobian(at.point.state, at.point.R, cs.column_of_body, cs.n_vars)
-    u = np.random.default_rng(1).normal(size=T.shape[::2])
-    errors = []
-    for eps in (1e-3, 5e-4):
-        d = delta + eps * (T @ u[..., None])[..., 0]
-        moved = problem.readout.read(retract(states, cs.tangent_to_bodies(d)), previous=truth)
-        errors.append(np.abs(moved - truth - (P @ d[..., None])[..., 0]).max())
-        # the step keeps the joints together to first order too
-        residual = cs.evaluate(retract(states, cs.tangent_to_bodies(d)), jacobian=False)[0]
-        assert np.abs(residual).max() < 10 * eps**2
-    assert errors[1] < 0.3 * errors[0]
+    screws = JointScrews(tree, len(mechanism.bodies))
+    lin = _linearize(problem, screws, at, truth, None, 0.0)
+    u = np.random.default_rng(1).normal(size=lin.g.shape)
+    loops = []
+    for eps in (1e-2, 5e-3):
+        theta = lin.q0 + eps * (lin.W @ u[..., None])[..., 0]
+        moved = tree.retract(states, at.point.R, theta)
+        values = problem.readout.read(moved, previous=truth)
+        np.testing.assert_allclose(values, lin.b + eps * (lin.B @ u[..., None])[..., 0], atol=1e-12)
+        residual = cs.evaluate(moved, jacobian=False)[0]
+        tree_rows = np.setdiff1d(np.arange(cs.n_rows), tree.loop_rows)
+        assert np.abs(residual[:, tree_rows]).max() < 1e-12
+        loops.append(np.abs(residual[:, tree.loop_rows]).max(initial=0.0))
+    assert loops[1] <= 0.3 * loops[0] + 1e-14
 
 
 def test_hold_leaves_a_clip_inside_its_limits_unchanged():

@@ -1,0 +1,177 @@
+"""Rows that read a few consecutive frames, and the interior point's Newton system
+over them: the banded linear algebra of :mod:`.spacetime`.
+
+Hand-written: scipy has banded Cholesky but no interior point, and a general sparse
+solver would not see that the Newton system is banded in time.
+
+For F frames of d unknowns each (u (F, d)), a family of rows reads S consecutive
+frames (S = 1: a motor's range; 2: its speed between frames; 3: its acceleration)::
+
+    sum_j a_rj . u_(k + j) <= h_r     for every run k of S frames and row r of the run
+
+A primal-dual interior point (Nocedal & Wright, *Numerical Optimization*, 2nd ed.,
+chapter 19) gives every row a slack s > 0 and a multiplier z > 0; its Newton system
+reduced to the primal unknowns, ``H + G^T diag(z/s) G`` with H block diagonal (F
+blocks d x d), is block-banded with half-bandwidth ``S_max - 1`` frames, so each
+iteration is one banded Cholesky factorisation (:func:`scipy.linalg.cholesky_banded`)
+of ``F d`` unknowns and bandwidth ``S_max d - 1``: linear in the number of frames.
+"""
+
+from dataclasses import dataclass
+
+import numpy as np
+import scipy.linalg as sla
+
+from .errors import SolverError
+
+
+@dataclass(frozen=True)
+class StencilRows:
+    """One-sided rows over every run of S consecutive frames, R of them per run:
+    ``sum_j coefficients[k, r, j] . u[k + j] <= bound[k, r]`` for k = 0 .. F - S.
+
+    coefficients: (F - S + 1, R, S, d); bound: (F - S + 1, R). Rows are best scaled so
+    that their bounds are of order one (the interior point's tolerances are absolute in
+    the rows' units).
+    """
+
+    coefficients: np.ndarray
+    bound: np.ndarray
+
+    @property
+    def width(self) -> int:
+        """S, the frames a row reads."""
+        return self.coefficients.shape[2]
+
+    @property
+    def size(self) -> int:
+        """The number of rows."""
+        return self.bound.size
+
+    def times(self, u: np.ndarray) -> np.ndarray:
+        """The rows' values (K, R) at u (F, d)."""
+        K = len(self.bound)
+        out = np.zeros(self.bound.shape)
+        for j in range(self.width):
+            out += (self.coefficients[:, :, j] @ u[j : j + K, :, None])[..., 0]
+        return out
+
+    def transpose_times(self, y: np.ndarray, out: np.ndarray) -> None:
+        """Add ``G^T y`` for row weights y (K, R) to out (F, d)."""
+        K = len(self.bound)
+        for j in range(self.width):
+            out[j : j + K] += (y[:, None, :] @ self.coefficients[:, :, j])[:, 0]
+
+
+class _BandedMatrix:
+    """A symmetric block-banded matrix of F blocks of d, kept as its lower block
+    diagonals ``blocks[k, o] = M[k + o, k]`` (F, W, d, d), and its lower banded form
+    for LAPACK (:func:`scipy.linalg.cholesky_banded`)."""
+
+    def __init__(self, frames: int, d: int, width: int):
+        self.frames, self.d, self.width = frames, d, width
+        self.blocks = np.zeros((frames, width, d, d))
+        # entry (o, p, q) of block k goes to ab[o d + p - q, k d + q] when o d + p - q >= 0
+        o, p, q = np.meshgrid(np.arange(width), np.arange(d), np.arange(d), indexing="ij")
+        keep = (o * d + p - q >= 0).ravel()
+        k = np.arange(frames)[:, None]
+        self._band_row = np.broadcast_to((o * d + p - q).ravel()[keep], (frames, keep.sum()))
+        self._band_col = k * d + q.ravel()[keep]
+        self._keep = keep
+        self._inside = self._band_col + self._band_row < frames * d  # blocks past the end are zero
+        self.bandwidth = width * d - 1
+
+    def add_stencil(self, rows: StencilRows, weights: np.ndarray) -> None:
+        """Add ``G^T diag(weights) G`` of one family of rows (weights (K, R))."""
+        c, K = rows.coefficients, len(rows.bound)
+        for i in range(rows.width):
+            weighted = np.swapaxes(c[:, :, i] * weights[..., None], 1, 2)  # (K, d, R)
+            for j in range(i + 1):
+                self.blocks[j : j + K, i - j] += weighted @ c[:, :, j]
+
+    def cholesky(self) -> np.ndarray:
+        """The lower banded Cholesky factor. Near a QP's solution the rows' weights z/s
+        span many decades and rounding can make the positive definite matrix fail the
+        factorisation: its diagonal is then raised by a few ulps of its largest entry,
+        then more; :class:`SolverError` if that does not help."""
+        ab = np.zeros((self.bandwidth + 1, self.frames * self.d))
+        values = self.blocks.reshape(self.frames, -1)[:, self._keep]
+        ab[self._band_row[self._inside], self._band_col[self._inside]] = values[self._inside]
+        largest = float(np.abs(ab[0]).max(initial=0.0))
+        for shift in (0.0, 1e-14, 1e-12, 1e-10):
+            ab[0] += shift * largest
+            try:
+                return sla.cholesky_banded(ab, lower=True, check_finite=False)
+            except np.linalg.LinAlgError:
+                continue
+        raise SolverError("space-time solve: the Newton matrix is not positive definite")
+
+
+class RowSet:
+    """Several families of rows stacked into one vector of m rows (family by family,
+    run by run): ``G u`` (m,), ``G^T y`` (F, d), the bounds h (m,)."""
+
+    def __init__(self, families: list[StencilRows], frames: int, d: int):
+        self.families, self.frames, self.d = families, frames, d
+        self.width = max((f.width for f in families), default=1)
+        self.size = sum(f.size for f in families)
+        self.bound = np.concatenate([f.bound.ravel() for f in families]) if families else np.zeros(0)
+        self._splits = np.cumsum([f.size for f in families])[:-1]
+
+    def split(self, y: np.ndarray) -> list[np.ndarray]:
+        """A row vector (m,) as one (K, R) array per family."""
+        return [
+            part.reshape(f.bound.shape)
+            for f, part in zip(self.families, np.split(y, self._splits), strict=True)
+        ]
+
+    def times(self, u: np.ndarray) -> np.ndarray:
+        """``G u`` (m,) for u (F, d)."""
+        if not self.families:
+            return np.zeros(0)
+        return np.concatenate([f.times(u).ravel() for f in self.families])
+
+    def transpose(self, y: np.ndarray) -> np.ndarray:
+        """``G^T y`` (F, d) for y (m,)."""
+        out = np.zeros((self.frames, self.d))
+        for f, part in zip(self.families, self.split(y), strict=True):
+            f.transpose_times(part, out)
+        return out
+
+
+class NewtonSystem:
+    """The interior point's Newton system at slacks s and multipliers z (m,) of ``rows``:
+    ``H + G^T diag(z / s) G`` factorised once (banded Cholesky); :meth:`direction`
+    solves for any right-hand side."""
+
+    def __init__(self, H: np.ndarray, rows: RowSet, s: np.ndarray, z: np.ndarray):
+        self.rows, self.s, self.z = rows, s, z
+        self.w = z / s
+        K = _BandedMatrix(rows.frames, rows.d, rows.width)
+        K.blocks[:, 0] = H
+        for f, part in zip(rows.families, rows.split(self.w), strict=True):
+            K.add_stencil(f, part)
+        self.factor = K.cholesky()
+
+    def direction(self, r_d: np.ndarray, r_p: np.ndarray, r_c: np.ndarray):
+        """The Newton step (du (F, d), ds, dz (m,)) that zeroes the linearised stationarity
+        residual r_d (F, d), row residual ``r_p = G u + s - h`` and complementarity
+        residual ``r_c = s z - target`` (m,)."""
+        rows, s, z = self.rows, self.s, self.z
+        rhs = -r_d + rows.transpose(r_c / s - self.w * r_p)
+        du = sla.cho_solve_banded((self.factor, True), rhs.ravel(), check_finite=False)
+        du = du.reshape(rows.frames, rows.d)
+        ds = -r_p - rows.times(du)
+        return du, ds, -(r_c + z * ds) / s
+
+
+def converged_kkt(r_d, r_p, mu: float, tolerance: float, *parts) -> bool:
+    """Whether stationarity r_d (relative to the largest of its ``parts``, whose rounding
+    is no error), the rows' residual r_p and the mean complementarity mu are all within
+    ``tolerance``."""
+    scale = max([1.0] + [float(np.abs(p).max(initial=0.0)) for p in parts])
+    return bool(
+        np.abs(r_d).max(initial=0.0) <= tolerance * scale
+        and np.abs(r_p).max(initial=0.0) <= tolerance
+        and mu <= tolerance
+    )

@@ -27,16 +27,16 @@ from .errors import SolverError
 
 @dataclass(frozen=True)
 class StencilRows:
-    """One-sided rows over every run of S consecutive frames, R of them per run:
-    ``sum_j coefficients[k, r, j] . u[k + j] <= bound[k, r]`` for k = 0 .. F - S.
+    """One-sided rows over K runs of S consecutive frames, R of them per run, from frame
+    ``offset`` on: ``sum_j coefficients[k, r, j] . u[offset + k + j] <= bound[k, r]``.
 
-    coefficients: (F - S + 1, R, S, d); bound: (F - S + 1, R). Rows are best scaled so
-    that their bounds are of order one (the interior point's tolerances are absolute in
-    the rows' units).
+    coefficients: (K, R, S, d); bound: (K, R). Rows are best scaled so that their bounds
+    are of order one (the interior point's tolerances are absolute in the rows' units).
     """
 
     coefficients: np.ndarray
     bound: np.ndarray
+    offset: int = 0
 
     @property
     def width(self) -> int:
@@ -50,17 +50,17 @@ class StencilRows:
 
     def times(self, u: np.ndarray) -> np.ndarray:
         """The rows' values (K, R) at u (F, d)."""
-        K = len(self.bound)
+        K, o = len(self.bound), self.offset
         out = np.zeros(self.bound.shape)
         for j in range(self.width):
-            out += (self.coefficients[:, :, j] @ u[j : j + K, :, None])[..., 0]
+            out += (self.coefficients[:, :, j] @ u[o + j : o + j + K, :, None])[..., 0]
         return out
 
     def transpose_times(self, y: np.ndarray, out: np.ndarray) -> None:
         """Add ``G^T y`` for row weights y (K, R) to out (F, d)."""
-        K = len(self.bound)
+        K, o = len(self.bound), self.offset
         for j in range(self.width):
-            out[j : j + K] += (y[:, None, :] @ self.coefficients[:, :, j])[:, 0]
+            out[o + j : o + j + K] += (y[:, None, :] @ self.coefficients[:, :, j])[:, 0]
 
 
 class _BandedMatrix:
@@ -83,11 +83,11 @@ class _BandedMatrix:
 
     def add_stencil(self, rows: StencilRows, weights: np.ndarray) -> None:
         """Add ``G^T diag(weights) G`` of one family of rows (weights (K, R))."""
-        c, K = rows.coefficients, len(rows.bound)
+        c, K, o = rows.coefficients, len(rows.bound), rows.offset
         for i in range(rows.width):
             weighted = np.swapaxes(c[:, :, i] * weights[..., None], 1, 2)  # (K, d, R)
             for j in range(i + 1):
-                self.blocks[j : j + K, i - j] += weighted @ c[:, :, j]
+                self.blocks[o + j : o + j + K, i - j] += weighted @ c[:, :, j]
 
     def cholesky(self) -> np.ndarray:
         """The lower banded Cholesky factor. Near a QP's solution the rows' weights z/s

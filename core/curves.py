@@ -9,16 +9,21 @@ displacement [m]), together with the actuator's limits and hardware id. It is
 what the retargeting loop produces and what every hardware export consumes.
 
 Derivatives
-    ``"spline"`` (default): the derivative of the interpolating cubic spline
-    with not-a-knot end conditions (:class:`scipy.interpolate.CubicSpline`).
-    It passes through every sample (no smoothing), is exact for cubics, and
-    its velocity error is O(h^3), its acceleration error O(h^2). The same
-    spline is used for resampling, so a curve and its resampled copy agree.
-    ``"central"``: three-point finite differences (second-order one-sided at
-    the ends; ``np.gradient`` with ``edge_order=2``) for velocity, exact for
-    quadratics, and the three-point second difference for acceleration (at the
-    ends, the second derivative of the cubic through the four end samples),
-    exact for quadratics. Both handle non-uniform times.
+    ``"central"`` (default, :data:`DERIVATIVE`): three-point finite differences
+    (second-order one-sided at the ends; ``np.gradient`` with ``edge_order=2``)
+    for velocity, exact for quadratics, and the three-point second difference
+    for acceleration (at the ends, the second derivative of the cubic through
+    the four end samples), exact for quadratics. A servo streamed sample by
+    sample moves between samples at their difference quotients: a central
+    velocity is the mean of the two around a sample, so curves whose every
+    difference keeps a speed limit keep it here too, which the space-time solve
+    (:mod:`.spacetime`) makes exact for every limit.
+    ``"spline"``: the derivative of the interpolating cubic spline with
+    not-a-knot end conditions (:class:`scipy.interpolate.CubicSpline`). It passes
+    through every sample (no smoothing), is exact for cubics, and its velocity
+    error is O(h^3), its acceleration error O(h^2); resampling uses the same
+    spline. Near a kink its derivative at a sample can exceed every difference
+    quotient around it. Both handle non-uniform times.
 
 Limit checks
     :func:`check_limits` tests every sample (position against ``lower`` /
@@ -54,8 +59,11 @@ from .violations import (
 #: Units of an actuator coordinate: angle or displacement.
 UNITS = ("rad", "m")
 DERIVATIVE_METHODS = ("spline", "central")
+#: How velocities and accelerations are taken, and limits checked, unless asked otherwise.
+DERIVATIVE = "central"
 
 __all__ = [
+    "DERIVATIVE",
     "DERIVATIVE_METHODS",
     "QUANTITIES",
     "UNITS",
@@ -317,7 +325,7 @@ class ActuatorCurves:
                 f"frames {np.min(np.diff(self.times)):.3g} s apart): {exc}"
             ) from None
 
-    def derivative(self, order: int, method: str = "spline") -> np.ndarray:
+    def derivative(self, order: int, method: str = DERIVATIVE) -> np.ndarray:
         """(F, A) ``order``-th time derivative (1 or 2) at the samples [unit/s^order].
 
         method: "spline" or "central" (see the module docstring). A single
@@ -348,11 +356,11 @@ class ActuatorCurves:
             )
         return out
 
-    def velocities(self, method: str = "spline") -> np.ndarray:
+    def velocities(self, method: str = DERIVATIVE) -> np.ndarray:
         """(F, A) velocities [rad/s or m/s]."""
         return self.derivative(1, method)
 
-    def accelerations(self, method: str = "spline") -> np.ndarray:
+    def accelerations(self, method: str = DERIVATIVE) -> np.ndarray:
         """(F, A) accelerations [rad/s^2 or m/s^2]."""
         return self.derivative(2, method)
 
@@ -406,7 +414,7 @@ class LimitCheckSettings:
     noise of curves that touch a limit exactly.
     """
 
-    derivative: str = "spline"
+    derivative: str = DERIVATIVE
     quantities: tuple[str, ...] = QUANTITIES
     rtol: float = 1e-9
 

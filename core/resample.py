@@ -19,6 +19,7 @@ import numpy as np
 from scipy.interpolate import PchipInterpolator
 
 from .curves import (
+    DERIVATIVE,
     DERIVATIVE_METHODS,
     ActuatorCurves,
     LimitCheckSettings,
@@ -63,7 +64,7 @@ class ResampleSettings:
     method: str = "cubic"
     peak_tolerance: float = 0.05
     on_peak_loss: str = "warn"
-    derivative: str = "spline"
+    derivative: str = DERIVATIVE
     carry_violations: bool = True
     check: LimitCheckSettings = field(default_factory=LimitCheckSettings)
 
@@ -112,7 +113,7 @@ def compare_peaks(
     source: ActuatorCurves,
     resampled: ActuatorCurves,
     tolerance: float = 0.05,
-    derivative: str = "spline",
+    derivative: str = DERIVATIVE,
 ) -> list[PeakLoss]:
     """Actuators whose peak |velocity| on ``resampled``'s samples is more than
     ``tolerance`` (relative) below the peak on ``source``'s samples."""

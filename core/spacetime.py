@@ -38,8 +38,21 @@ from .step import build_step, with_constraint_curvature
 from .terms import Reference, Targets
 from .terms.limits import ActuatorLimits
 
-#: The stencils of the motor rows: range (one frame), speed (two), acceleration (three).
-STENCILS = {"position": (1.0,), "velocity": (-1.0, 1.0), "acceleration": (1.0, -2.0, 1.0)}
+#: The motor rows: (quantity, stencil over consecutive frames, where it applies: at
+#: every run of frames, or at the clip's first or last), each bound by the quantity's
+#: limit times 1, 1/rate or 1/rate^2. They are the differences the limit checks read
+#: (:data:`~looprig.core.curves.DERIVATIVE`): inside the clip a central velocity is the
+#: mean of two speed rows and an acceleration the second difference; at its ends the
+#: one-sided second-order velocity and the end cubic's second derivative.
+STENCILS = (
+    ("position", (1.0,), "every"),
+    ("velocity", (-1.0, 1.0), "every"),
+    ("acceleration", (1.0, -2.0, 1.0), "every"),
+    ("velocity", (-1.5, 2.0, -0.5), "first"),
+    ("velocity", (0.5, -2.0, 1.5), "last"),
+    ("acceleration", (2.0, -5.0, 4.0, -1.0), "first"),
+    ("acceleration", (-1.0, 4.0, -5.0, 2.0), "last"),
+)
 
 
 @dataclass(frozen=True)
@@ -56,8 +69,8 @@ class SpaceTimeSettings:
     limit_tolerance: float = 1e-9
     max_iterations: int = 200
     max_backtracks: int = 30
-    initial_slack: float = 1e-2
-    initial_barrier: float = 1e-2
+    initial_slack: float = 1.0
+    initial_barrier: float = 1e-1
     initial_damping: float = 1e-4
 
 
@@ -68,7 +81,10 @@ class SpaceTimeSolution:
     states (F, n, 7); actuators (F, A) [rad | m] unwrapped; objective: the summed
     tracking cost; binding (F, A) str: the limit that holds each motor at each frame
     ("" where none: ``position``, ``velocity`` or ``acceleration``); residual (F,) max
-    |C| [m]; iterations: SQP iterations; converged: tolerances met.
+    |C| [m]; iterations: interior-point iterations, every start counted; converged:
+    tolerances met; start: which start gave it (:func:`rewound_start`): "exact" (the
+    given curves) or "rewound" (their turns through a singularity taken the other way
+    round).
     """
 
     states: np.ndarray
@@ -78,30 +94,37 @@ class SpaceTimeSolution:
     residual: np.ndarray
     iterations: int
     converged: bool
+    start: str = "exact"
 
 
 @dataclass
 class _Rows:
-    """The limit rows of one stencil family, normalised by their bounds: at every run
-    of frames k.. (K runs), one row per channel: a motor and a sign."""
+    """The limit rows of one stencil family, normalised by their bounds: at each of K runs
+    of frames from ``first`` on, one row per channel: a motor and a sign."""
 
     quantity: str
+    stencil: tuple[float, ...]
+    first: int  # the first run's first frame
+    runs: int  # K
     motor: np.ndarray  # (R,)
     sign: np.ndarray  # (R,) +1: an upper bound, -1: a lower one
     bound: np.ndarray  # (R,) [rad | m], in the rows' own units before normalising
     scale: np.ndarray  # (R,) the normaliser
 
-    @property
-    def stencil(self) -> tuple[float, ...]:
-        return STENCILS[self.quantity]
+    def frames(self, j: int) -> slice:
+        """The frames (K of them) that stencil weight j reads."""
+        return slice(self.first + j, self.first + j + self.runs)
 
 
 def limit_rows(limits: ActuatorLimits, frames: int, rate: float) -> list[_Rows]:
-    """Every finite limit of every motor as one-sided stencil rows over ``frames``."""
+    """Every finite limit of every motor as one-sided stencil rows over ``frames``
+    (:data:`STENCILS`; the end rows only where the clip is longer than their stencil,
+    as the checks read the ends then)."""
     span = np.where(np.isfinite(limits.upper - limits.lower), limits.upper - limits.lower, 1.0)
     families = []
-    for quantity, stencil in STENCILS.items():
-        if frames < len(stencil):
+    for quantity, stencil, where in STENCILS:
+        S = len(stencil)
+        if frames < S or (where != "every" and frames == S):
             continue
         if quantity == "position":
             uppers, lowers, scale = limits.upper, -limits.lower, np.maximum(span, 1e-6)
@@ -115,15 +138,15 @@ def limit_rows(limits: ActuatorLimits, frames: int, rate: float) -> list[_Rows]:
             if np.isfinite(bound)
         ]
         if channels:
+            first, runs = {"every": (0, frames - S + 1), "first": (0, 1), "last": (frames - S, 1)}[where]
             motor, sign, bound, norm = (np.array(c) for c in zip(*channels, strict=True))
-            families.append(_Rows(quantity, motor.astype(int), sign, bound, norm))
+            families.append(_Rows(quantity, stencil, first, runs, motor.astype(int), sign, bound, norm))
     return families
 
 
 def _runs(rows: _Rows, values: np.ndarray) -> np.ndarray:
     """The stencil of ``rows`` applied to each channel's motor (K, R) of values (F, A)."""
-    K = len(values) - len(rows.stencil) + 1
-    return sum(w * values[j : j + K, rows.motor] for j, w in enumerate(rows.stencil))
+    return sum(w * values[rows.frames(j)][:, rows.motor] for j, w in enumerate(rows.stencil))
 
 
 def excess(rows: _Rows, values: np.ndarray) -> np.ndarray:
@@ -133,23 +156,21 @@ def excess(rows: _Rows, values: np.ndarray) -> np.ndarray:
 
 def _stencil(rows: _Rows, b: np.ndarray, B: np.ndarray) -> StencilRows:
     """The QP rows of ``rows`` for motor values ``b + B u`` (b (F, A), B (F, A, d))."""
-    K = len(b) - len(rows.stencil) + 1
     weight = rows.sign / rows.scale  # (R,)
     coefficients = np.stack(
-        [w * weight[:, None] * B[j : j + K][:, rows.motor] for j, w in enumerate(rows.stencil)], axis=2
+        [w * weight[:, None] * B[rows.frames(j)][:, rows.motor] for j, w in enumerate(rows.stencil)], axis=2
     )  # (K, R, S, d)
-    return StencilRows(coefficients, -excess(rows, b))
+    return StencilRows(coefficients, -excess(rows, b), rows.first)
 
 
 def motor_forces(families: list[_Rows], multipliers: list[np.ndarray], shape) -> np.ndarray:
     """The limit rows' multipliers (K, R) as forces on each frame's motors (F, A)."""
     force = np.zeros(shape)
     for rows, z in zip(families, multipliers, strict=True):
-        K = len(z)
         per_channel = z * (rows.sign / rows.scale)
         for j, w in enumerate(rows.stencil):
             for r, m in enumerate(rows.motor):
-                force[j : j + K, m] += w * per_channel[:, r]
+                force[rows.frames(j), m] += w * per_channel[:, r]
     return force
 
 
@@ -176,7 +197,77 @@ def solve_spacetime(
         problem, regularization=dataclasses.replace(problem.regularization, state_weight=0.0)
     )
     screws = JointScrews(problem.tree, len(problem.mechanism.bodies))
-    return _interior_point(problem, screws, targets, states, actuators, rate, limits, settings)
+    best = _interior_point(problem, screws, targets, states, actuators, rate, limits, settings)
+    rewound = rewound_start(problem, states, actuators, rate, limits)
+    if rewound is not None:
+        other = _interior_point(problem, screws, targets, *rewound, rate, limits, settings)
+        other.start, other.iterations = "rewound", other.iterations + best.iterations
+        if other.converged and (not best.converged or other.objective < best.objective):
+            return other
+        best.iterations = other.iterations
+    return best
+
+
+#: A motor that moves by more than this many times its speed limit in one frame is
+#: turning through a singularity (the exact answer flips it by about half a turn).
+FLIP_SPEED = 4.0
+
+
+def rewound_start(problem: IKProblem, states, actuators, rate: float, limits: ActuatorLimits):
+    """A second start (states (F, n, 7), motors (F, A)) for a clip whose exact answer
+    turns motors through a singularity and leaves their ranges, or None.
+
+    Near a singularity (the Boxer's shoulder in gimbal lock) the exact answer flips
+    some motors by about half a turn within a few frames; the same poses are reached
+    by flipping them the other way round, which puts every later frame's values one
+    turn away. Such a flip is where an angle motor moves by more than
+    :data:`FLIP_SPEED` times its speed limit in a frame; after each flip, each motor
+    that can is shifted by the whole turns that fit its range best, and across the
+    flip its values are interpolated (the states there moved along the tree joints;
+    the interior point closes any loops). The states after the flip do not change:
+    a whole turn is no motion. Angle motors that are not tree joints are left alone."""
+    values = np.asarray(actuators, dtype=float)
+    steps = np.abs(np.diff(values, axis=0)) * rate  # (F - 1, A) [rad/s]
+    angle = problem.readout.is_angle & np.isfinite(limits.velocity) & np.isfinite(limits.upper - limits.lower)
+    fast = ((steps > FLIP_SPEED * limits.velocity) & angle).any(axis=1)
+    if not fast.any():
+        return None
+    edges = np.flatnonzero(np.diff(np.r_[0, fast.astype(int), 0]))
+    windows = edges.reshape(-1, 2)  # flips: frames start .. end move fast (step k: k -> k + 1)
+    shifted = values.copy()
+    for start, end in windows:
+        after = shifted[end:]  # every later frame, shifted together
+        turns = np.zeros(values.shape[1])
+        for a in np.flatnonzero(angle):
+            candidates = np.arange(-2, 3)
+            excess = [
+                np.maximum(after[:, a] + 2 * np.pi * k - limits.upper[a], 0.0).sum()
+                + np.maximum(limits.lower[a] - after[:, a] - 2 * np.pi * k, 0.0).sum()
+                for k in candidates
+            ]
+            turns[a] = candidates[int(np.argmin(excess))]
+        shifted[end:] += 2 * np.pi * turns
+        span = np.arange(start, end + 1)  # interpolated across the flip
+        w = (span - start) / max(end - start, 1)
+        shifted[span] = (1 - w)[:, None] * shifted[start] + w[:, None] * shifted[end]
+    if np.array_equal(shifted, values):
+        return None
+    tree = problem.tree
+    R = quat_to_matrix(states[..., 3:])
+    Z = tree.joint_basis(states[:1], R[:1])
+    P = problem.readout.jacobian(
+        states[:1], R[:1], problem.constraints.column_of_body, problem.constraints.n_vars
+    )
+    PZ = (P @ Z)[0]  # (A, D): a tree motor's row is one +-1
+    theta = np.zeros((len(values), tree.dof))
+    for a in range(values.shape[1]):
+        column = int(np.argmax(np.abs(PZ[a])))
+        if np.isclose(abs(PZ[a, column]), 1.0) and np.isclose(np.abs(PZ[a]).sum(), 1.0):
+            theta[:, column] = (shifted[:, a] - values[:, a]) * PZ[a, column]
+        else:
+            shifted[:, a] = values[:, a]
+    moved = tree.retract(np.asarray(states, float), R, theta)
+    return moved, problem.readout.read(moved, previous=shifted)
 
 
 @dataclass
@@ -451,10 +542,10 @@ def _binding(families: list[_Rows], multipliers, slacks, shape) -> np.ndarray:
     best = np.zeros(shape)
     for rows, z, s in zip(families, multipliers, slacks, strict=True):
         z = np.where(z > s, z, 0.0)
-        K = len(z)
         for j in range(len(rows.stencil)):
+            offset = rows.first + j
             for r, m in enumerate(rows.motor):
-                stronger = np.flatnonzero(z[:, r] > best[j : j + K, m]) + j
-                best[stronger, m] = z[stronger - j, r]
+                stronger = np.flatnonzero(z[:, r] > best[offset : offset + rows.runs, m]) + offset
+                best[stronger, m] = z[stronger - offset, r]
                 out[stronger, m] = rows.quantity
     return out

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .core.curves import ActuatorCurves, Violation, all_violations, derivative_unit
+from .core.curves import DERIVATIVE, ActuatorCurves, Violation, all_violations, derivative_unit
 from .core.errors import LooprigError
 from .outputs import write_bytes
 
@@ -48,7 +48,7 @@ class PlotSettings:
     width: float = 11.0
     row_height: float = 2.6
     dpi: int = 110
-    derivative: str = "spline"
+    derivative: str = DERIVATIVE
 
 
 _POSITION_COLOUR = "#1f5fa8"

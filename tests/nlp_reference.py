@@ -45,6 +45,9 @@ coordinate is continuous).
     min  sum_k sum_objectives 1/2 [sum_axes w_pos (p - p^)^2 + sum_{a in x,y,z} w_a |R a - a^|^2]
     s.t. closure(q_k) = 0,  lower <= m_k <= upper,  |m_{k+1} - m_k| <= velocity / rate,
          |m_{k+1} - 2 m_k + m_{k-1}| <= acceleration / rate^2        (every motor m, frame k)
+         and at the clip's ends the velocity and acceleration as looprig's limit checks
+         read them: |(-3 m_0 + 4 m_1 - m_2) / 2| <= velocity / rate,
+         |2 m_0 - 5 m_1 + 4 m_2 - m_3| <= acceleration / rate^2 (and mirrored at the end)
 
 (the value is looprig's ``FrameTask`` value) with IPOPT, exact Hessians, one
 symbolic frame function mapped over the frames (sparse, banded in time).
@@ -546,10 +549,28 @@ def solve_reference(
             constraints.append(curve[1:] - curve[:-1])
             lbg.append(np.full(F - 1, -v[m] / rate))
             ubg.append(np.full(F - 1, v[m] / rate))
+            if F >= 4:  # the clip's end velocities as the checks read them (one-sided, 2nd order)
+                constraints.append(
+                    ca.vertcat(
+                        -1.5 * curve[0] + 2 * curve[1] - 0.5 * curve[2],
+                        0.5 * curve[-3] - 2 * curve[-2] + 1.5 * curve[-1],
+                    )
+                )
+                lbg.append(np.full(2, -v[m] / rate))
+                ubg.append(np.full(2, v[m] / rate))
         if np.isfinite(acc[m]) and F >= 3:
             constraints.append(curve[2:] - 2 * curve[1:-1] + curve[:-2])
             lbg.append(np.full(F - 2, -acc[m] / rate**2))
             ubg.append(np.full(F - 2, acc[m] / rate**2))
+            if F >= 5:  # the end accelerations: the cubic through the four end samples
+                constraints.append(
+                    ca.vertcat(
+                        2 * curve[0] - 5 * curve[1] + 4 * curve[2] - curve[3],
+                        -curve[-4] + 4 * curve[-3] - 5 * curve[-2] + 2 * curve[-1],
+                    )
+                )
+                lbg.append(np.full(2, -acc[m] / rate**2))
+                ubg.append(np.full(2, acc[m] / rate**2))
     lbx = np.full((F, nq), -np.inf)
     ubx = np.full((F, nq), np.inf)
     lbx[:, model.motor_columns] = lo

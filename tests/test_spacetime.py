@@ -95,8 +95,9 @@ def test_hold_leaves_a_clip_inside_its_limits_unchanged():
 
 def test_hold_keeps_every_limit_on_the_samples():
     """The Boxer at twice its motors' speed, retargeted with limit_mode hold: every range,
-    speed and acceleration limit holds on the samples (differences between frames), and
-    the frames that miss their targets are reported as limited, not unreachable."""
+    speed and acceleration limit holds on the samples (differences between frames) and
+    as the limit checks read the curves, and the frames that miss their targets are
+    reported as limited, not unreachable."""
     mechanism, objective, positions, rotations, _, _, rate = too_fast_clip("boxer", 40, 50.0, 2.0)
     samples = TrackSamples(np.arange(40) / rate, {"hand": positions[:, 0]}, {"hand": rotations[:, 0]})
     target = TargetSpec("hand", "hand", objective.position_weight, objective.orientation_weight)
@@ -106,5 +107,6 @@ def test_hold_keeps_every_limit_on_the_samples():
     families = limit_rows(limits, 40, rate)
     assert max(excess(rows, report.curves.values).max() for rows in families) > 0.5
     assert max(excess(rows, held.curves.values).max() for rows in families) <= 1e-8
+    assert all_violations(report.curves) and not all_violations(held.curves)
     summary = held.summary()
     assert summary["limited_frames"] > 0 and summary["unreachable_frames"] == 0

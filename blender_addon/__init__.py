@@ -4,7 +4,8 @@ This module only registers; the add-on's parts are laid out by role:
 ``properties`` (``scene.looprig``, ``object.looprig_joint``/``looprig_body``),
 ``scene_graph`` (scene -> robot), ``sampling`` (world transforms per frame),
 ``operators_robot`` / ``operators_retarget`` / ``operators_bake`` (workflows),
-``panels`` (the "looprig" sidebar tab) and ``overlays`` (Graph Editor bands).
+``panels`` (the "looprig" sidebar tab), ``status_display`` (per-frame status: markers,
+summary, ghost poses) and ``overlays`` (Graph Editor bands, the status band, the ghost).
 """
 
 from . import operators_bake, operators_retarget, operators_robot, overlays, panels, properties

@@ -14,11 +14,12 @@ from dataclasses import dataclass
 
 import bpy
 import numpy as np
+from looprig.core.constraints import mean_joint_distance
 from looprig.core.errors import LooprigError
 from looprig.core.retarget import ComSpec, RetargetCancelled, RetargetMapping, TargetSpec, retarget
 from mathutils import Euler
 
-from . import animation, bake, motion
+from . import animation, bake, frame_status, motion, status_display
 from .operators_robot import RobotError, checked_model, robot_collection
 from .properties import solver_settings
 from .robot_records import RobotModel
@@ -136,25 +137,42 @@ def solve(inputs: RetargetInputs, progress=None, cancel=None):
     return retarget(inputs.model.mechanism, inputs.samples, inputs.mapping, progress=progress, cancel=cancel)
 
 
+#: Length of the ghost triads drawn on limited and unreachable frames, as a fraction of the
+#: robot's mean joint distance.
+GHOST_AXIS_FRACTION = 0.25
+
+
 def apply_result(context, inputs: RetargetInputs, result) -> str:
-    """Write the solved motion (and the bake) into the scene; returns a status line."""
+    """Write the solved motion, its per-frame status (and the bake) into the scene; returns
+    a status line."""
     collection = bpy.data.collections.get(inputs.collection_name)
     if collection is None:
         raise RobotError(f"the robot collection {inputs.collection_name!r} is gone")
     clip = inputs.clip
     frames = clip.frame_start + (np.asarray(result.times) - result.times[0]) * clip.fps
+    # everything is computed (and the bake's root checked) before anything is written
+    status = frame_status.compute_frame_status(result, frames)
+    record = frame_status.ghost_record(
+        status,
+        frame_status.asked_poses(inputs.mapping, inputs.samples),
+        frame_status.robot_poses(inputs.model.mechanism, inputs.mapping, result.states),
+        GHOST_AXIS_FRACTION * mean_joint_distance(inputs.model.mechanism),
+    )
     baked = None
-    if inputs.bake:  # computed (and its root checked) before anything is written
+    if inputs.bake:
         baked = bake.compute_bake(inputs.model, result.states, frames, clip.rate, clip.fps)
         bake.bake_root(context, collection, inputs.model)
     bake.clear_bake(context, collection)
-    motion.write_robot_motion(context, collection, inputs.model, result.states, frames)
+    action = motion.write_robot_motion(context, collection, inputs.model, result.states, frames)
+    status_display.write_status(context, collection.name, action, status, record)
     summary = result.summary()
     mean_mm, max_mm = summary["mean_position_error_m"] * 1000, summary["max_position_error_m"] * 1000
     status = (
         f"retargeted {summary['frames']} samples at {clip.rate:g} Hz: "
         f"position error mean {mean_mm:.3g} mm, max {max_mm:.3g} mm"
     )
+    if summary["limited_frames"]:
+        status += f"; {summary['limited_frames']} sample(s) limited"
     if summary["unreachable_frames"]:
         status += f"; {summary['unreachable_frames']} sample(s) unreachable"
     if baked is not None:
@@ -167,20 +185,42 @@ def apply_result(context, inputs: RetargetInputs, result) -> str:
 
 
 def unreachable_warnings(inputs: RetargetInputs, result) -> list[str]:
-    """One line per target that was missed, naming it and the first frame (and second)."""
+    """One line per target missed on unreachable samples (outside the workspace; not the
+    samples a motor limit keeps from their targets), naming it and the first frame (and second)."""
     lines = []
     tolerance = inputs.mapping.reach_tolerance
+    unreachable = np.asarray(result.unreachable, bool)
     for k, spec in enumerate(inputs.mapping.targets):
-        missed = np.flatnonzero(result.position_error[:, k] > tolerance)
+        missed = np.flatnonzero((result.position_error[:, k] > tolerance) & unreachable)
         if len(missed):
             seconds = result.times[missed[0]] - result.times[0]
             frame = inputs.clip.frame_start + seconds * inputs.clip.fps
-            worst = result.position_error[:, k].max() * 1000
+            worst = result.position_error[missed, k].max() * 1000
             lines.append(
                 f"target {spec.frame!r} <- {spec.track!r} out of reach at {len(missed)} sample(s), "
                 f"from {bake.time_label(frame, seconds)}, by up to {worst:.3g} mm"
             )
     return lines
+
+
+def limited_warning(inputs: RetargetInputs, result) -> str | None:
+    """One line on the samples a motor limit keeps from their targets: how many, which motors
+    and limits bind, from when and by how much; None when there are none."""
+    frames = inputs.clip.frame_start + (np.asarray(result.times) - result.times[0]) * inputs.clip.fps
+    status = frame_status.compute_frame_status(result, frames)
+    stretches = [s for s in status.stretches if s.status == frame_status.LIMITED]
+    if not stretches:
+        return None
+    limits = ", ".join(
+        f"{motor} {frame_status.LIMIT_LABELS[limit]} on {count} sample(s)"
+        for motor, limit, count in status.limits
+    )
+    worst = max(s.miss for s in stretches) * 1000
+    return (
+        f"{status.count(frame_status.LIMITED)} sample(s) limited, from "
+        f"{bake.time_label(stretches[0].frame, stretches[0].time)}: targets missed by up to "
+        f"{worst:.3g} mm because motor limits bind: {limits}"
+    )
 
 
 class _Worker(threading.Thread):
@@ -276,7 +316,9 @@ class LOOPRIG_OT_retarget(bpy.types.Operator):
     def _finish(self, context, inputs, result):
         status = apply_result(context, inputs, result)
         held = result.holding.message() if result.holding is not None else None
-        for line in ([held] if held else []) + unreachable_warnings(inputs, result):
+        limited = limited_warning(inputs, result)
+        lines = [line for line in (held, limited) if line] + unreachable_warnings(inputs, result)
+        for line in lines:
             self.report({"WARNING"}, line)
         self.report({"INFO"}, status)
         return {"FINISHED"}
@@ -347,7 +389,7 @@ class LOOPRIG_OT_retarget(bpy.types.Operator):
 
 
 class LOOPRIG_OT_clear(bpy.types.Operator):
-    """Remove looprig's action and bake: the robot goes back to its rest pose, other actions come back"""
+    """Remove looprig's action, bake and frame status: the robot goes back to its rest pose"""
 
     bl_idname = "looprig.clear"
     bl_label = "Clear Retarget"
@@ -360,6 +402,7 @@ class LOOPRIG_OT_clear(bpy.types.Operator):
             self.report({"ERROR"}, str(error))
             return {"CANCELLED"}
         bake.clear_bake(context, collection)
+        status_display.clear_status(context, collection.name)
         animation.remove_action(collection, animated_objects(collection))
         context.scene.looprig.status = "cleared"
         return {"FINISHED"}

@@ -1,9 +1,11 @@
-"""The geometry of the velocity-limit overlay, without Blender.
+"""The geometry of looprig's overlays, without Blender.
 
-Frames and values in, line segments and rectangles in graph coordinates
-(x = frame, y = value) out. The Graph Editor's draw handler (:mod:`.overlays`)
-and the headless picture of the Graph Editor (:mod:`.screenshots`) draw the
-same geometry.
+The velocity-limit overlay: frames and values in, line segments and rectangles
+in graph coordinates (x = frame, y = value) out. The Graph Editor's draw handler
+(:mod:`.overlays`) and the headless picture of the Graph Editor
+(:mod:`.screenshots`) draw the same geometry. The frame-status ghost: the asked
+and the reached pose of each tracked frame in, coloured line segments in world
+coordinates out (the 3D Viewport's draw handler draws them).
 """
 
 from __future__ import annotations
@@ -14,9 +16,18 @@ from itertools import pairwise
 
 import numpy as np
 
+from .frame_status import LIMITED, UNREACHABLE
+
 BAND_COLOUR = (1.0, 0.55, 0.1, 0.9)
 VIOLATION_COLOUR = (1.0, 0.1, 0.05, 0.18)
 OVER_COLOUR = (1.0, 0.1, 0.05, 1.0)
+#: Frame status colours (RGBA) by status code of :mod:`.frame_status`: the timeline band
+#: (at ``STATUS_BAND_ALPHA``) and the line from the asked to the reached pose.
+STATUS_COLOURS = {LIMITED: (1.0, 0.6, 0.1, 1.0), UNREACHABLE: (0.9, 0.2, 0.85, 1.0)}
+STATUS_BAND_ALPHA = 0.18
+#: Axis colours x, y, z of the frame triads; the asked pose's (the ghost) at GHOST_ALPHA.
+AXIS_COLOURS = ((1.0, 0.25, 0.25), (0.35, 0.9, 0.35), (0.35, 0.55, 1.0))
+GHOST_ALPHA = 0.45
 
 
 @dataclass
@@ -93,3 +104,35 @@ def rectangles_to_triangles(rectangles) -> list[tuple[float, float]]:
     for x0, y0, x1, y1 in rectangles:
         out += [(x0, y0), (x1, y0), (x1, y1), (x0, y0), (x1, y1), (x0, y1)]
     return out
+
+
+def ghost_segments(asked_points, asked_axes, robot_points, robot_axes, axis_length: float, status: int):
+    """Line segments showing what each target asked against what the robot's frame does.
+
+    asked_points, robot_points: (K, 3) positions; asked_axes, robot_axes: (K, 3, 3)
+    rotations (columns: the frame's x, y, z axes), all in one world frame and one length
+    unit, in which ``axis_length`` is the triads' length. status: the sample's status
+    code (:data:`STATUS_COLOURS`). Returns ``[(colour RGBA, [p0, p1, p0, p1, ...]), ...]``:
+    per colour, LINES vertices: a line from each asked point to its robot point, the
+    asked triad in faded axis colours (the ghost) and the robot frame's triad in full.
+    """
+    P_asked, P_robot = np.asarray(asked_points, float), np.asarray(robot_points, float)
+    R_asked, R_robot = np.asarray(asked_axes, float), np.asarray(robot_axes, float)
+    out = [(STATUS_COLOURS[status], _lines(P_asked, P_robot))]
+    for points, axes, alpha in ((P_asked, R_asked, GHOST_ALPHA), (P_robot, R_robot, 1.0)):
+        for a, rgb in enumerate(AXIS_COLOURS):
+            out.append(((*rgb, alpha), _lines(points, points + axis_length * axes[:, :, a])))
+    return out
+
+
+def _lines(starts: np.ndarray, ends: np.ndarray) -> list[tuple[float, float, float]]:
+    """LINES vertices of segments from starts (K, 3) to ends (K, 3): start, end, start, ..."""
+    return [tuple(p) for p in np.stack([starts, ends], axis=1).reshape(-1, 3).tolist()]
+
+
+def status_band(spans, half_width: float) -> list[tuple[float, float, int]]:
+    """The timeline's colour band: per stretch ``(frame, end_frame, status)`` (scene frames
+    of its first and last sample, its status code) the span ``(frame0, frame1, status)``
+    it shades, widened by ``half_width`` frames each side (half a sample, so that a
+    one-sample stretch shows and neighbouring samples' spans meet)."""
+    return [(frame - half_width, end_frame + half_width, status) for frame, end_frame, status in spans]

@@ -1,9 +1,15 @@
-"""Velocity-limit overlays in the Graph Editor.
+"""Overlays: velocity-limit bands in the Graph Editor, the frame-status band and ghost.
 
-A thin draw handler over :mod:`.overlay_geometry`, registered only when
-Blender has a window (never in background mode, where GPU drawing is
-unavailable); the same information persists in the baked data (curve colours,
-EXTREME keys, markers, the panel summary).
+Thin draw handlers over :mod:`.overlay_geometry` (and :mod:`.status_display` for
+the status), registered only when Blender has a window (never in background
+mode, where GPU drawing is unavailable); the same information persists in the
+data (curve colours, EXTREME keys, markers, the panel summary):
+
+* Graph Editor: each actuator's velocity-limit band, the violating intervals shaded;
+* Timeline, Dope Sheet and Graph Editor: the frame-status band, limited frames
+  shaded orange and unreachable frames magenta over the editor's height;
+* 3D Viewport, on a limited or unreachable frame: each target's asked pose (a faded
+  triad, the ghost) joined by a line to its robot frame's triad.
 """
 
 from __future__ import annotations
@@ -12,18 +18,22 @@ import bpy
 import gpu
 from gpu_extras.batch import batch_for_shader
 
-from . import animation, bake
+from . import animation, bake, status_display
 from .overlay_geometry import (
     BAND_COLOUR,
     OVER_COLOUR,
+    STATUS_BAND_ALPHA,
+    STATUS_COLOURS,
     VIOLATION_COLOUR,
     band_rectangles,
     rectangles_to_triangles,
+    status_band,
     velocity_overlay,
 )
 
 # --------------------------------------------------------------------------- drawing (UI only)
-_handle = None
+#: (space type, draw handler) pairs added by :func:`register`.
+_handles: list = []
 
 
 def _curve_samples(robot: str, name: str):
@@ -78,18 +88,65 @@ def draw_graph_overlay():
     gpu.state.blend_set("NONE")
 
 
-def register():
-    global _handle
-    if bpy.app.background or _handle is not None:
+def draw_status_band():
+    """POST_PIXEL draw callback of the Timeline, Dope Sheet and Graph Editor: the scene's
+    robot's limited and unreachable stretches shaded over the region's height."""
+    context = bpy.context
+    spans, sample_frames = status_display.band_spans(context)
+    if not spans:
         return
-    _handle = bpy.types.SpaceGraphEditor.draw_handler_add(draw_graph_overlay, (), "WINDOW", "POST_VIEW")
+    region = context.region
+    view = region.view2d
+    shader = gpu.shader.from_builtin("UNIFORM_COLOR")
+    gpu.state.blend_set("ALPHA")
+    for frame0, frame1, status in status_band(spans, 0.5 * sample_frames):
+        x0 = view.view_to_region(frame0, 0.0, clip=False)[0]
+        x1 = view.view_to_region(frame1, 0.0, clip=False)[0]
+        tris = rectangles_to_triangles([(x0, 0.0, x1, float(region.height))])
+        batch = batch_for_shader(shader, "TRIS", {"pos": tris})
+        shader.uniform_float("color", (*STATUS_COLOURS[status][:3], STATUS_BAND_ALPHA))
+        batch.draw(shader)
+    gpu.state.blend_set("NONE")
+
+
+def draw_ghost():
+    """POST_VIEW draw callback of the 3D Viewport: the asked poses beside the robot's frames
+    at a limited or unreachable frame (world coordinates)."""
+    segments = status_display.ghost_geometry(bpy.context)
+    if not segments:
+        return
+    shader = gpu.shader.from_builtin("UNIFORM_COLOR")
+    gpu.state.blend_set("ALPHA")
+    gpu.state.line_width_set(2.0)
+    for colour, points in segments:
+        batch = batch_for_shader(shader, "LINES", {"pos": points})
+        shader.uniform_float("color", colour)
+        batch.draw(shader)
+    gpu.state.line_width_set(1.0)
+    gpu.state.blend_set("NONE")
+
+
+def _handlers():
+    """(space type, callback, draw type) of every overlay."""
+    return (
+        (bpy.types.SpaceGraphEditor, draw_graph_overlay, "POST_VIEW"),
+        (bpy.types.SpaceGraphEditor, draw_status_band, "POST_PIXEL"),
+        (bpy.types.SpaceDopeSheetEditor, draw_status_band, "POST_PIXEL"),
+        (bpy.types.SpaceView3D, draw_ghost, "POST_VIEW"),
+    )
+
+
+def register():
+    if bpy.app.background or _handles:
+        return
+    for space, callback, kind in _handlers():
+        _handles.append((space, space.draw_handler_add(callback, (), "WINDOW", kind)))
 
 
 def unregister():
-    global _handle
-    if _handle is not None:
-        bpy.types.SpaceGraphEditor.draw_handler_remove(_handle, "WINDOW")
-        _handle = None
+    while _handles:
+        space, handle = _handles.pop()
+        space.draw_handler_remove(handle, "WINDOW")
 
 
 classes = ()

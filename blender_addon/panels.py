@@ -7,6 +7,7 @@ import bpy
 
 from .armature import bone_joint_name
 from .bake import time_label
+from .frame_status import LIMIT_LABELS
 from .motor_feedback import KIND_LABELS, LEGEND_ICONS, PRIORITY
 from .properties import SOLVER_SETTINGS
 from .scene_data import robot_name
@@ -72,6 +73,18 @@ class LOOPRIG_UL_violations(_RobotItems, bpy.types.UIList):
         )
         op = row.operator("looprig.jump_to_frame", text=time_label(item.frame, item.time), icon="TIME")
         op.frame = item.frame
+
+
+class LOOPRIG_UL_stretches(bpy.types.UIList):
+    def draw_item(self, context, layout, data, item, icon, active_data, active_propname, index=0):
+        row = layout.row(align=True)
+        row.label(text=f"{item.status}: {item.name}", icon=STATUS_ICONS.get(item.status, "ERROR"))
+        op = row.operator("looprig.jump_to_frame", text=time_label(item.frame, item.time), icon="TIME")
+        op.frame = item.frame
+
+
+#: Legend icon per frame status (the colours of the timeline band: orange, magenta).
+STATUS_ICONS = {"limited": "COLORSET_02_VEC", "unreachable": "COLORSET_06_VEC"}
 
 
 class _Sidebar:
@@ -254,6 +267,41 @@ class LOOPRIG_PT_solve(_Sidebar, bpy.types.Panel):
             box.alert = settings.status.startswith("retarget failed")
             for line in settings.status.split("; "):
                 box.label(text=line)
+        draw_frame_status(layout, settings)
+
+
+def samples_word(item) -> str:
+    """The word for a retarget's samples: frames when it solved one per scene frame."""
+    return "frames" if abs(item.sample_frames - 1.0) < 1e-9 else "samples"
+
+
+def draw_frame_status(layout, settings):
+    """The per-frame status of the scene's robot's last retarget: how many frames are exact,
+    limited and unreachable, the worst miss, the motor limits that bind, and the stretches
+    (click one to go to its first frame)."""
+    robot = settings.robot.name if settings.robot is not None else None
+    item = next((i for i in settings.frame_status if i.robot == robot), None)
+    if item is None:
+        return
+    box = layout.box()
+    row = box.row(align=True)
+    row.label(text=f"Frame status ({item.samples} {samples_word(item)})", icon="TIME")
+    row.prop(settings, "show_status", text="", icon="HIDE_OFF" if settings.show_status else "HIDE_ON")
+    row = box.row(align=True)
+    row.label(text=f"exact {item.exact}", icon="CHECKMARK")
+    row.label(text=f"limited {item.limited}", icon=STATUS_ICONS["limited"])
+    row.label(text=f"unreachable {item.unreachable}", icon=STATUS_ICONS["unreachable"])
+    if item.limited or item.unreachable:
+        when = time_label(item.worst_frame, item.worst_time)
+        box.label(text=f"worst miss {item.worst_miss * 1000:.3g} mm at {when}")
+    for binding in item.limits:
+        box.label(
+            text=f"{binding.name}: {LIMIT_LABELS.get(binding.limit, binding.limit)} limit binds on "
+            f"{binding.samples} {samples_word(item)}",
+            icon="LOCKED",
+        )
+    if len(item.stretches):
+        box.template_list("LOOPRIG_UL_stretches", "", item, "stretches", item, "active_stretch", rows=2)
 
 
 def draw_bake_summary(layout, settings):
@@ -313,6 +361,7 @@ classes = (
     LOOPRIG_UL_targets,
     LOOPRIG_UL_actuators,
     LOOPRIG_UL_violations,
+    LOOPRIG_UL_stretches,
     LOOPRIG_PT_robot,
     LOOPRIG_PT_joint,
     LOOPRIG_PT_body,

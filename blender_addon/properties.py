@@ -1,7 +1,8 @@
 """Everything the add-on stores, under namespaced pointers.
 
 * ``Scene.looprig`` (:class:`LOOPRIG_PG_scene`): the robot collection, the
-  retarget targets and settings, the last check report and bake summary.
+  retarget targets and settings, the last check report, bake summary and
+  per-frame status of each robot's last retarget.
 * ``Object.looprig_joint`` / ``PoseBone.looprig_joint`` (:class:`LOOPRIG_PG_joint`):
   actuator settings of a Rigid Body Constraint object (or a bone).
 * ``Object.looprig_body`` / ``PoseBone.looprig_body`` (:class:`LOOPRIG_PG_body`):
@@ -214,6 +215,45 @@ class LOOPRIG_PG_violation(bpy.types.PropertyGroup):
     unit: StringProperty()
 
 
+class LOOPRIG_PG_binding(bpy.types.PropertyGroup):
+    """A motor limit that keeps a retarget's targets out of reach (``name``: the motor)."""
+
+    limit: StringProperty(description="position (the range), velocity or acceleration")
+    samples: IntProperty(description="How many samples it binds on")
+
+
+class LOOPRIG_PG_stretch(bpy.types.PropertyGroup):
+    """Consecutive limited or unreachable samples of a retarget (``name``: its label:
+    the binding motors and limits, or the targets out of reach, and the worst miss)."""
+
+    status: StringProperty(description="limited or unreachable")
+    frame: FloatProperty(description="Scene frame of the first sample")
+    end_frame: FloatProperty(description="Scene frame of the last sample")
+    time: FloatProperty(description="[s] from the first retargeted sample")
+    end_time: FloatProperty(description="[s] from the first retargeted sample")
+    miss: FloatProperty(description="Worst position miss [m]")
+    marker: StringProperty(description="The timeline marker looprig added for it")
+    marker_frame: IntProperty(description="The frame of that marker")
+
+
+class LOOPRIG_PG_frame_status(bpy.types.PropertyGroup):
+    """Per-frame status of a robot's last retarget: how many samples are exact (targets
+    met), limited (a motor limit binds) or unreachable, and where."""
+
+    robot: StringProperty(description="The robot collection's name")
+    samples: IntProperty(description="Samples retargeted")
+    exact: IntProperty(description="Samples whose targets are met")
+    limited: IntProperty(description="Samples whose targets a motor limit keeps the robot from")
+    unreachable: IntProperty(description="Samples whose targets lie outside the workspace")
+    worst_miss: FloatProperty(description="Largest position miss of a sample [m]")
+    worst_frame: FloatProperty(description="Scene frame of that sample")
+    worst_time: FloatProperty(description="[s] from the first retargeted sample")
+    sample_frames: FloatProperty(description="Scene frames per sample")
+    limits: CollectionProperty(type=LOOPRIG_PG_binding)
+    stretches: CollectionProperty(type=LOOPRIG_PG_stretch)
+    active_stretch: IntProperty()
+
+
 class LOOPRIG_PG_scene(bpy.types.PropertyGroup):
     """looprig settings of a scene."""
 
@@ -257,6 +297,12 @@ class LOOPRIG_PG_scene(bpy.types.PropertyGroup):
     show_overlays: BoolProperty(
         name="Graph Overlays", description="Draw velocity-limit bands in the Graph Editor", default=True
     )
+    show_status: BoolProperty(
+        name="Frame Status",
+        description="Shade limited (orange) and unreachable (magenta) frames in the timeline and "
+        "animation editors, and draw the asked pose beside the robot's frame on those frames",
+        default=True,
+    )
     # ----- last check
     check_done: BoolProperty()
     check_ok: BoolProperty()
@@ -273,6 +319,7 @@ class LOOPRIG_PG_scene(bpy.types.PropertyGroup):
     active_actuator: IntProperty()
     violations: CollectionProperty(type=LOOPRIG_PG_violation)
     active_violation: IntProperty()
+    frame_status: CollectionProperty(type=LOOPRIG_PG_frame_status)
 
 
 #: The retarget settings the panel shows, one property each, reflected from
@@ -318,6 +365,9 @@ classes = (
     LOOPRIG_PG_problem,
     LOOPRIG_PG_actuator_summary,
     LOOPRIG_PG_violation,
+    LOOPRIG_PG_binding,
+    LOOPRIG_PG_stretch,
+    LOOPRIG_PG_frame_status,
     LOOPRIG_PG_scene,
 )
 

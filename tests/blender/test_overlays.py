@@ -50,4 +50,4 @@ def test_no_draw_handler_in_background_mode():
     import bpy
 
     assert bpy.app.background
-    assert overlays._handle is None
+    assert overlays._handles == []

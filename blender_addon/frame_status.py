@@ -56,17 +56,25 @@ class Stretch:
     def status_name(self) -> str:
         return STATUS_NAMES[self.status]
 
-    def label(self) -> str:
-        """What the stretch's marker and panel line say, e.g. ``crank_joint velocity, 104 mm``."""
+    def what(self) -> str:
+        """The limits that bind (``crank_joint velocity``), or the targets missed."""
         if self.status == LIMITED:
             limits = (f"{motor} {LIMIT_LABELS.get(limit, limit)}" for motor, limit in self.limits)
-            what = ", ".join(limits) or "motor limits"
-        else:
-            what = ", ".join(self.targets) + " out of reach"
-        how = f"{self.miss * 1000:.3g} mm"
+            return ", ".join(limits) or "motor limits"
+        return ", ".join(self.targets)
+
+    def how_much(self) -> str:
+        """The worst miss: ``104 mm``, with degrees for targets with orientation weights."""
+        text = f"{self.miss * 1000:.3g} mm"
         if self.turn > 0:
-            how += f", {np.degrees(self.turn):.3g}°"
-        return f"{what}, {how}"
+            text += f", {np.degrees(self.turn):.3g}°"
+        return text
+
+    def label(self) -> str:
+        """What the stretch's panel line says: ``crank_joint velocity, 104 mm`` or
+        ``coupler_point out of reach, 876 mm``."""
+        reach = " out of reach" if self.status == UNREACHABLE else ""
+        return f"{self.what()}{reach}, {self.how_much()}"
 
 
 @dataclass

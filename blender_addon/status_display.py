@@ -6,7 +6,7 @@
   unreachable samples, the worst miss, the binding motor limits and the
   stretches), which the panel shows and the timeline band is drawn from;
 * a timeline marker per stretch, at its first frame, named
-  ``looprig <robot> | limited: crank_joint velocity, 104 mm``; the marker's name
+  ``looprig <robot> | limited 104 mm: crank_joint velocity``; the marker's name
   and frame are recorded in its stretch, and only recorded markers are removed
   (on a new retarget and on Clear), so the animator's own markers never are;
 * on the robot's looprig action (the result itself, so Clear and undo take it
@@ -20,7 +20,7 @@ from __future__ import annotations
 import numpy as np
 
 from . import animation
-from .frame_status import EXACT, LIMITED, STATUS_NAMES, UNREACHABLE, FrameStatus
+from .frame_status import EXACT, LIMITED, STATUS_NAMES, UNREACHABLE, FrameStatus, Stretch
 from .overlay_geometry import ghost_segments
 from .scene_data import unit_scale
 
@@ -28,9 +28,10 @@ from .scene_data import unit_scale
 STATUS_KEY = "looprig_status"
 
 
-def marker_name(robot: str, status: str, label: str) -> str:
-    """The timeline marker of a stretch (Blender cuts names at 63 bytes)."""
-    return f"looprig {robot} | {status}: {label}"
+def marker_name(robot: str, stretch: Stretch) -> str:
+    """The timeline marker of a stretch, its status and worst miss first (Blender cuts
+    names at 63 bytes): ``looprig fourbar | limited 104 mm: crank_joint velocity``."""
+    return f"looprig {robot} | {stretch.status_name} {stretch.how_much()}: {stretch.what()}"
 
 
 def status_item(settings, robot: str):
@@ -91,9 +92,7 @@ def write_status(context, robot: str, action, status: FrameStatus, record: dict)
         entry.frame, entry.end_frame = stretch.frame, stretch.end_frame
         entry.time, entry.end_time = stretch.time, stretch.end_time
         entry.miss = stretch.miss
-        marker = scene.timeline_markers.new(
-            marker_name(robot, stretch.status_name, entry.name), frame=round(stretch.frame)
-        )
+        marker = scene.timeline_markers.new(marker_name(robot, stretch), frame=round(stretch.frame))
         entry.marker, entry.marker_frame = marker.name, marker.frame
     action[STATUS_KEY] = record
 

@@ -255,3 +255,28 @@ def test_ghost_segments_line_and_triads():
     assert colour[3] == overlay_geometry.GHOST_ALPHA and ghost_x == [(1.0, 0, 0), (1.5, 0, 0)]
     colour, robot_x = segments[4]
     assert colour[3] == 1.0 and robot_x == [(0, 0, 0), (0, 0.5, 0)]
+
+
+def test_sub_frame_samples_map_to_scene_frames(demo):
+    """At 48 Hz in a 24 fps scene each sample is half a frame: the stretches, the band and
+    the ghost are placed on the samples' scene frames, the panel counts samples."""
+    context = bpy.context
+    scene = context.scene
+    scene.looprig.rate = 48.0
+    result, frames = _retarget_held(context)
+    np.testing.assert_allclose(frames, 1 + np.arange(97) / 2)
+    item = status_display.status_item(scene.looprig, "fourbar")
+    assert item.sample_frames == 0.5 and item.limited == result.summary()["limited_frames"]
+    assert _covered(item, frames, "limited") == frames[result.limited].tolist()
+    spans, sample_frames = status_display.band_spans(context)
+    assert overlay_geometry.status_band(spans, 0.5 * sample_frames)[0][:2] == (
+        item.stretches[0].frame - 0.25,
+        item.stretches[0].end_frame + 0.25,
+    )
+    labels = [entry[1] for entry in _draw(panels.LOOPRIG_PT_solve, context) if entry[0] == "label"]
+    assert f"Frame status ({item.samples} samples)" in labels
+    sample = int(np.flatnonzero(result.limited & (np.arange(97) % 2 == 1))[-1])  # between frames
+    scene.frame_set(int(np.floor(frames[sample])), subframe=0.5)
+    (_, (asked, reached)) = status_display.ghost_geometry(context)[0]
+    miss = np.linalg.norm(np.subtract(asked, reached))
+    assert miss == pytest.approx(result.position_error[sample, 0], abs=1e-9)

@@ -280,3 +280,59 @@ def test_sub_frame_samples_map_to_scene_frames(demo):
     (_, (asked, reached)) = status_display.ghost_geometry(context)[0]
     miss = np.linalg.norm(np.subtract(asked, reached))
     assert miss == pytest.approx(result.position_error[sample, 0], abs=1e-9)
+
+
+class _Recorder:
+    """A stand-in for the ``gpu`` module and ``batch_for_shader`` that records what is drawn:
+    ``draws`` holds (primitive, vertices, colour) per batch drawn."""
+
+    def __init__(self):
+        self.draws, self.colour = [], None
+        self.shader = SimpleNamespace(from_builtin=lambda name: self)
+        self.state = SimpleNamespace(blend_set=lambda mode: None, line_width_set=lambda width: None)
+
+    def uniform_float(self, name, value):
+        assert name == "color"
+        self.colour = tuple(value)
+
+    def batch_for_shader(self, shader, primitive, content):
+        recorder = self
+
+        class Batch:
+            def draw(self, shader):
+                recorder.draws.append((primitive, list(content["pos"]), recorder.colour))
+
+        return Batch()
+
+
+class _View2D:
+    """Frames to pixels: x = 10 (frame - 1)."""
+
+    def view_to_region(self, x, y, clip=True):
+        return round(10 * (x - 1)), 0
+
+
+def test_draw_handlers_draw_the_band_and_the_ghost(demo, monkeypatch):
+    """The draw callbacks (never run headless) draw the band's rectangles over the region's
+    height and the ghost's segments, in their colours."""
+    from blender_addon import overlays
+
+    context = bpy.context
+    result, frames = _retarget_held(context)
+    recorder = _Recorder()
+    region = SimpleNamespace(height=80, view2d=_View2D())
+    fake = SimpleNamespace(scene=context.scene, region=region)
+    monkeypatch.setattr(overlays, "gpu", recorder)
+    monkeypatch.setattr(overlays, "batch_for_shader", recorder.batch_for_shader)
+    monkeypatch.setattr(overlays, "bpy", SimpleNamespace(context=fake))
+    overlays.draw_status_band()
+    (stretch,) = status_display.status_item(context.scene.looprig, "fourbar").stretches
+    x0, x1 = round(10 * (stretch.frame - 1.5)), round(10 * (stretch.end_frame - 0.5))
+    colour = (*overlay_geometry.STATUS_COLOURS[LIMITED][:3], overlay_geometry.STATUS_BAND_ALPHA)
+    assert recorder.draws == [("TRIS", overlay_geometry.rectangles_to_triangles([(x0, 0, x1, 80)]), colour)]
+    recorder.draws.clear()
+    context.scene.frame_set(int(frames[np.flatnonzero(result.limited)[0]]))
+    overlays.draw_ghost()
+    segments = status_display.ghost_geometry(context)
+    assert len(segments) == 7
+    assert recorder.draws == [("LINES", points, colour) for colour, points in segments]

@@ -24,11 +24,11 @@ several joints        a chain through massless bodies ``<body>__<joint>``
 ``connect``           spherical closure joint (body1/body2 + anchor, or sites)
 ``weld``              fixed closure joint (relpose honoured; sites: frames
                       coincide); ``torquescale`` and solver settings ignored
-``joint`` equality     linear coupling ``q1 = c0 + c1 q2`` (non-linear
-                      ``polycoef`` terms are an error naming the equality)
+``joint`` equality     coupling ``q1 = c0 + c1 q2 + ... + c4 q2^4`` (about
+                      ``qpos0``; a polynomial one when ``c2``..``c4`` are not 0)
 fixed ``<tendon>``     on an actuator: the joint the couplings tie its joints
                       to; passive with a range at most :data:`NARROW_TENDON`
-                      wide: on two joints a coupling, else a note
+                      wide: a coupling, of three or more joints a differential
 ``<actuator>``        joint transmission: the joint is actuated; the actuator's
                       name is the motor's (curves carry it) and its hardware
                       id; limits from the joint ``range`` and, for position
@@ -39,8 +39,7 @@ mesh geoms            mesh references (file, scale and MuJoCo's re-centring
                       undone: ``T_link_mesh`` maps file coordinates)
 ===================== ========================================================
 
-Not supported (left out with a warning): ``tendon``/``flex`` equalities, fixed
-tendons on three or more joints (differentials), spatial tendons,
+Not supported (left out with a warning): ``tendon``/``flex`` equalities, spatial tendons,
 site/slider-crank/body transmissions, inactive equalities, keyframes
 (``qpos0`` is used).
 """
@@ -450,9 +449,13 @@ def _read_mjcf(path, text: str | None, settings: ImportSettings) -> TreeModel:
         )
 
     driven = {int(model.actuator_trnid[a, 0]) for a in range(model.nu) if _on_tendon(mujoco, model, a)}
+    by_joint = (int(mujoco.mjtTrn.mjTRN_JOINT), int(mujoco.mjtTrn.mjTRN_JOINTINPARENT))
+    motor_joints = {
+        int(model.actuator_trnid[a, 0]) for a in range(model.nu) if model.actuator_trntype[a] in by_joint
+    }
     for t in range(model.ntendon):
         if t not in driven:
-            _passive_tendon(mujoco, model, t, joint_names, tree_joint, couplings, notes)
+            _passive_tendon(mujoco, model, t, joint_names, tree_joint, motor_joints, couplings, notes)
 
     # actuators
     motors: dict[str, TreeJointSpec] = {}  # actuator name -> the joint it drives
@@ -527,12 +530,17 @@ def _on_tendon(mujoco, model, a: int) -> bool:
     return int(model.actuator_trntype[a]) == int(mujoco.mjtTrn.mjTRN_TENDON)
 
 
-def _passive_tendon(mujoco, model, t: int, joint_names, tree_joint, couplings: list, notes: list) -> None:
+def _passive_tendon(
+    mujoco, model, t: int, joint_names, tree_joint, driven: set[int], couplings: list, notes: list
+) -> None:
     """A fixed tendon no actuator drives: with a narrow ``range`` (at most
     :data:`NARROW_TENDON` wide) it holds its length ``L = sum c_i qpos_i`` at the range's
-    middle, an equality; on two hinges or slides that is the coupling
-    ``q1 = -(c2/c1) q2 + (L - c1 r1 - c2 r2)/c1`` (tree coordinates ``q = qpos - r``,
-    ``r = qpos0``). Anything else is left out with a note that says so."""
+    middle, an equality: on hinges and slides the coupling
+    ``q_d = (L - sum_i c_i r_i) / c_d - sum_(i != d) (c_i / c_d) q_i`` (tree coordinates
+    ``q = qpos - r``, ``r = qpos0``), of two joints a gear, of more a differential. The
+    joint that follows (d) is the first that no actuator drives (``driven``: joint ids)
+    and no earlier coupling sets, else the first no coupling sets. Anything else is left
+    out with a note that says so."""
     name = _name(model, "tendon", t, f"tendon{t}")
     what = f"tendon {name!r}"
     adr, num = int(model.tendon_adr[t]), int(model.tendon_num[t])
@@ -545,25 +553,42 @@ def _passive_tendon(mujoco, model, t: int, joint_names, tree_joint, couplings: l
         notes.append(f"{what}: a fixed tendon without a narrow range (a limit, not an equality); left out")
         return
     joints = [int(model.wrap_objid[w]) for w in wraps]
-    names = ", ".join(joint_names[j] for j in joints)
-    if len(joints) != 2 or any(
-        j not in tree_joint or tree_joint[j].kind == JointKind.SPHERICAL for j in joints
-    ):
-        notes.append(
-            f"{what} holds {len(joints)} joints ({names}) to a range of {high - low:g}: a differential "
-            "looprig cannot couple yet (a coupling ties one joint to one other); left out"
-        )
+    coefs = [float(model.wrap_prm[w]) for w in wraps]
+    names = [joint_names[j] for j in joints]
+    if len(joints) < 2 or len(set(joints)) != len(joints):
+        notes.append(f"{what} holds joints {', '.join(names)} to a range of {high - low:g}; left out")
         return
-    (c1, c2), (j1, j2) = (float(model.wrap_prm[w]) for w in wraps), joints
-    r1, r2 = (float(model.qpos0[model.jnt_qposadr[j]]) for j in joints)
+    if any(
+        j not in tree_joint or tree_joint[j].kind not in (JointKind.REVOLUTE, JointKind.PRISMATIC)
+        for j in joints
+    ):
+        notes.append(f"{what}: its joints {', '.join(names)} are not all hinges or slides; left out")
+        return
+    set_already = {c.joint for c in couplings}
+    free = [k for k, j in enumerate(joints) if names[k] not in set_already and coefs[k] != 0]
+    if not free:
+        notes.append(f"{what}: every one of its joints {', '.join(names)} follows another coupling; left out")
+        return
+    d = next((k for k in free if joints[k] not in driven), free[0])
+    r = [float(model.qpos0[model.jnt_qposadr[j]]) for j in joints]
     middle = 0.5 * (low + high)
+    others = [k for k in range(len(joints)) if k != d]
+    offset = (middle - sum(c * x for c, x in zip(coefs, r, strict=True))) / coefs[d]
     couplings.append(
         CouplingSpec(
-            name, joint_names[j1], joint_names[j2], -c2 / c1, (middle - c1 * r1 - c2 * r2) / c1, what
+            name,
+            names[d],
+            tuple(names[k] for k in others),
+            tuple(-coefs[k] / coefs[d] for k in others),
+            offset,
+            element=what,
         )
     )
+    kind = "a coupling" if len(joints) == 2 else "a differential"
+    terms = [f"{-coefs[k] / coefs[d]:.6g} {names[k]}" for k in others] + [f"{offset:.6g}"] * (offset != 0)
     notes.append(
-        f"{what}: its narrow range [{low:g}, {high:g}] is read as an equality, a coupling of {names}"
+        f"{what}: its narrow range [{low:g}, {high:g}] is read as an equality, {kind}: "
+        f"{names[d]} = {' + '.join(terms).replace('+ -', '- ')} (values about qpos0)"
     )
 
 
@@ -668,18 +693,11 @@ def _default_classes(spec) -> list[str]:
 
 
 def _joint_equality(model, e: int, name: str, joint_names, tree_joint, path) -> CouplingSpec | None:
-    """A joint equality ``q1 - q1_0 = c0 + c1 (q2 - q2_0)`` as a coupling (tree
-    coordinates are ``qpos - qpos0``); None for a joint locked to ``c0`` (no joint2).
-    Non-linear polynomial terms are refused."""
+    """A joint equality ``q1 - q1_0 = c0 + c1 (q2 - q2_0) + ... + c4 (q2 - q2_0)^4`` as a
+    coupling (tree coordinates are ``qpos - qpos0``, MuJoCo's reference), linear or with
+    the non-zero higher terms; None for a joint locked to ``c0`` (no joint2)."""
     what = f"equality {name!r}"
     poly = np.asarray(model.eq_data[e][:5], float)
-    if np.any(poly[2:] != 0):
-        raise FileFormatError(
-            path,
-            f"joint equality with non-linear terms (polycoef {' '.join(f'{c:g}' for c in poly)}); "
-            "looprig couples joints linearly: q1 = c0 + c1 q2",
-            what,
-        )
     j1, j2 = int(model.eq_obj1id[e]), int(model.eq_obj2id[e])
     if j2 < 0:
         return None
@@ -687,7 +705,11 @@ def _joint_equality(model, e: int, name: str, joint_names, tree_joint, path) -> 
         joint = tree_joint.get(j)
         if joint is None or joint.kind not in (JointKind.REVOLUTE, JointKind.PRISMATIC):
             raise FileFormatError(path, f"joint {joint_names[j]!r} is not a hinge or slide", what)
-    return CouplingSpec(name, joint_names[j1], joint_names[j2], float(poly[1]), float(poly[0]), what)
+    higher = np.trim_zeros(poly[2:], "b")
+    polynomial = (tuple(float(c) for c in higher),) if len(higher) else ()
+    return CouplingSpec(
+        name, joint_names[j1], joint_names[j2], float(poly[1]), float(poly[0]), polynomial, what
+    )
 
 
 def _tendon_actuator(model, a: int, tendon: int, aname: str, joint_names, tree_joint, couplings, path):
@@ -698,7 +720,7 @@ def _tendon_actuator(model, a: int, tendon: int, aname: str, joint_names, tree_j
     map from tendon length to qpos_s, note)``, or None when the tendon's joints do not all
     follow one joint.
     """
-    follows = {c.joint: c for c in couplings}
+    follows = {c.joint: c for c in couplings if c.linear()}  # gears: a joint that follows one other
     adr, num = int(model.tendon_adr[tendon]), int(model.tendon_num[tendon])
     terms = {}  # source joint name -> (g, h) contributions
     for w in range(adr, adr + num):
@@ -707,8 +729,8 @@ def _tendon_actuator(model, a: int, tendon: int, aname: str, joint_names, tree_j
         for _ in range(len(follows) + 1):  # follow the couplings to the joint nothing sets
             if name not in follows:
                 break
-            c = follows[name]
-            name, ratio, offset = c.source, ratio * c.ratio, ratio * c.offset + offset
+            c = follows[name].coupling()
+            name, ratio, offset = c.sources[0], ratio * c.ratios[0], ratio * c.offset + offset
         coef, qpos0 = float(model.wrap_prm[w]), float(model.qpos0[model.jnt_qposadr[j]])
         g, h = terms.get(name, (0.0, 0.0))
         terms[name] = (g + coef * ratio, h + coef * (offset + qpos0))

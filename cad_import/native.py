@@ -194,17 +194,35 @@ NATIVE_SCHEMA = {
             },
         },
         "couplings": {
-            "description": "linear joint couplings: value(joint) = ratio * value(source) + offset",
+            "description": "joints that follow others: value(joint) = offset + sum_k (ratios[k] "
+            "value(sources[k]) + sum_p polynomial[k][p - 2] value(sources[k])^p), p = 2, 3, ...; "
+            "one source: a gear, several: a differential (a file written before differentials "
+            "may give one 'source' and 'ratio' instead)",
             "type": "array",
             "items": {
                 "type": "object",
-                "required": ["name", "joint", "source", "ratio"],
+                "required": ["name", "joint", "sources", "ratios"],
                 "properties": {
                     "name": {"type": "string", "minLength": 1},
                     "joint": {"type": "string", "description": "revolute or prismatic joint that follows"},
-                    "source": {"type": "string", "description": "revolute or prismatic joint it follows"},
-                    "ratio": {"type": "number", "description": "[rad/rad, m/m, rad/m or m/rad]"},
+                    "sources": {
+                        "type": "array",
+                        "minItems": 1,
+                        "items": {"type": "string"},
+                        "description": "revolute or prismatic joints it follows",
+                    },
+                    "ratios": {
+                        "type": "array",
+                        "items": {"type": "number"},
+                        "description": "one per source [rad/rad, m/m, rad/m or m/rad]",
+                    },
                     "offset": {"type": "number", "default": 0, "description": "[rad or m] of joint"},
+                    "polynomial": {
+                        "type": "array",
+                        "items": {"type": "array", "items": {"type": "number"}},
+                        "description": "none (linear), or per source the coefficients of its value "
+                        "squared, cubed, ... [unit of joint / unit of source^p]",
+                    },
                 },
             },
         },
@@ -333,7 +351,14 @@ def mechanism_to_dict(mechanism: Mechanism, meshes=None, base_dir=None) -> dict:
     }
     if mechanism.couplings:
         document["couplings"] = [
-            {"name": c.name, "joint": c.joint, "source": c.source, "ratio": c.ratio, "offset": c.offset}
+            {
+                "name": c.name,
+                "joint": c.joint,
+                "sources": list(c.sources),
+                "ratios": list(c.ratios),
+                "offset": c.offset,
+                **({"polynomial": [list(p) for p in c.polynomial]} if c.polynomial else {}),
+            }
             for c in mechanism.couplings
         ]
     return document
@@ -572,14 +597,29 @@ class _Reader:
             actuator=actuator,
         )
 
+    def number_list(self, value, where) -> tuple[float, ...]:
+        if not isinstance(value, list):
+            self.fail(where, f"expected a list of numbers, got {value!r}")
+        return tuple(self.number(x, f"{where}[{k}]") for k, x in enumerate(value))
+
     def coupling(self, entry, where) -> Coupling:
         entry = self.obj(entry, where)
+        if "source" in entry and "sources" not in entry:  # a file written before differentials
+            sources = (self.name(entry, "source", where),)
+            ratios = (self.number(self.get(entry, "ratio", where), f"{where}.ratio"),)
+        else:
+            sources = tuple(self.get(entry, "sources", where, kind=list))
+            if not all(isinstance(n, str) and n for n in sources):
+                self.fail(f"{where}.sources", f"expected a list of joint names, got {list(sources)!r}")
+            ratios = self.number_list(self.get(entry, "ratios", where), f"{where}.ratios")
+        rows = self.get(entry, "polynomial", where, [], list)
         return Coupling(
             name=self.name(entry, "name", where),
             joint=self.name(entry, "joint", where),
-            source=self.name(entry, "source", where),
-            ratio=self.number(self.get(entry, "ratio", where), f"{where}.ratio"),
+            sources=sources,
+            ratios=ratios,
             offset=self.number(entry.get("offset", 0.0), f"{where}.offset"),
+            polynomial=tuple(self.number_list(row, f"{where}.polynomial[{k}]") for k, row in enumerate(rows)),
         )
 
     def frame(self, entry, where) -> Frame:

@@ -199,20 +199,31 @@ class ClosureSpec:
 
 @dataclass
 class CouplingSpec:
-    """A joint coupling in tree coordinates: ``q_joint = ratio * q_source + offset``.
+    """A joint coupling in tree coordinates: ``q_joint = offset + sum_k P_k(q_sources[k])``
+    (:class:`~looprig.core.mechanism.Coupling`'s fields, and where the file says it).
 
     q are the tree joints' coordinates (zero at the file's zero configuration,
     MJCF ``qpos0``) [rad or m]; the Mechanism's coupling is re-expressed about the
-    assembled pose. URDF ``<mimic>``, MJCF joint equalities and tendons.
+    assembled pose (:meth:`Coupling.shifted`). URDF ``<mimic>``, MJCF joint
+    equalities and tendons.
     """
 
     name: str
     joint: str
-    source: str
-    ratio: float = 1.0
+    sources: tuple[str, ...] | str
+    ratios: tuple[float, ...] | float = 1.0
     offset: float = 0.0
+    polynomial: tuple[tuple[float, ...], ...] = ()
     element: str = ""
     line: int | None = None
+
+    def coupling(self) -> Coupling:
+        """The coupling in tree coordinates."""
+        return Coupling(self.name, self.joint, self.sources, self.ratios, self.offset, self.polynomial)
+
+    def linear(self) -> bool:
+        """Whether it ties its joint to one source linearly (a gear)."""
+        return len(self.coupling().sources) == 1 and not any(any(p) for p in self.polynomial)
 
 
 @dataclass
@@ -406,7 +417,7 @@ def _assembly_mechanism(model: TreeModel, order, poses) -> Mechanism:
                 actuator=Actuator(motion[joint.kind]) if joint.kind in motion else None,
             )
         )
-    couplings = [Coupling(c.name, c.joint, c.source, c.ratio, c.offset) for c in model.couplings]
+    couplings = [c.coupling() for c in model.couplings]
     return Mechanism(bodies, joints, name=model.name, couplings=couplings)
 
 
@@ -467,7 +478,8 @@ def assemble_tree(
             if isinstance(worst, ClosureSpec):
                 where = f"closure {worst.name!r} ({worst.link1!r} <-> {worst.link2!r})"
             elif worst is not None:
-                where = f"coupling {worst.name!r} ({worst.joint!r} follows {worst.source!r})"
+                sources = ", ".join(map(repr, worst.coupling().sources))
+                where = f"coupling {worst.name!r} ({worst.joint!r} follows {sources})"
             else:
                 where = f"joint {result.worst_joint!r}"
             why = "no pose closes them" if result.infeasible else "assembly did not converge"
@@ -501,7 +513,7 @@ def _bent_starts(mechanism: Mechanism, count: int):
         values = scale * (1 + k) * rng.uniform(-1.0, 1.0, len(scale))
         slot = {name: i for i, name in enumerate(readout.names)}
         for c in mechanism.couplings:  # coupled joints bent as their couplings say
-            values[slot[c.joint]] = c.ratio * values[slot[c.source]] + c.offset
+            values[slot[c.joint]] = c.value([values[slot[s]] for s in c.sources])
         result = solve_fk(mechanism, values, raise_on_failure=False)
         if result.converged:
             yield result.state
@@ -712,11 +724,10 @@ def build_mechanism(model: TreeModel, settings: ImportSettings = DEFAULT_SETTING
 
     couplings = []
     for c in model.couplings:
-        if c.joint not in values or c.source not in values:
+        tree = c.coupling()
+        if any(name not in values for name in (tree.joint, *tree.sources)):
             raise model.error("couplings join revolute and prismatic joints", c.element, c.line)
-        # tree q = core q + assembled value v: q_j + v_j = k (q_s + v_s) + c
-        offset = c.offset + c.ratio * values[c.source] - values[c.joint]
-        couplings.append(Coupling(c.name, c.joint, c.source, c.ratio, float(offset)))
+        couplings.append(tree.shifted(values))  # tree q = core q + assembled value v
     try:
         mechanism = Mechanism(bodies, joints, frames, name=model.name, couplings=couplings)
     except MechanismError as error:

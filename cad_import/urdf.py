@@ -162,8 +162,8 @@ def _urdf_plus_coupling(doc: XmlDocument, element, joints) -> CouplingSpec:
     return CouplingSpec(
         name=name,
         joint=moved[1],
-        source=moved[0],
-        ratio=1.0 if ratio is None else doc.number(ratio, "value"),
+        sources=moved[0],
+        ratios=1.0 if ratio is None else doc.number(ratio, "value"),
         element=describe(element),
         line=doc.line(element),
     )
@@ -384,8 +384,8 @@ def read_urdf(
                 CouplingSpec(
                     name=f"{name}_mimic",
                     joint=name,
-                    source=doc.text_attr(mimic, "joint", required=True),
-                    ratio=doc.number(mimic, "multiplier", 1.0),
+                    sources=doc.text_attr(mimic, "joint", required=True),
+                    ratios=doc.number(mimic, "multiplier", 1.0),
                     offset=doc.number(mimic, "offset", 0.0),
                     element=f"joint {name!r} <mimic>",
                     line=doc.line(mimic),
@@ -396,14 +396,15 @@ def read_urdf(
     joint_child = {j.name: j.child for j in joints}
     couplings += [_urdf_plus_coupling(doc, element, joints) for element in root.findall("coupling")]
     for c in couplings:
-        source = joint_by_name.get(c.source)
+        (source_name,) = c.coupling().sources  # a mimic or URDF+ coupling follows one joint
+        source = joint_by_name.get(source_name)
         if source is None or source.kind not in (JointKind.REVOLUTE, JointKind.PRISMATIC):
             valid = ", ".join(
                 sorted(j.name for j in joints if j.kind in (JointKind.REVOLUTE, JointKind.PRISMATIC))
             )
             raise FileFormatError(
                 path,
-                f"mimics {c.source!r}, which is no revolute or prismatic joint; those are: {valid}",
+                f"mimics {source_name!r}, which is no revolute or prismatic joint; those are: {valid}",
                 c.element,
                 c.line,
             )

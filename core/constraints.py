@@ -180,57 +180,87 @@ class JacobianBlocks:
 
     rows (..., m, 2, 6): every row's derivative by the tangent of its joint's parent
     (``[..., 0, :]``, body i) and of its child (``[..., 1, :]``, body j), zero for the
-    coupling rows; couplings: those rows' blocks on their four bodies ((..., K, 6) each,
-    :class:`_CouplingRows`), or None.
+    coupling rows; couplings: those rows' blocks on the bodies of their joints ((..., k, 6)
+    per slot, :class:`_CouplingRows`), or None.
     """
 
     rows: np.ndarray
     couplings: tuple | None = None
 
 
-class _CouplingRows:
-    """Rows ``s (q_joint - ratio q_source - offset)`` of a mechanism's couplings, vectorised.
+def _polynomial(coefficients: np.ndarray, x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``P(x) = sum_p c_p x^p`` (p = 1..P) and ``P'(x)`` by Horner, per term: coefficients
+    (T, P), x (..., T) -> two (..., T) arrays."""
+    value = np.zeros_like(x)
+    slope = np.zeros_like(x)
+    for c in coefficients.T[::-1]:  # c_P first
+        slope = slope * x + value
+        value = value * x + c
+    return value * x, slope * x + value
 
-    q from :class:`~looprig.core.readoff.JointReadout` (exact Jacobian blocks);
-    ``s`` is the length scale L for an angle-valued joint (rows in metres, like the
-    dot rows), 1 for a displacement. Each row touches four bodies (the two joints'
-    parents and children), which may repeat, so its Jacobian is accumulated.
+
+class _CouplingRows:
+    """Rows ``s (q_joint - offset - sum_k P_k(q_source_k))`` of a mechanism's couplings
+    (:class:`~looprig.core.mechanism.Coupling`), vectorised over couplings and their terms.
+
+    q from :class:`~looprig.core.readoff.JointReadout` (exact Jacobian blocks), read for
+    the K coupled joints and then the T terms (one per source of each coupling, all
+    couplings' in one stack, their polynomials padded to one degree); ``s`` is the length
+    scale L for an angle-valued joint (rows in metres, like the dot rows), 1 for a
+    displacement. The row's derivative is ``s (dq_joint - sum_k P_k'(q_k) dq_k)``. A row
+    touches the parents and children of its joints, which may repeat, so its Jacobian is
+    accumulated; the blocks come in slots (the joints' parents, their children, then per
+    term rank r the parents and children of every coupling's r-th source), none of which
+    holds a row twice, so each slot scatters with one fancy-indexed add.
     """
 
     def __init__(self, mechanism: Mechanism, first_row: int, length_scale: float, column_of_body: np.ndarray):
         couplings = mechanism.couplings
         K = len(couplings)
-        joints = [mechanism.joint(c.joint) for c in couplings] + [
-            mechanism.joint(c.source) for c in couplings
-        ]
+        term_coupling = np.array([k for k, c in enumerate(couplings) for _ in c.sources], int)  # (T,)
+        term_rank = np.array([r for c in couplings for r in range(len(c.sources))], int)
+        joints = [mechanism.joint(c.joint) for c in couplings]
+        joints += [mechanism.joint(s) for c in couplings for s in c.sources]
         self.readout = JointReadout(mechanism, joints)
         self.rows = first_row + np.arange(K)
-        self.ratio = np.array([c.ratio for c in couplings])
         self.offset = np.array([c.offset for c in couplings])
+        coefficients = [c.coefficients() for c in couplings]
+        degree = max(x.shape[1] for x in coefficients)
+        self.coefficients = np.concatenate(
+            [np.pad(x, ((0, 0), (0, degree - x.shape[1]))) for x in coefficients]
+        )  # (T, P)
         self.scale = np.where(self.readout.is_angle[:K], length_scale, 1.0)
+        self.term_coupling = term_coupling
+        self.sum_terms = np.zeros((len(term_coupling), K))  # (T, K): adds each coupling's terms
+        self.sum_terms[np.arange(len(term_coupling)), term_coupling] = 1.0
         r = self.readout
-        bodies = [r.parent[:K], r.child[:K], r.parent[K:], r.child[K:]]
+        # per slot: its entries in the readout's joints, and which body of each (0 parent, 1 child)
+        entries = [np.arange(K)] + [
+            K + np.flatnonzero(term_rank == rank) for rank in range(term_rank.max() + 1)
+        ]
+        self.slots = [(e, side) for e in entries for side in (0, 1)]
+        entry_row = self.rows[np.concatenate([np.arange(K), term_coupling])]  # (K + T,)
         self.scatter = []
-        for b in bodies:  # per body slot: kept couplings, their rows (Kf, 1), columns (Kf, 6)
-            col0 = column_of_body[b]
+        for e, side in self.slots:  # per slot: kept entries, their rows (Kf, 1), columns (Kf, 6)
+            col0 = column_of_body[(r.parent, r.child)[side][e]]
             keep = np.flatnonzero(col0 >= 0)
-            self.scatter.append((keep, self.rows[keep][:, None], col0[keep][:, None] + np.arange(6)))
+            self.scatter.append((keep, entry_row[e][keep][:, None], col0[keep][:, None] + np.arange(6)))
 
     def evaluate(self, state, R, jacobian: bool):
+        """Rows (..., K) [m] and, with ``jacobian``, their blocks per slot (..., k, 6)."""
         K = len(self.rows)
-        q = self.readout.read(state, R=R)  # (..., 2K)
-        rows = self.scale * (q[..., :K] - self.ratio * q[..., K:] - self.offset)
+        q = self.readout.read(state, R=R)  # (..., K + T)
+        value, slope = _polynomial(self.coefficients, q[..., K:])
+        rows = self.scale * (q[..., :K] - self.offset - value @ self.sum_terms)
         if not jacobian:
             return rows, None
-        blocks = self.readout.blocks(state, R)  # (..., 2K, 2, 6)
-        parent, child = blocks[..., 0, :], blocks[..., 1, :]
-        a, b = self.scale[:, None], (self.scale * self.ratio)[:, None]
-        return rows, (
-            a * parent[..., :K, :],
-            a * child[..., :K, :],
-            -b * parent[..., K:, :],
-            -b * child[..., K:, :],
+        blocks = self.readout.blocks(state, R)  # (..., K + T, 2, 6)
+        weight = np.concatenate(
+            [np.broadcast_to(self.scale, slope.shape[:-1] + (K,)), -self.scale[self.term_coupling] * slope],
+            -1,
         )
+        weighted = weight[..., None, None] * blocks
+        return rows, tuple(weighted[..., e, side, :] for e, side in self.slots)
 
 
 class ConstraintSet:

@@ -8,6 +8,7 @@ named frames. Local (body) coordinates are derived from it, so bodies need not
 be world-aligned. A :class:`Mechanism` is validated when it is built.
 """
 
+import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from enum import StrEnum
@@ -231,21 +232,73 @@ class Frame:
 
 @dataclass(frozen=True, eq=False)
 class Coupling:
-    """A linear coupling of two one-coordinate joints: ``q_joint = ratio * q_source + offset``.
+    """A joint that follows others: ``q_joint = offset + sum_k P_k(q_sources[k])``, with
+    ``P_k(x) = ratios[k] x + sum_p polynomial[k][p - 2] x^p`` (p = 2, 3, ...).
 
-    joint, source: names of revolute or prismatic joints (their values as
+    joint, sources: names of revolute or prismatic joints (their values as
     :mod:`~looprig.core.readoff` reads them: zero in the initial configuration,
-    radians or metres). ratio: [rad/rad, m/m, rad/m or m/rad]; offset: [rad or m]
-    of ``joint``. A URDF ``<mimic>``, an MJCF joint equality (its linear part), the
-    joints of a gripper's tendon. Angles are read in (-pi, pi] about the initial
-    configuration, so a coupled angle must stay within half a turn of it.
+    radians or metres). One linear source is a gear (URDF ``<mimic>``, an MJCF
+    joint equality ``polycoef="c0 c1"``); several a differential (an MJCF fixed
+    tendon held to a narrow range, ToddlerBot's waist); higher powers a
+    non-linear equality (MJCF ``polycoef`` with ``c2``..``c4``). ratios:
+    (S,) [rad/rad, m/m, rad/m or m/rad]; polynomial: () for a linear coupling,
+    else one tuple per source, the coefficients of its value squared, cubed, ...
+    [unit of joint / unit of source^p]; offset: [rad or m] of ``joint``. A single
+    source name and a single ratio are accepted and stored as 1-tuples. Angles
+    are read in (-pi, pi] about the initial configuration, so a coupled angle
+    must stay within half a turn of it.
     """
 
     name: str
     joint: str
-    source: str
-    ratio: float = 1.0
+    sources: tuple[str, ...] | str
+    ratios: tuple[float, ...] | float = 1.0
     offset: float = 0.0
+    polynomial: tuple[tuple[float, ...], ...] = ()
+
+    def __post_init__(self):
+        if isinstance(self.sources, str):
+            object.__setattr__(self, "sources", (self.sources,))
+        if np.ndim(self.ratios) == 0:
+            object.__setattr__(self, "ratios", (self.ratios,))
+
+    def coefficients(self) -> np.ndarray:
+        """(S, P) the coefficients of ``x, x^2, ..., x^P`` of every source's ``P_k``."""
+        degree = 1 + max((len(p) for p in self.polynomial), default=0)
+        out = np.zeros((len(self.sources), degree))
+        out[:, 0] = self.ratios
+        for k, higher in enumerate(self.polynomial):
+            out[k, 1 : 1 + len(higher)] = higher
+        return out
+
+    def value(self, source_values) -> float:
+        """``q_joint`` [rad or m] for the sources' values (S,) [rad or m]."""
+        x, C = np.asarray(source_values, dtype=float), self.coefficients()
+        return float(self.offset + np.sum(C * x[:, None] ** np.arange(1, C.shape[1] + 1)))
+
+    def shifted(self, values: dict[str, float]) -> "Coupling":
+        """This coupling about the joint values ``values`` (name -> [rad or m], every
+        source's and the joint's): with ``q = q' + v``, ``q'_joint = offset' + sum_k
+        P'_k(q'_k)``, ``P'_k(x) = P_k(x + v_k) - P_k(v_k)`` (a Taylor shift of each
+        polynomial) and ``offset' = offset + sum_k P_k(v_k) - v_joint``."""
+        v = np.array([values[s] for s in self.sources], dtype=float)
+        C = self.coefficients()  # (S, P), C[k, m - 1] multiplies x^m
+        P = C.shape[1]
+        m = np.arange(1, P + 1)
+        # x^m = sum_p binom(m, p) x'^p v^(m - p): the coefficient of x'^p, p = 1..P
+        binom = np.array([[math.comb(int(mm), p) for mm in m] for p in m], dtype=float)  # (p, m)
+        shift = binom * v[:, None, None] ** np.clip(m[None, :] - m[:, None], 0, None)  # (S, p, m)
+        shifted = np.einsum("kpm,km->kp", shift, C)  # binom(m, p) = 0 for p > m
+        offset = self.value(v) - values[self.joint]
+        polynomial = tuple(tuple(float(c) for c in row[1:]) for row in shifted) if P > 1 else ()
+        return Coupling(
+            self.name,
+            self.joint,
+            self.sources,
+            tuple(float(r) for r in shifted[:, 0]),
+            float(offset),
+            polynomial,
+        )
 
 
 def actuator_name_choices(mechanism: "Mechanism", name: str) -> str:
@@ -470,8 +523,10 @@ class Mechanism:
             if not isinstance(coupling.name, str) or not coupling.name or coupling.name in names:
                 raise MechanismError(f"{what}: couplings need unique, non-empty names")
             names.add(coupling.name)
-            for role in ("joint", "source"):
-                name = getattr(coupling, role)
+            sources = tuple(coupling.sources)
+            if not sources:
+                raise MechanismError(f"{what}: a coupling needs at least one source joint")
+            for role, name in [("joint", coupling.joint)] + [("source", s) for s in sources]:
                 if name not in self._joint_index:
                     raise MechanismError(f"{what} {role}: " + did_you_mean("joint", name, self._joint_index))
                 kind = self.joints[self._joint_index[name]].kind
@@ -480,18 +535,50 @@ class Mechanism:
                         f"{what}: joint {name!r} is {kind.value}; "
                         "couplings join revolute and prismatic joints"
                     )
-            if coupling.joint == coupling.source:
+            if coupling.joint in sources:
                 raise MechanismError(f"{what} couples joint {coupling.joint!r} to itself")
+            if len(set(sources)) != len(sources):
+                raise MechanismError(f"{what}: a source joint is named twice in {list(sources)}")
             if coupling.joint in dependent:
                 raise MechanismError(
                     f"{what}: joint {coupling.joint!r} is already set by "
                     f"coupling {dependent[coupling.joint]!r}"
                 )
             dependent[coupling.joint] = coupling.name
-            ratio, offset = float(coupling.ratio), float(coupling.offset)
-            if not (np.isfinite(ratio) and np.isfinite(offset)):
-                raise MechanismError(f"{what}: ratio and offset must be finite, got {ratio} and {offset}")
-            out.append(Coupling(coupling.name, coupling.joint, coupling.source, ratio, offset))
+            try:
+                ratios = np.asarray(coupling.ratios, dtype=float)
+                polynomial = [np.asarray(p, dtype=float).ravel() for p in coupling.polynomial]
+            except (TypeError, ValueError):
+                raise MechanismError(
+                    f"{what}: ratios and polynomial coefficients must be numbers, "
+                    f"got {coupling.ratios!r} and {coupling.polynomial!r}"
+                ) from None
+            if ratios.shape != (len(sources),):
+                raise MechanismError(
+                    f"{what}: expected one ratio per source ({len(sources)}), got {list(coupling.ratios)}"
+                )
+            if polynomial and len(polynomial) != len(sources):
+                raise MechanismError(
+                    f"{what}: expected one tuple of polynomial coefficients per source ({len(sources)}), "
+                    f"got {len(polynomial)}"
+                )
+            offset = float(coupling.offset)
+            numbers = np.concatenate([ratios, [offset], *polynomial])
+            if not np.all(np.isfinite(numbers)):
+                raise MechanismError(
+                    f"{what}: ratios, offset and polynomial coefficients must be finite, "
+                    f"got {numbers.tolist()}"
+                )
+            out.append(
+                Coupling(
+                    coupling.name,
+                    coupling.joint,
+                    sources,
+                    tuple(float(r) for r in ratios),
+                    offset,
+                    tuple(tuple(float(c) for c in p) for p in polynomial),
+                )
+            )
         return tuple(out)
 
     def _actuator_index(self) -> dict[str, Joint]:

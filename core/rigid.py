@@ -143,7 +143,7 @@ def _ball_chains(mechanism: Mechanism) -> list[BallChain]:
     for joint in mechanism.joints:
         joints_of[joint.parent].append(joint)
         joints_of[joint.child].append(joint)
-    coupled = {name for c in mechanism.couplings for name in (c.joint, c.source)}
+    coupled = {name for c in mechanism.couplings for name in (c.joint, *c.sources)}
     massless = MASSLESS * float(mechanism.masses.sum())
     tolerance = 1e-9 * mean_joint_distance(mechanism) + 1e-12
 

@@ -336,12 +336,15 @@ class ReferenceModel:
                 rows.append(ca.dot(aP[0], ca.mtimes(DC, ca.DM(secondary / np.linalg.norm(secondary)))))
             if kind == JointKind.PLANAR:
                 rows += [ca.dot(aP[0], aC[1]), ca.dot(aP[0], aC[2]), ca.dot(xC - xP, aP[0])]
-        for coupling in self.mechanism.couplings:
-            if coupling.joint not in self._tree_by_name or coupling.source not in self._tree_by_name:
+        for coupling in self.mechanism.couplings:  # q_j = offset + sum_k sum_p c_kp q_k^p
+            names = (coupling.joint, *coupling.sources)
+            if any(name not in self._tree_by_name for name in names):
                 raise NotImplementedError(f"coupling {coupling.name!r} joins a joint outside the tree")
-            qj = q[self._tree_by_name[coupling.joint].columns.start]
-            qs = q[self._tree_by_name[coupling.source].columns.start]
-            rows.append(qj - coupling.ratio * qs - coupling.offset)
+            qj, *qs = (q[self._tree_by_name[name].columns.start] for name in names)
+            value = coupling.offset
+            for x, coefficients in zip(qs, coupling.coefficients(), strict=True):
+                value += sum(float(c) * x ** (p + 1) for p, c in enumerate(coefficients))
+            rows.append(qj - value)
         return ca.vertcat(*rows) if rows else ca.SX(0, 1)
 
     def _independent_rows(self, closure: ca.Function) -> np.ndarray:

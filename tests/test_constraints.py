@@ -14,6 +14,7 @@ from looprig.core import (
     MechanismError,
 )
 from looprig.core.constraints import CLOSURE_POINTS, FrameClosure
+from looprig.core.fk import solve_fk
 from looprig.core.library import build
 from looprig.core.mechanism import Coupling
 from looprig.core.readoff import JointReadout
@@ -200,24 +201,43 @@ def test_closure_rows_vanish_exactly_when_the_frames_coincide():
 
 
 def coupled_chain(seed: int = 0) -> Mechanism:
-    """The every-kind chain with three couplings: angle from angle, displacement from
-    angle, angle from displacement (ratios with mixed units), sharing bodies."""
+    """The every-kind chain with three couplings sharing bodies, ratios in mixed units:
+    a differential (angle from an angle and a displacement), a polynomial on two sources
+    (displacement from an angle cubed and a displacement squared: terms of unequal
+    degree) and a gear (angle from a displacement)."""
     m = every_kind_chain(seed)
     revolute = [j.name for j in m.joints if j.kind == JointKind.REVOLUTE]
     prismatic = [j.name for j in m.joints if j.kind == JointKind.PRISMATIC]
     couplings = [
-        Coupling("aa", revolute[0], revolute[1], ratio=-0.7, offset=0.1),
-        Coupling("pa", prismatic[0], revolute[1], ratio=0.05, offset=-0.02),
-        Coupling("ap", revolute[1], prismatic[1], ratio=3.0),
+        Coupling("aa", revolute[0], (revolute[1], prismatic[1]), (-0.7, 0.4), offset=0.1),
+        Coupling(
+            "pa", prismatic[0], (revolute[1], prismatic[1]), (0.05, -0.3), -0.02, ((0.03, -0.01), (2.0,))
+        ),
+        Coupling("ap", revolute[1], prismatic[1], 3.0),
     ]
     return Mechanism(m.bodies, m.joints, m.frames, name="coupled", couplings=couplings)
+
+
+def coupling_formula(m: Mechanism, state: np.ndarray) -> np.ndarray:
+    """``q_joint - offset - sum_k (r_k q_k + sum_p c_kp q_k^p)`` per coupling (K,), each term
+    written out from the coupling's fields (no shared code with the rows)."""
+    out = []
+    for c in m.couplings:
+        q = JointReadout(m, [m.joint(c.joint), *(m.joint(s) for s in c.sources)]).read(state)
+        total = c.offset
+        for k, (x, ratio) in enumerate(zip(q[1:], c.ratios, strict=True)):
+            higher = c.polynomial[k] if c.polynomial else ()
+            total += ratio * x + sum(coef * x ** (p + 2) for p, coef in enumerate(higher))
+        out.append(q[0] - total)
+    return np.array(out)
 
 
 @pytest.mark.parametrize("seed", [0, 1, 2])
 @pytest.mark.parametrize("actuated", [False, True])
 def test_coupling_rows_and_jacobian(seed, actuated):
-    """Rows s (q_a - k q_b - c), s = L for an angle; analytic Jacobian against central
-    differences through retract; batched evaluation equals per-state; CSR equals dense."""
+    """Rows s (q_a - offset - sum_k P_k(q_k)), s = L for an angle; analytic Jacobian against
+    central differences through retract; batched evaluation equals per-state; CSR equals
+    dense; a subset of rows equals those rows of the whole."""
     m = coupled_chain(seed)
     cs = ConstraintSet(m, actuated=actuated)
     plain = ConstraintSet(every_kind_chain(seed), actuated=actuated)
@@ -225,24 +245,109 @@ def test_coupling_rows_and_jacobian(seed, actuated):
     rng = np.random.default_rng(200 + seed)
     states = retract(m.initial_state(), rng.normal(scale=0.3, size=(2, len(m.bodies), 6)))
     p = rng.normal(size=cs.n_actuators)
-    readout = JointReadout(
-        m, [m.joint(c.joint) for c in m.couplings] + [m.joint(c.source) for c in m.couplings]
-    )
-    q = readout.read(states[0])
-    expected = [(q[k] - c.ratio * q[3 + k] - c.offset) for k, c in enumerate(m.couplings)]
-    scale = np.where(readout.is_angle[:3], cs.length_scale, 1.0)
-    np.testing.assert_allclose(cs.residual(states[0], p)[-3:], scale * np.array(expected), atol=1e-12)
+    readout = JointReadout(m, [m.joint(c.joint) for c in m.couplings])
+    scale = np.where(readout.is_angle, cs.length_scale, 1.0)
+    expected = scale * coupling_formula(m, states[0])
+    assert np.abs(expected).min() > 1e-3  # the states are off every coupling
+    np.testing.assert_allclose(cs.residual(states[0], p)[-3:], expected, atol=1e-12)
     analytic = cs.jacobian(states[0], p)
     numeric = numerical_jacobian(lambda s: cs.residual(s, p), states[0], cs.free_bodies)
+    assert np.abs(analytic[-3:]).max() > 0.1
     assert np.abs(analytic - numeric).max() < 1e-7 * max(1.0, np.abs(numeric).max())
     assert np.allclose(cs.jacobian(states[0], p, sparse=True).toarray(), analytic)
     batched = cs.jacobian(states, p)
     assert np.allclose(batched[1], cs.jacobian(states[1], p)) and np.allclose(batched[0], analytic)
+    rows = np.array([cs.n_rows - 1, 0, cs.n_rows - 3])
+    _, blocks = cs.evaluate(states[0], p)
+    assert np.array_equal(cs.dense(blocks, (), rows), analytic[rows])
     assert [cs.worst_joint(np.eye(cs.n_rows)[r]) for r in range(cs.n_rows - 3, cs.n_rows)] == [
         "aa",
         "pa",
         "ap",
     ]
+
+
+def fan(coupling: Coupling) -> Mechanism:
+    """ground -r0- base, and three hinges base -r1- a, base -r2- b, base -r3- c about
+    different axes: the coupled joint's sources share their parent, a moving body, so
+    one coupling row has two blocks on the same body (accumulated). r0, r1, r2 actuated."""
+    bodies = [Body("ground", grounded=True)] + [
+        Body(name, position=np.array(p, float)) for name, p in [("base", (0, 0, 0.2))] + FAN_ARMS
+    ]
+    hinges = [("r0", "ground", "base", (0, 0, 0), (0, 0, 1))] + [
+        (f"r{k + 1}", "base", name, (0, 0, 0.2), axis)
+        for k, ((name, _), axis) in enumerate(zip(FAN_ARMS, FAN_AXES, strict=True))
+    ]
+    joints = [
+        Joint(
+            name,
+            JointKind.REVOLUTE,
+            parent,
+            child,
+            np.array(anchor, float),
+            np.array(axis, float),
+            actuator=Actuator() if name != "r3" else None,
+        )
+        for name, parent, child, anchor, axis in hinges
+    ]
+    return Mechanism(bodies, joints, name="fan", couplings=[coupling])
+
+
+FAN_ARMS = [("a", (0.3, 0, 0.2)), ("b", (0, 0.3, 0.2)), ("c", (-0.2, -0.2, 0.3))]
+FAN_AXES = [(0, 1, 0), (1, 0, 0), (1, 1, 1)]
+
+
+def test_differential_fan_jacobian_with_sources_on_one_body():
+    """r3 = 0.5 r1 - 0.25 r2 + 0.1: the row's blocks on ``base`` come from all three joints
+    (r1's and r2's parent, r3's parent); the analytic Jacobian equals central differences."""
+    m = fan(Coupling("diff", "r3", ("r1", "r2"), (0.5, -0.25), 0.1))
+    cs = ConstraintSet(m, actuated=False)
+    state = retract(m.initial_state(), np.random.default_rng(5).normal(scale=0.4, size=(5, 6)))
+    numeric = numerical_jacobian(cs.residual, state, cs.free_bodies)
+    analytic = cs.jacobian(state)
+    assert np.abs(analytic[-1, :6]).max() > 0.05  # the shared body's block
+    assert np.abs(analytic - numeric).max() < 1e-7 * max(1.0, np.abs(numeric).max())
+    assert np.allclose(cs.jacobian(state, sparse=True).toarray(), analytic)
+
+
+@pytest.mark.parametrize(
+    "coupling, formula",
+    [
+        (
+            Coupling("diff", "r3", ("r1", "r2"), (0.5, -0.25), 0.1),
+            lambda r1, r2: 0.1 + 0.5 * r1 - 0.25 * r2,
+        ),
+        (  # MuJoCo's polycoef "0.05 0.8 -0.3 0.2 0.1" on r1
+            Coupling("poly", "r3", "r1", 0.8, 0.05, ((-0.3, 0.2, 0.1),)),
+            lambda r1, r2: 0.05 + 0.8 * r1 - 0.3 * r1**2 + 0.2 * r1**3 + 0.1 * r1**4,
+        ),
+    ],
+)
+def test_forward_kinematics_meets_the_coupling_in_closed_form(coupling, formula):
+    """Forward kinematics of the fan at motor values (r0, r1, r2): the read-off of r3 is
+    the coupling's formula of r1 and r2, to the solver's tolerance; the state meets every
+    joint row, and its Jacobian with the coupling row has full rank (the coupled joint's
+    one degree of freedom is taken)."""
+    m = fan(coupling)
+    for values in ([0.3, 0.6, -0.4], [-1.0, -0.9, 1.2]):
+        state = solve_fk(m, values).state
+        r = JointReadout(m, [m.joint(f"r{k}") for k in range(4)]).read(state)
+        np.testing.assert_allclose(r[:3], values, atol=1e-9)
+        assert abs(r[3] - formula(r[1], r[2])) < 1e-9 and abs(r[3]) > 0.1
+    assert np.linalg.matrix_rank(ConstraintSet(m, actuated=False).jacobian(state)) == 4 * 5 + 1
+
+
+def test_coupling_shifted_about_other_values_is_the_same_equation():
+    """``shifted(v)`` re-expresses the coupling in q' = q - v: its value at q' equals the
+    original's at q minus v_joint, for a polynomial on two sources (Taylor shift)."""
+    c = Coupling("c", "j", ("a", "b"), (0.7, -1.2), 0.3, ((0.5, -0.25, 0.125), (0.0, 2.0)))
+    v = {"j": 0.4, "a": -0.6, "b": 0.9}
+    moved = c.shifted(v)
+    for x in np.random.default_rng(3).normal(size=(5, 2)):
+        assert moved.value(x - [v["a"], v["b"]]) == pytest.approx(c.value(x) - v["j"], abs=1e-13)
+    linear = Coupling("g", "j", "a", -0.5, 0.1).shifted(v)
+    assert (linear.ratios, linear.polynomial) == ((-0.5,), ())
+    assert linear.offset == pytest.approx(0.1 - 0.5 * -0.6 - 0.4)
 
 
 def test_coupling_validation_names_the_problem():
@@ -253,9 +358,22 @@ def test_coupling_validation_names_the_problem():
         (Coupling("c", "nothing", revolute[0]), "no joint 'nothing'"),
         (Coupling("c", spherical, revolute[0]), "is spherical; couplings join revolute and prismatic"),
         (Coupling("c", revolute[0], revolute[0]), "to itself"),
-        (Coupling("c", revolute[0], revolute[1], ratio=np.inf), "must be finite"),
+        (Coupling("c", revolute[0], revolute[1], np.inf), "must be finite"),
     ]
     for coupling, message in cases:
+        with pytest.raises(MechanismError, match=message):
+            Mechanism(m.bodies, m.joints, couplings=[coupling])
+    prismatic = [j.name for j in m.joints if j.kind == JointKind.PRISMATIC]
+    more = [
+        (Coupling("c", revolute[0], (revolute[1], prismatic[0]), (1.0,)), "one ratio per source"),
+        (Coupling("c", revolute[0], (revolute[1], revolute[1]), (1.0, 2.0)), "named twice"),
+        (Coupling("c", revolute[0], (revolute[1], revolute[0]), (1.0, 2.0)), "to itself"),
+        (Coupling("c", revolute[0], (), ()), "at least one source"),
+        (Coupling("c", revolute[0], revolute[1], 1.0, 0.0, ((1.0,), (2.0,))), "one tuple .* per source"),
+        (Coupling("c", revolute[0], revolute[1], 1.0, 0.0, ((1.0, np.nan),)), "must be finite"),
+        (Coupling("c", revolute[0], revolute[1], "one"), "must be numbers"),
+    ]
+    for coupling, message in more:
         with pytest.raises(MechanismError, match=message):
             Mechanism(m.bodies, m.joints, couplings=[coupling])
     twice = [Coupling("c1", revolute[0], revolute[1]), Coupling("c2", revolute[0], revolute[1])]

@@ -7,6 +7,8 @@ import numpy as np
 import pytest
 from looprig.cad_import import FileFormatError, FileFormatWarning, load_mechanism, load_model
 from looprig.core import ConstraintSet, JointKind, solve_fk
+from looprig.core.mobility import analyse_mobility
+from looprig.core.readoff import JointReadout
 from looprig.core.rotations import quat_to_matrix
 
 mujoco = pytest.importorskip("mujoco")
@@ -189,7 +191,7 @@ def test_tendon_actuator_with_coupled_joints_is_one_actuator(tmp_path):
         m = load_mechanism(write(tmp_path, TENDON.format(c1=0.5, equality=equality)))
     assert not [w for w in caught if issubclass(w.category, FileFormatWarning)]
     assert m.actuator_names == ["drive"] and m.joint("j2").actuator.hardware_id == "drive"
-    assert [(c.joint, c.source) for c in m.couplings] == [("j1", "j2")]
+    assert [(c.joint, c.sources) for c in m.couplings] == [("j1", ("j2",))]
     with pytest.warns(FileFormatWarning, match="the tendon length is 2 times the joint value"):
         load_mechanism(write(tmp_path, TENDON.format(c1=1.5, equality=equality)))
 
@@ -366,15 +368,79 @@ def test_joint_equality_is_a_coupling(tmp_path):
     so driving ja by 0.1 rad turns body b by -0.2 rad."""
     m = quiet_load(write(tmp_path, COUPLED.format(poly="0 -2 0 0 0"))).mechanism
     (coupling,) = m.couplings
-    assert (coupling.joint, coupling.source, coupling.ratio, coupling.offset) == ("jb", "ja", -2.0, 0.0)
+    fields = (coupling.joint, coupling.sources, coupling.ratios, coupling.offset, coupling.polynomial)
+    assert fields == ("jb", ("ja",), (-2.0,), 0.0, ())
     state = solve_fk(m, [0.1]).state
     R_b = quat_to_matrix(state[m.body_index("b"), 3:])
     assert np.arctan2(R_b[1, 0], R_b[0, 0]) == pytest.approx(-0.2, abs=1e-10)
 
 
-def test_non_linear_joint_equality_is_refused(tmp_path):
-    with pytest.raises(FileFormatError, match=r"equality 'eq': joint equality with non-linear terms"):
-        quiet_load(write(tmp_path, COUPLED.format(poly="0 1 0.5 0 0")))
+def file_values(model, state: np.ndarray, names: list[str]) -> np.ndarray:
+    """The joints' MuJoCo ``qpos`` [rad] at ``state``: the file's value at the initial
+    configuration plus the joint's read-off."""
+    m = model.mechanism
+    read = JointReadout(m, [m.joint(n) for n in names]).read(state)
+    return np.array([model.joint_offsets[n] for n in names]) + read
+
+
+def test_polynomial_joint_equality_is_a_coupling_and_mujoco_agrees():
+    """tests/data/polycoef.xml: ``qb - 0.3 = 0.05 + 0.8 x - 0.3 x^2 + 0.2 x^3 + 0.1 x^4``,
+    ``x = qa - 0.2`` (qpos0 = ref). qpos0 does not meet it, so the assembly moves both
+    joints and the coupling is re-expressed about the assembled pose (a Taylor shift).
+    Driving ja anywhere in [-0.6, 0.8]: qb is the formula's, and MuJoCo, given those
+    qpos, finds its equality met."""
+    model = quiet_load(DATA / "polycoef.xml")
+    m = model.mechanism
+    (coupling,) = m.couplings
+    assert (coupling.joint, coupling.sources, len(coupling.polynomial[0])) == ("jb", ("ja",), 3)
+    assert model.joint_offsets["ja"] != pytest.approx(0.2, abs=1e-3)  # assembled off qpos0
+    mj = mujoco.MjModel.from_xml_path(str(DATA / "polycoef.xml"))
+    data = mujoco.MjData(mj)
+    for p in (-0.6, 0.0, 0.45, 0.8):
+        qa, qb = file_values(model, solve_fk(m, [p]).state, ["ja", "jb"])
+        x = qa - 0.2
+        assert qb - 0.3 == pytest.approx(0.05 + 0.8 * x - 0.3 * x**2 + 0.2 * x**3 + 0.1 * x**4, abs=1e-9)
+        data.qpos[:] = qa, qb
+        mujoco.mj_forward(mj, data)
+        equality = data.efc_type == int(mujoco.mjtConstraint.mjCNSTR_EQUALITY)
+        assert equality.sum() == 1 and abs(data.efc_pos[equality][0]) < 1e-9
+
+
+def test_joint_equality_on_a_ball_joint_is_one_line_naming_it(tmp_path):
+    """MuJoCo's compiler refuses it; the message keeps the file, line and element."""
+    text = COUPLED.replace('<joint name="ja" axis="0 0 1"/>', '<joint name="ja" type="ball"/>')
+    text = text.replace('<actuator><motor joint="ja"/></actuator>', "")
+    with pytest.raises(FileFormatError, match=r"model\.xml:6: .*only HINGE and SLIDE .* 'eq'") as error:
+        quiet_load(write(tmp_path, text.format(poly="0 1 0.5 0 0")))
+    assert "\n" not in str(error.value)
+
+
+def test_narrow_fixed_tendon_on_three_joints_is_a_differential_and_mujoco_agrees():
+    """tests/data/differential.xml: the tendon ``0.25 q1 - 0.25 q2 + q_out`` held at 0.1 is
+    the coupling ``out = -0.25 act_1 + 0.25 act_2 + 0.05`` about qpos0 (the passive joint
+    follows the two motors), said in a note. Forward kinematics of the three motors: the
+    file values meet the tendon's equation, MuJoCo's tendon length is the range's middle,
+    and the differential leaves one degree of freedom per motor (mobility 3, 0 with the
+    motors locked)."""
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", FileFormatWarning)
+        model = load_model(DATA / "differential.xml")
+    (note,) = [str(w.message) for w in caught if "tendon" in str(w.message)]
+    assert "tendon 'diff': its narrow range [0.09, 0.11] is read as an equality, a differential: " in note
+    assert "out = -0.25 act_1 + 0.25 act_2 + 0.05 (values about qpos0)" in note
+    m = model.mechanism
+    (coupling,) = m.couplings
+    assert (coupling.joint, coupling.sources, coupling.ratios) == ("out", ("act_1", "act_2"), (-0.25, 0.25))
+    mobility = analyse_mobility(m)
+    assert (mobility.dof, mobility.dof_with_actuators, mobility.coupling_rows) == (3, 0, 1)
+    mj = mujoco.MjModel.from_xml_path(str(DATA / "differential.xml"))
+    data = mujoco.MjData(mj)
+    for values in ([0.0, 0.0, 0.0], [0.4, 0.7, -0.5], [-1.0, -1.2, 0.9]):
+        q = file_values(model, solve_fk(m, values).state, ["spin", "act_1", "act_2", "out"])
+        assert 0.25 * q[1] - 0.25 * q[2] + q[3] == pytest.approx(0.1, abs=1e-9)
+        data.qpos[:] = q
+        mujoco.mj_forward(mj, data)
+        assert data.ten_length[0] == pytest.approx(0.1, abs=1e-9)
 
 
 def test_body_colours_from_rgba_and_materials(tmp_path):

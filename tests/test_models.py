@@ -152,10 +152,10 @@ def test_robotiq_one_tendon_actuator_drives_both_fingers_symmetrically(imported)
         (0.0, 0.8), abs=1e-9
     )
     (coupling,) = m.couplings
-    assert (coupling.joint, coupling.source, coupling.ratio, coupling.offset) == (
+    assert (coupling.joint, coupling.sources, coupling.ratios, coupling.offset) == (
         "right_driver_joint",
-        "left_driver_joint",
-        1.0,
+        ("left_driver_joint",),
+        (1.0,),
         0.0,
     )
     report = analyse_mobility(m)

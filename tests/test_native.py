@@ -16,7 +16,7 @@ from looprig.cad_import import (
     load_model,
     save_mechanism,
 )
-from looprig.cad_import.native import load_native, mechanism_to_dict
+from looprig.cad_import.native import load_native, mechanism_from_dict, mechanism_to_dict
 from looprig.core import (
     ActuatedMotion,
     Actuator,
@@ -374,22 +374,41 @@ def test_unbounded_limits_cross_the_file_boundary_as_null():
 
 
 def test_couplings_round_trip_and_are_validated(tmp_path):
+    """A gear, and a differential with polynomial terms, save and load bit-exact; a file
+    written before differentials (one ``source`` and ``ratio``) still loads; a wrong entry
+    is one line naming it."""
     from looprig.core.mechanism import Coupling
 
     base = build("slider_crank")
     revolute = [j.name for j in base.joints if j.kind == JointKind.REVOLUTE]
     slider = next(j.name for j in base.joints if j.kind == JointKind.PRISMATIC)
-    couplings = [Coupling("c", slider, revolute[0], ratio=0.01, offset=-0.125)]
+    couplings = [
+        Coupling("c", slider, revolute[0], 0.01, -0.125),
+        Coupling("d", revolute[1], (revolute[0], slider), (0.1 + 0.2, -1 / 3), 0.7, ((0.0, 1e-17), (2.5,))),
+    ]
     m = Mechanism(base.bodies, base.joints, base.frames, name="coupled", couplings=couplings)
     path = save_mechanism(m, tmp_path / "c.looprig.json")
-    (again,) = load_native(path).mechanism.couplings
-    expected = ("c", slider, revolute[0], 0.01, -0.125)
-    assert (again.name, again.joint, again.source, again.ratio, again.offset) == expected
+    fields = [(c.name, c.joint, c.sources, c.ratios, c.offset, c.polynomial) for c in m.couplings]
+    again = load_native(path).mechanism.couplings
+    assert [(c.name, c.joint, c.sources, c.ratios, c.offset, c.polynomial) for c in again] == fields
     data = json.loads(path.read_text())
-    data["couplings"][0]["source"] = "nothing"
-    path.write_text(json.dumps(data))
-    with pytest.raises(FileFormatError, match="coupling 'c' source: no joint 'nothing'"):
-        load_native(path)
+    assert "polynomial" not in data["couplings"][0]
+    legacy = dict(data, couplings=[{"name": "c", "joint": slider, "source": revolute[0], "ratio": 0.01}])
+    (old,) = mechanism_from_dict(legacy).mechanism.couplings
+    assert (old.sources, old.ratios, old.offset, old.polynomial) == ((revolute[0],), (0.01,), 0.0, ())
+    for key, value, message in [
+        ("sources", ["nothing"], "coupling 'c' source: no joint 'nothing'"),
+        ("sources", [revolute[0], 3], r"couplings\[0\]\.sources: expected a list of joint names"),
+        ("ratios", [0.01, 1], "coupling 'c': expected one ratio per source"),
+        ("ratios", "0.01", r"couplings\[0\]\.ratios: expected a list of numbers"),
+        ("polynomial", [[1, "x"]], r"couplings\[0\]\.polynomial\[0\]\[1\]: expected a number"),
+        ("polynomial", [[1], [2]], "coupling 'c': expected one tuple of polynomial coefficients per source"),
+    ]:
+        bad = json.loads(path.read_text())
+        bad["couplings"][0][key] = value
+        with pytest.raises(FileFormatError, match=message) as error:
+            mechanism_from_dict(bad, path)
+        assert "\n" not in str(error.value)
     assert "couplings" not in json.loads(save_mechanism(base, tmp_path / "b.looprig.json").read_text())
 
 

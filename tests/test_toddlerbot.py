@@ -1,7 +1,7 @@
 """MuJoCo Menagerie's ToddlerBot 2XC (tests/data/toddlerbot_2xc, meshes stripped), and the
 MJCF conventions it uses: connect closures that keep the file's own gap, gear joint
-equalities, servo default classes, narrow fixed tendons (couplings on two joints, a
-note on three)."""
+equalities, servo default classes, narrow fixed tendons (couplings on two joints,
+differentials on three: the waist)."""
 
 import json
 import warnings
@@ -10,7 +10,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 from looprig.cad_import import FileFormatError, FileFormatWarning, load_model
-from looprig.core import ConstraintSet
+from looprig.core import ConstraintSet, solve_fk
+from looprig.core.mobility import numerical_rank
+from looprig.core.readoff import JointReadout
 from looprig.core.servos import RPM
 
 from looprig.cli import main
@@ -64,11 +66,63 @@ def test_toddlerbots_closure_gap_is_accepted_and_said_and_the_mechanism_closes_e
     mechanism = model.mechanism
     residual, _ = ConstraintSet(mechanism, actuated=False).evaluate(mechanism.initial_state(), None)
     assert np.max(np.abs(residual)) < 1e-12
-    assert len(mechanism.couplings) == 9  # the gear joint equalities
+    assert len(mechanism.couplings) == 11  # the nine gear joint equalities, the waist's two tendons
     gear = next(c for c in mechanism.couplings if c.joint == "neck_yaw_driven")
-    assert (gear.source, gear.ratio) == ("neck_yaw_drive", pytest.approx(-0.9090909091))
-    said = [n for n in notes if "a differential looprig cannot couple yet" in n]
+    assert (gear.sources, gear.ratios) == (("neck_yaw_drive",), (pytest.approx(-0.9090909091),))
+    said = [n for n in notes if "is read as an equality, a differential" in n]
     assert [n.split("'")[1] for n in said] == ["waist_roll_coupling", "waist_yaw_coupling"]
+
+
+def test_info_figures_count_the_waist_differential(capsys):
+    """``looprig info``: 11 couplings (9 gears, 2 differentials), Grübler 27, dof 35 at
+    info's rank tolerance (1e-9 of the largest singular value; 37 before the waist was
+    read). The rank is decided by singular values the file's own 8-digit geometry leaves
+    near 1e-9 (looprig: one at 1.1e-9; MuJoCo's equality rows: 5.6e-9 and 2.1e-8 at the
+    same pose), so the robust count is compared too: at 1e-7 looprig's mobility is
+    MuJoCo's (equality rows and the two tendons' rows at the assembled pose), 36 =
+    6 (floating base) + 30 motors."""
+    assert main(["info", str(TODDLERBOT), "--json"]) == 0
+    summary = json.loads(capsys.readouterr().out)
+    figures = ("coupling_rows", "grubler", "dof", "loops", "dof_with_actuators")
+    assert [summary[k] for k in figures] == [11, 27, 35, 4, 6]
+    model, _ = load(TODDLERBOT)
+    m = model.mechanism
+    J = ConstraintSet(m, actuated=False).jacobian(m.initial_state())
+    mj = mujoco.MjModel.from_xml_path(str(TODDLERBOT))
+    data = mujoco.MjData(mj)
+    for j in range(mj.njnt):
+        data.qpos[mj.jnt_qposadr[j]] = model.joint_offsets.get(mj.joint(j).name, data.qpos[mj.jnt_qposadr[j]])
+    mujoco.mj_forward(mj, data)
+    equality = data.efc_type == int(mujoco.mjtConstraint.mjCNSTR_EQUALITY)
+    tendons = np.zeros((mj.ntendon, mj.nv))
+    for t in range(mj.ntendon):
+        for w in range(mj.tendon_adr[t], mj.tendon_adr[t] + mj.tendon_num[t]):
+            tendons[t, mj.jnt_dofadr[mj.wrap_objid[w]]] += mj.wrap_prm[w]
+    rows = np.vstack([data.efc_J.reshape(data.nefc, mj.nv)[equality], tendons])
+    assert J.shape[1] - numerical_rank(J, 1e-7) == mj.nv - numerical_rank(rows, 1e-7) == 36
+
+
+def test_the_waist_differential_holds_under_forward_kinematics():
+    """Driving the two waist motors: the file values of waist_roll and waist_yaw meet both
+    tendons' equations (lengths 0: the ranges' middles), as MuJoCo reads them from qpos."""
+    model, _ = load(TODDLERBOT)
+    m = model.mechanism
+    mj = mujoco.MjModel.from_xml_path(str(TODDLERBOT))
+    data = mujoco.MjData(mj)
+    names = ["waist_act_1", "waist_act_2", "waist_roll", "waist_yaw"]
+    readout = JointReadout(m, [m.joint(n) for n in names])
+    values = np.zeros(len(m.actuated_joints))
+    slot = {j.name: k for k, j in enumerate(m.actuated_joints)}
+    values[[slot["waist_act_1"], slot["waist_act_2"]]] = 0.6, -0.2
+    state = solve_fk(m, values).state
+    a1, a2, roll, yaw = np.array([model.joint_offsets[n] for n in names]) + readout.read(state)
+    assert abs(roll) > 0.2 and abs(yaw) > 0.05  # the outputs moved
+    assert 0.29166667 * (a1 - a2) + roll == pytest.approx(0.0, abs=1e-9)
+    assert -0.20833333 * (a1 + a2) + yaw == pytest.approx(0.0, abs=1e-9)
+    for name, value in zip(names, (a1, a2, roll, yaw), strict=True):
+        data.qpos[mj.jnt_qposadr[mj.joint(name).id]] = value
+    mujoco.mj_forward(mj, data)
+    np.testing.assert_allclose(data.ten_length, 0.0, atol=1e-9)
 
 
 def test_a_gap_larger_than_the_files_own_or_the_models_precision_is_refused(tmp_path):
@@ -138,19 +192,35 @@ def test_a_narrow_tendon_on_two_joints_is_a_coupling(tmp_path):
     meets it (the file's zero pose does not), and the coupling is said."""
     model, notes = load(tmp_path / "t.xml", TENDONS.format(more=""))
     (coupling,) = model.mechanism.couplings
-    assert (coupling.joint, coupling.source, coupling.ratio) == ("ja", "jb", -0.5)
+    assert (coupling.joint, coupling.sources, coupling.ratios) == ("ja", ("jb",), (-0.5,))
     offsets = model.joint_offsets
     assert 2 * offsets["ja"] + offsets["jb"] == pytest.approx(0.2, abs=1e-12) and offsets["ja"] > 0.05
     assert any("tendon 'gear': its narrow range [0.19, 0.21] is read as an equality" in n for n in notes)
 
 
-def test_other_tendons_are_said_and_left_out(tmp_path):
+def test_a_narrow_tendon_on_three_joints_is_a_differential_and_others_are_said(tmp_path):
+    """``qa + qb - qc = 0``: ja already follows the gear, jb has the motor, so jc follows:
+    ``qc = qa + qb``. A tendon on one joint, one all of whose joints already follow
+    couplings and a wide one are each left out with a note naming it."""
     more = (
         '<fixed name="diff" limited="true" range="-0.01 0.01"><joint joint="ja" coef="1"/>'
         '<joint joint="jb" coef="1"/><joint joint="jc" coef="-1"/></fixed>'
+        '<fixed name="lock" limited="true" range="-0.01 0.01"><joint joint="jc" coef="1"/></fixed>'
+        '<fixed name="again" limited="true" range="-0.01 0.01"><joint joint="ja" coef="1"/>'
+        '<joint joint="jc" coef="1"/></fixed>'
         '<fixed name="wide" limited="true" range="-1 1"><joint joint="jc" coef="1"/></fixed>'
     )
     model, notes = load(tmp_path / "t.xml", TENDONS.format(more=more))
-    assert len(model.mechanism.couplings) == 1
-    assert any("tendon 'diff' holds 3 joints (ja, jb, jc)" in n for n in notes)
+    gear, diff = model.mechanism.couplings
+    assert gear.joint == "ja"
+    assert (diff.joint, diff.sources, diff.ratios) == ("jc", ("ja", "jb"), (1.0, 1.0))
+    assert any(
+        "tendon 'diff': its narrow range [-0.01, 0.01] is read as an equality, a differential" in n
+        for n in notes
+    )
+    assert any("tendon 'lock' holds joints jc to a range of 0.02; left out" in n for n in notes)
+    assert any(
+        "tendon 'again': every one of its joints ja, jc follows another coupling; left out" in n
+        for n in notes
+    )
     assert any("tendon 'wide': a fixed tendon without a narrow range" in n for n in notes)

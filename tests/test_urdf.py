@@ -374,7 +374,7 @@ def test_mimic_is_a_coupling(tmp_path):
     imported = load_model(write(tmp_path, robot(body)))
     m = imported.mechanism
     (coupling,) = m.couplings
-    assert (coupling.joint, coupling.source, coupling.ratio) == ("j2", "j1", -0.5)
+    assert (coupling.joint, coupling.sources, coupling.ratios) == ("j2", ("j1",), (-0.5,))
     q1, q2 = imported.joint_offsets["j1"], imported.joint_offsets["j2"]  # file values, assembled
     assert q2 == pytest.approx(-0.5 * q1 + 0.2, abs=1e-9) and q2 != 0  # assembly tolerance
     assert coupling.offset == pytest.approx(0.0, abs=1e-9)  # about the assembled pose
@@ -477,7 +477,7 @@ def test_urdf_plus_loop_closes_a_fourbar_and_its_coupling_drives_a_pulley():
     residual, _ = ConstraintSet(mechanism, actuated=False).evaluate(mechanism.initial_state(), None)
     assert np.max(np.abs(residual)) < 1e-10
     (belt,) = mechanism.couplings
-    assert (belt.joint, belt.source, belt.ratio) == ("pulley_joint", "crank_joint", 2.0)
+    assert (belt.joint, belt.sources, belt.ratios) == ("pulley_joint", ("crank_joint",), (2.0,))
     tip = mechanism.joint("pin_B")
     assert tip.kind == JointKind.REVOLUTE and np.allclose(np.abs(tip.axis), [0, 0, 1])
     coupler_length = np.linalg.norm(tip.anchor - mechanism.joint("coupler_joint").anchor)

@@ -28,9 +28,10 @@ per primitive (``mu`` the row's multiplier, 3 of them for a point):
   ``theta_j theta_j: mu turn(n, w_j)``, ``theta_i theta_j: mu [n]x^T [w_j]x``,
   ``c_i theta_i: mu [n]x``, ``c_j theta_i: -mu [n]x``
 
-The coupling rows (gear ratios through the joint read-off) keep their
-Gauss-Newton model: they are rare, and the method's convergence does not need
-every second-order part to be exact, only the large ones.
+The coupling rows (gears, differentials and polynomial couplings through the
+joint read-off) keep their Gauss-Newton model: they are rare, and the method's
+convergence does not need every second-order part to be exact, only the large
+ones (a polynomial coupling's own ``P''(q) dq^2`` included).
 
 The stacks read here are :class:`~looprig.core.constraints.ConstraintSet`'s
 own (one primitive per stack, the vectors rotated by one einsum as in its

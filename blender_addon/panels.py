@@ -11,6 +11,7 @@ from .frame_status import LIMIT_LABELS
 from .motor_feedback import KIND_LABELS, LEGEND_ICONS, PRIORITY
 from .properties import SOLVER_SETTINGS
 from .scene_data import robot_name
+from .status_display import status_item
 
 ICONS = {"ERROR": "ERROR", "WARNING": "QUESTION", "INFO": "INFO"}
 
@@ -279,8 +280,9 @@ def draw_frame_status(layout, settings):
     """The per-frame status of the scene's robot's last retarget: how many frames are exact,
     limited and unreachable, the worst miss, the motor limits that bind, and the stretches
     (click one to go to its first frame)."""
-    robot = settings.robot.name if settings.robot is not None else None
-    item = next((i for i in settings.frame_status if i.robot == robot), None)
+    if settings.robot is None:
+        return
+    item = status_item(settings, settings.robot.name)
     if item is None:
         return
     box = layout.box()
@@ -345,11 +347,12 @@ class LOOPRIG_PT_graph_summary(bpy.types.Panel):
     bl_space_type = "GRAPH_EDITOR"
     bl_region_type = "UI"
     bl_category = "looprig"
-    bl_label = "Actuator Limits"
+    bl_label = "Frame Status & Limits"
 
     def draw(self, context):
         settings = context.scene.looprig
         self.layout.prop(settings, "show_overlays")
+        draw_frame_status(self.layout, settings)
         draw_bake_summary(self.layout, settings)
         robot = settings.robot.name if settings.robot is not None else None
         if not any(a.robot == robot for a in settings.actuators):

@@ -105,17 +105,18 @@ def _poses(record, key: str, row: int, targets: int) -> tuple[np.ndarray, np.nda
 
 def ghost_at_frame(collection, frame: float):
     """The ghost of robot ``collection`` at scene frame ``frame``: ``(status, asked, reached,
-    axis_length)`` with asked and reached ``(positions (K, 3), rotations (K, 3, 3))`` [m],
-    for the sample nearest the frame when it is limited or unreachable, else None."""
+    axis_length)`` with asked and reached ``(positions (K, 3), rotations (K, 3, 3))`` [m]
+    of the K frame targets, for the sample nearest the frame when it is limited or
+    unreachable, else None."""
     action = animation.find_action(collection)
     record = action.get(STATUS_KEY) if action is not None else None
     if record is None:
         return None
-    codes = record["codes"]
+    codes, targets = record["codes"], record["targets"]
     sample = round((frame - record["frame_start"]) / record["sample_frames"])
     if not 0 <= sample < len(codes) or codes[sample] == EXACT:
         return None
-    row, targets = record["rows"][sample], record["targets"]
+    row = record["rows"][sample]
     return (
         int(codes[sample]),
         _poses(record, "asked", row, targets),

@@ -336,3 +336,16 @@ def test_draw_handlers_draw_the_band_and_the_ghost(demo, monkeypatch):
     segments = status_display.ghost_geometry(context)
     assert len(segments) == 7
     assert recorder.draws == [("LINES", points, colour) for colour, points in segments]
+
+
+def test_a_centre_of_mass_target_alone_is_exact_everywhere_and_has_no_ghost(demo):
+    """Core counts frame targets' misses only: with no frame target every frame is exact."""
+    context = bpy.context
+    settings = context.scene.looprig
+    settings.targets[0].enabled = False
+    settings.use_com, settings.com_target = True, context.scene.objects["hand"]
+    assert bpy.ops.looprig.retarget() == {"FINISHED"}
+    item = status_display.status_item(settings, "fourbar")
+    assert item.samples == 49 and item.exact == 49
+    for frame in (1, 25):
+        assert status_display.ghost_at_frame(demo, frame) is None

@@ -262,6 +262,13 @@ class Coupling:
         if np.ndim(self.ratios) == 0:
             object.__setattr__(self, "ratios", (self.ratios,))
 
+    @property
+    def kind(self) -> str:
+        """``polynomial`` (a higher power), ``differential`` (several sources) or ``gear``."""
+        if any(any(p) for p in self.polynomial):
+            return "polynomial"
+        return "differential" if len(self.sources) > 1 else "gear"
+
     def coefficients(self) -> np.ndarray:
         """(S, P) the coefficients of ``x, x^2, ..., x^P`` of every source's ``P_k``."""
         degree = 1 + max((len(p) for p in self.polynomial), default=0)

@@ -6,6 +6,7 @@ as redundant constraints, normal for planar loops written with spatial joints
 (a planar four-bar has Grübler count -2, mobility 1, 3 redundant rows).
 """
 
+from collections import Counter
 from dataclasses import asdict, dataclass
 
 import numpy as np
@@ -22,7 +23,9 @@ class MobilityReport:
     fully actuated mechanism, negative never: extra actuator rows are redundant);
     redundant_constraints: passive rows minus rank; grubler: the spatial count
     (one less per coupling); constraint_rows counts the joint rows and the
-    ``coupling_rows`` (one per joint coupling)."""
+    ``coupling_rows`` (one per joint coupling); coupling_kinds: how many couplings
+    of each :attr:`~looprig.core.mechanism.Coupling.kind` (gear, differential,
+    polynomial) there are."""
 
     bodies: int
     joints: int
@@ -34,6 +37,7 @@ class MobilityReport:
     dof: int
     redundant_constraints: int
     dof_with_actuators: int
+    coupling_kinds: dict[str, int]
 
     def as_dict(self) -> dict:
         return asdict(self)
@@ -67,4 +71,5 @@ def analyse_mobility(mechanism: Mechanism, state: np.ndarray | None = None) -> M
         dof=passive.n_vars - rank,
         redundant_constraints=passive.n_rows - rank,
         dof_with_actuators=actuated.n_vars - rank_act,
+        coupling_kinds=dict(Counter(c.kind for c in mechanism.couplings)),
     )

@@ -393,6 +393,7 @@ def test_polynomial_joint_equality_is_a_coupling_and_mujoco_agrees():
     m = model.mechanism
     (coupling,) = m.couplings
     assert (coupling.joint, coupling.sources, len(coupling.polynomial[0])) == ("jb", ("ja",), 3)
+    assert analyse_mobility(m).coupling_kinds == {"polynomial": 1}
     assert model.joint_offsets["ja"] != pytest.approx(0.2, abs=1e-3)  # assembled off qpos0
     mj = mujoco.MjModel.from_xml_path(str(DATA / "polycoef.xml"))
     data = mujoco.MjData(mj)

@@ -85,6 +85,7 @@ def test_info_figures_count_the_waist_differential(capsys):
     summary = json.loads(capsys.readouterr().out)
     figures = ("coupling_rows", "grubler", "dof", "loops", "dof_with_actuators")
     assert [summary[k] for k in figures] == [11, 27, 35, 4, 6]
+    assert summary["coupling_kinds"] == {"gear": 9, "differential": 2}
     model, _ = load(TODDLERBOT)
     m = model.mechanism
     J = ConstraintSet(m, actuated=False).jacobian(m.initial_state())

@@ -47,7 +47,7 @@ from .mechanism import Actuator, JointKind, Mechanism
 from .readoff import ActuatorReadout, unwrap_sequence
 from .rigid import RigidGroups
 from .rotations import quat_to_matrix
-from .spacetime import solve_spacetime
+from .spacetime import hold_limits
 from .speed_limit import REJOIN_TOLERANCE, SPEED_TOLERANCE, SpeedLimitedSolve
 from .start import solve_first_frame, start_state
 from .terms import ComObjective, FrameObjective, MotorLock, Targets
@@ -121,14 +121,21 @@ class RetargetResult:
     target_names: list[str] = field(default_factory=list)
     holding: Holding | None = None  # the motors held because the clip does not need them
     binding: np.ndarray | None = None  # (F, A) str: the limit holding each motor ("" none), limit_mode hold
+    limited: np.ndarray | None = None  # (F,) bool: frames whose targets met exactly only past a motor limit
+    limit_solve: dict | None = None  # the space-time solve's start, iterations, convergence, released motors
 
-    @property
-    def limited(self) -> np.ndarray:
-        """(F,) bool: frames whose targets a motor limit keeps the robot from (limit_mode hold)."""
-        if self.binding is None:
-            return np.zeros(len(self.times), bool)
-        missed = np.max(self.position_error, axis=1, initial=0.0) > self.mapping.reach_tolerance
-        return missed & (self.binding != "").any(axis=1)
+    def limited_by(self) -> dict[str, dict[str, int]]:
+        """Per motor, the limits that bind it (``binding``) and on how many limited frames:
+        ``{"elbow": {"velocity": 120, "acceleration": 40}}``; empty without a limited frame."""
+        if self.binding is None or self.limited is None or not self.limited.any():
+            return {}
+        out = {}
+        for a, name in enumerate(self.curves.names):
+            kinds, counts = np.unique(self.binding[self.limited, a], return_counts=True)
+            found = {str(k): int(c) for k, c in zip(kinds, counts, strict=True) if k}
+            if found:
+                out[name] = found
+        return out
 
     def summary(self) -> dict:
         """JSON-ready report: accuracy, per-actuator range, peak velocity, violations."""
@@ -160,7 +167,10 @@ class RetargetResult:
             if np.isfinite(self.com_error).any()
             else None,
             "unreachable_frames": int(self.unreachable.sum()),
-            "limited_frames": int(self.limited.sum()),
+            "limited_frames": 0 if self.limited is None else int(self.limited.sum()),
+            "limited_by": self.limited_by(),
+            "limit_mode": self.mapping.limit_mode,
+            "limit_solve": self.limit_solve,
             "unconverged_frames": int((~self.converged).sum()),
             "iterations_mean": float(self.iterations.mean()) if len(self.iterations) else 0.0,
             "actuators": actuators,
@@ -436,28 +446,46 @@ def _mend_clip(problem, speed_limit, positions, rotations, com, rate, cancel, ou
         )
 
 
-def _hold_limits(problem, mechanism, targets: Targets, samples, mapping, out: _Frames) -> np.ndarray | None:
+def _hold_limits(problem, mechanism, targets: Targets, samples, mapping, out: _Frames) -> dict | None:
     """The clip in ``out`` solved again with every motor limit of ``mechanism`` as a hard
-    constraint on its samples (:mod:`.spacetime`) if its curves break one; ``out`` is
-    updated in place. The limits hold on the samples' differences; the curves' spline
-    can still pass a limit slightly, most at the clip's ends (its not-a-knot ends).
-    Returns the limit that binds each motor at each frame (F, A) str, or None when the
-    exact answer already holds every limit (and is kept)."""
+    constraint (:mod:`.spacetime`: on the differences the limit checks read) if its
+    curves break one; ``out`` is updated in place. ``problem`` holds only the motors the
+    mapping asks to hold (motors held because the unlimited clip does not need them may
+    help where a limit binds). Returns what the solve did (``binding`` (F, A) str: the
+    limit that holds each motor at each frame; ``start``, ``iterations``,
+    ``converged``), or None when the exact answer already keeps every limit (and is
+    kept as it is)."""
     limits = ActuatorLimits.of(mechanism)
-    start = float(samples.times[0])
-    if not all_violations(ActuatorCurves.from_mechanism(mechanism, out.actuators, mapping.rate, start)):
+    solution = hold_limits(problem, targets, out.states, out.actuators, mapping.rate, limits)
+    if solution is None:
         return None
-    solution = solve_spacetime(problem, targets, out.states, out.actuators, mapping.rate, limits)
-    out.states[:], out.actuators[:] = solution.states, solution.actuators
-    out.residual[:], out.converged[:] = solution.residual, solution.converged
-    R = quat_to_matrix(out.states[..., 3:])
-    out.position_error[:], out.orientation_error[:] = problem.frame_terms.tracking_errors(
-        out.states, R, targets
-    )
+    if not solution.converged:  # never a half-solved answer: the exact one, its violations listed
+        warnings.warn(
+            LooprigWarning(
+                f"the clip solved under its motor limits did not converge in {solution.iterations} "
+                "iterations: the exact answer is kept and the limits it breaks are listed "
+                "(limit_mode report gives it without trying)"
+            ),
+            stacklevel=3,
+        )
+        return None
+    changed = solution.changed
+    out.actuators[:] = solution.actuators
+    out.states[changed], out.residual[changed] = solution.states[changed], solution.residual[changed]
+    out.converged[changed] = solution.converged
+    R = quat_to_matrix(out.states[changed][..., 3:])
+    errors = problem.frame_terms.tracking_errors(out.states[changed], R, targets.take(changed))
+    out.position_error[changed], out.orientation_error[changed] = errors
     if problem.com_term is not None:
         diff = (problem.com_term.com(out.states) - targets.com) * (problem.com_term.weight > 0)
         out.com_error[:] = np.linalg.norm(diff, axis=-1)
-    return solution.binding
+    return {
+        "binding": solution.binding,
+        "start": solution.start,
+        "iterations": solution.iterations,
+        "converged": solution.converged,
+        "frames_solved_again": int(changed.sum()),
+    }
 
 
 def retarget(
@@ -479,7 +507,7 @@ def retarget(
     given = (mechanism, samples, initial_state)
     mapping = mapping.named_for(mechanism)
     # welded bodies are solved as one (core.rigid); states come back for every body
-    groups = RigidGroups(with_motors(mechanism, mapping.motors))
+    groups = RigidGroups(mapping.limited(with_motors(mechanism, mapping.motors)))
     mechanism = groups.solver
     if initial_state is not None:
         initial_state = groups.collapse(np.asarray(initial_state, dtype=float))
@@ -579,17 +607,29 @@ def retarget(
                 out.com_error[:] = np.linalg.norm(diff, axis=-1)
             if speed_limit is not None or coupled:
                 _mend_clip(problem, speed_limit, positions, rotations, com, mapping.rate, cancel, out)
-    binding = None
+    limit_solve = None
+    missed_exactly = np.max(out.position_error, axis=1, initial=0.0) > mapping.reach_tolerance
     if mapping.limit_mode == "hold":
+        # the motors held only because the unlimited clip did not need them are free
+        held_asked = _held_values(mechanism, asked, state)
+        free = (
+            problem
+            if asked.hold == mapping.hold
+            else build_problem(mechanism, asked, settings, held=held_asked)
+        )
         with single_threaded_blas():
-            binding = _hold_limits(
-                problem, mechanism, Targets(positions, rotations, com), samples, mapping, out
+            limit_solve = _hold_limits(
+                free, mechanism, Targets(positions, rotations, com), samples, mapping, out
             )
+        if limit_solve is not None:
+            limit_solve["released"] = [m for m in mapping.hold if m not in asked.hold]
     curves = ActuatorCurves.from_mechanism(
         mechanism, out.actuators, mapping.rate, float(samples.times[0]), unwrap=False
     )
-    limited = np.zeros(frames, bool) if binding is None else (binding != "").any(axis=1)
+    binding = None if limit_solve is None else limit_solve.pop("binding")
     missed = np.max(out.position_error, axis=1, initial=0.0) > mapping.reach_tolerance
+    # a frame the exact answer met and the limited one misses is the limits' doing
+    limited = missed & ~missed_exactly if binding is not None else np.zeros(frames, bool)
     unreachable = missed & ~limited
     result = RetargetResult(
         mapping=asked,
@@ -606,6 +646,8 @@ def retarget(
         target_names=[t.frame for t in mapping.targets],
         holding=holding,
         binding=binding,
+        limited=limited,
+        limit_solve=limit_solve,
     )
     if holding is not None and holding.redundant and unreachable.any():
         return _released(result, given, settings, progress, cancel)

@@ -137,13 +137,13 @@ class RetargetSettings:
         optional=True,
     )
     limit_mode: str = _setting(
-        "report",
+        "hold",
         "",
-        "hold: the whole clip is solved again under every declared motor limit (range, speed, "
-        "acceleration) as hard constraints, changing it only where a limit binds; "
-        "report: the exact answer, with the limits it breaks listed",
+        "hold: a clip that breaks a declared motor limit (range, speed, acceleration) is "
+        "solved again as a whole with every limit a hard constraint, changed only where a "
+        "limit binds; report: the exact answer, with the limits it breaks listed",
         kind=str,
-        choices=("report", "hold"),
+        choices=("hold", "report"),
     )
     respect_speed_limits: bool = _setting(
         False,

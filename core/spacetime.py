@@ -84,7 +84,8 @@ class SpaceTimeSolution:
     |C| [m]; iterations: interior-point iterations, every start counted; converged:
     tolerances met; start: which start gave it (:func:`rewound_start`): "exact" (the
     given curves) or "rewound" (their turns through a singularity taken the other way
-    round).
+    round); changed: from :func:`hold_limits`, the frames it solved again (the others
+    are the exact answer; ``residual`` is zero there).
     """
 
     states: np.ndarray
@@ -95,6 +96,7 @@ class SpaceTimeSolution:
     iterations: int
     converged: bool
     start: str = "exact"
+    changed: np.ndarray | None = None  # (F,) bool: the frames solved again (:func:`hold_limits`)
 
 
 @dataclass
@@ -110,21 +112,26 @@ class _Rows:
     sign: np.ndarray  # (R,) +1: an upper bound, -1: a lower one
     bound: np.ndarray  # (R,) [rad | m], in the rows' own units before normalising
     scale: np.ndarray  # (R,) the normaliser
+    live: np.ndarray | None = None  # (K,) runs that read a frame that may move (None: all)
 
     def frames(self, j: int) -> slice:
         """The frames (K of them) that stencil weight j reads."""
         return slice(self.first + j, self.first + j + self.runs)
 
 
-def limit_rows(limits: ActuatorLimits, frames: int, rate: float) -> list[_Rows]:
+def limit_rows(
+    limits: ActuatorLimits, frames: int, rate: float, frozen: np.ndarray | None = None, ends=(True, True)
+) -> list[_Rows]:
     """Every finite limit of every motor as one-sided stencil rows over ``frames``
-    (:data:`STENCILS`; the end rows only where the clip is longer than their stencil,
-    as the checks read the ends then)."""
+    (:data:`STENCILS`; the end rows only at the ``ends`` (first, last) that are the
+    clip's, and only where the clip is longer than their stencil, as the checks read the
+    ends then). ``frozen`` (F,) bool: frames that keep their values; a run of frozen
+    frames alone is no row (:attr:`_Rows.live`)."""
     span = np.where(np.isfinite(limits.upper - limits.lower), limits.upper - limits.lower, 1.0)
     families = []
     for quantity, stencil, where in STENCILS:
         S = len(stencil)
-        if frames < S or (where != "every" and frames == S):
+        if frames < S or (where != "every" and (frames == S or not ends[where == "last"])):
             continue
         if quantity == "position":
             uppers, lowers, scale = limits.upper, -limits.lower, np.maximum(span, 1e-6)
@@ -140,7 +147,10 @@ def limit_rows(limits: ActuatorLimits, frames: int, rate: float) -> list[_Rows]:
         if channels:
             first, runs = {"every": (0, frames - S + 1), "first": (0, 1), "last": (frames - S, 1)}[where]
             motor, sign, bound, norm = (np.array(c) for c in zip(*channels, strict=True))
-            families.append(_Rows(quantity, stencil, first, runs, motor.astype(int), sign, bound, norm))
+            rows = _Rows(quantity, stencil, first, runs, motor.astype(int), sign, bound, norm)
+            if frozen is not None:
+                rows.live = ~np.all([frozen[rows.frames(j)] for j in range(S)], axis=0)
+            families.append(rows)
     return families
 
 
@@ -150,15 +160,19 @@ def _runs(rows: _Rows, values: np.ndarray) -> np.ndarray:
 
 
 def excess(rows: _Rows, values: np.ndarray) -> np.ndarray:
-    """How far each row is past its bound at motor values (F, A), normalised (K, R)."""
-    return (rows.sign * _runs(rows, values) - rows.bound) / rows.scale
+    """How far each row is past its bound at motor values (F, A), normalised (K, R); a
+    row that reads frozen frames alone is held at -1 (inside)."""
+    out = (rows.sign * _runs(rows, values) - rows.bound) / rows.scale
+    return out if rows.live is None else np.where(rows.live[:, None], out, -1.0)
 
 
 def _stencil(rows: _Rows, b: np.ndarray, B: np.ndarray) -> StencilRows:
     """The QP rows of ``rows`` for motor values ``b + B u`` (b (F, A), B (F, A, d))."""
     weight = rows.sign / rows.scale  # (R,)
+    if rows.live is not None:
+        weight = rows.live[:, None] * weight  # (K, R)
     coefficients = np.stack(
-        [w * weight[:, None] * B[rows.frames(j)][:, rows.motor] for j, w in enumerate(rows.stencil)], axis=2
+        [w * weight[..., None] * B[rows.frames(j)][:, rows.motor] for j, w in enumerate(rows.stencil)], axis=2
     )  # (K, R, S, d)
     return StencilRows(coefficients, -excess(rows, b), rows.first)
 
@@ -168,6 +182,8 @@ def motor_forces(families: list[_Rows], multipliers: list[np.ndarray], shape) ->
     force = np.zeros(shape)
     for rows, z in zip(families, multipliers, strict=True):
         per_channel = z * (rows.sign / rows.scale)
+        if rows.live is not None:
+            per_channel = per_channel * rows.live[:, None]
         for j, w in enumerate(rows.stencil):
             for r, m in enumerate(rows.motor):
                 force[rows.frames(j), m] += w * per_channel[:, r]
@@ -182,30 +198,135 @@ def solve_spacetime(
     rate: float,
     limits: ActuatorLimits | None = None,
     settings: SpaceTimeSettings | None = None,
+    frozen: np.ndarray | None = None,
+    ends=(True, True),
 ) -> SpaceTimeSolution:
     """The clip ``targets`` (batched to F frames) solved at once under hard motor limits
     (module docstring), from assembled ``states`` (F, n, 7) whose motors read
     ``actuators`` (F, A) unwrapped [rad | m]: typically the unlimited clip solver's
-    answer. ``limits``: the problem's actuators' by default.
+    answer. ``limits``: the problem's actuators' by default; ``frozen`` (F,) bool and
+    ``ends``: frames kept as they are, and whether the first and last frames are a
+    clip's ends (:func:`limit_rows`; :func:`hold_limits` solves windows of a clip so).
 
-    The problem's minimal-motion metric is left out (it would damp every step and so
-    keep the iterations from converging where limits hold targets away): a Levenberg
-    damping that vanishes as the iterations converge takes its place."""
+    The objective is the tracking terms' alone: the problem's minimal-motion metric is
+    left out (it would damp every step and so keep the iterations from converging where
+    limits hold targets away; a Levenberg damping that vanishes as the iterations
+    converge takes its place), and so are the terms that compare consecutive frames
+    (the body velocity barrier, the soft actuator barriers and acceleration cost, the
+    paper's state regularizer), whose part the hard limits take."""
     settings = settings or SpaceTimeSettings()
     limits = limits or problem.actuator_limits
-    problem = dataclasses.replace(
-        problem, regularization=dataclasses.replace(problem.regularization, state_weight=0.0)
+    tracking_only = dataclasses.replace(
+        problem.regularization,
+        state_weight=0.0,
+        velocity_weight=0.0,
+        actuator_weight=0.0,
+        acceleration_weight=0.0,
     )
+    problem = dataclasses.replace(problem, regularization=tracking_only)
     screws = JointScrews(problem.tree, len(problem.mechanism.bodies))
-    best = _interior_point(problem, screws, targets, states, actuators, rate, limits, settings)
+    families = limit_rows(limits, len(states), rate, frozen, ends)
+    best = _interior_point(problem, screws, targets, states, actuators, families, settings, frozen)
     rewound = rewound_start(problem, states, actuators, rate, limits)
     if rewound is not None:
-        other = _interior_point(problem, screws, targets, *rewound, rate, limits, settings)
+        other = _interior_point(problem, screws, targets, *rewound, families, settings, frozen)
         other.start, other.iterations = "rewound", other.iterations + best.iterations
         if other.converged and (not best.converged or other.objective < best.objective):
             return other
         best.iterations = other.iterations
     return best
+
+
+#: The frames around a broken limit first solved again, each side [s]; a window whose
+#: edges still move is doubled.
+WINDOW_SECONDS = 0.25
+#: How far [rad | m] a window's outermost moving frames may end from the exact answer.
+WINDOW_EDGE = 1e-8
+
+
+def hold_limits(
+    problem: IKProblem,
+    targets: Targets,
+    states: np.ndarray,
+    actuators: np.ndarray,
+    rate: float,
+    limits: ActuatorLimits | None = None,
+    settings: SpaceTimeSettings | None = None,
+) -> SpaceTimeSolution | None:
+    """The clip's exact answer (states (F, n, 7), motors (F, A)) changed where it must be
+    to keep every motor limit: None if it keeps them already; else the frames around
+    every broken limit (:data:`WINDOW_SECONDS` each side) solved again together by
+    :func:`solve_spacetime`, two frames past each end kept as they are, the windows
+    doubled until their outermost moving frames end within :data:`WINDOW_EDGE` of the
+    exact answer (or cover the clip). Frames outside the windows are the exact answer,
+    bit for bit; a window that took its turns the other way round
+    (:func:`rewound_start`) shifts every later motor value by the same whole turns."""
+    limits = limits or problem.actuator_limits
+    values = np.asarray(actuators, dtype=float)
+    F = len(values)
+    broken = np.zeros(F, bool)
+    for rows in limit_rows(limits, F, rate):
+        over = (excess(rows, values) > 0.0).any(axis=1)  # (K,)
+        for j in range(len(rows.stencil)):
+            broken[rows.frames(j)] |= over
+    if not broken.any():
+        return None
+    margin = max(int(np.ceil(WINDOW_SECONDS * rate)), 3)
+    while True:
+        window = np.convolve(broken, np.ones(2 * margin + 1), mode="same") > 0
+        sub, frozen = _with_frozen_edges(window)
+        solution = solve_spacetime(
+            problem,
+            targets.take(sub),
+            states[sub],
+            values[sub],
+            rate,
+            limits,
+            settings,
+            frozen,
+            (sub[0] == 0, sub[-1] == F - 1),
+        )
+        moved = np.abs(solution.actuators - values[sub]).max(axis=1) > WINDOW_EDGE
+        edges = frozen | np.r_[frozen[1:], True] | np.r_[True, frozen[:-1]]  # frozen or next to it
+        edges &= ~frozen
+        if window.all() or not (moved & edges & (sub != 0) & (sub != F - 1)).any():
+            break
+        margin *= 2
+    return _spliced(solution, sub, frozen, states, values)
+
+
+def _with_frozen_edges(window: np.ndarray):
+    """The frames (an index array) of the windows (F,) bool with two frames past each
+    end that is not the clip's, and which of them are those kept frames."""
+    keep = window.copy()
+    for shift in (1, 2):
+        keep[:-shift] |= window[shift:]
+        keep[shift:] |= window[:-shift]
+    sub = np.flatnonzero(keep)
+    return sub, ~window[sub]
+
+
+def _spliced(solution: SpaceTimeSolution, sub, frozen, states, values) -> SpaceTimeSolution:
+    """The whole clip with the windows' moving frames (``sub`` where not ``frozen``) from
+    ``solution``: the rest as it was, every motor value after a kept frame shifted by
+    the whole turns the window took there."""
+    out_states = np.array(states, dtype=float)
+    binding = np.full(values.shape, "", dtype=object)
+    moving = sub[~frozen]
+    out_states[moving] = solution.states[~frozen]
+    binding[moving] = solution.binding[~frozen]
+    offsets = np.zeros(values.shape)
+    for i in np.flatnonzero(frozen):
+        offsets[sub[i] :] = np.round((solution.actuators[i] - values[sub[i]]) / (2 * np.pi)) * 2 * np.pi
+    out_values = values + offsets
+    out_values[moving] = solution.actuators[~frozen]
+    residual = np.zeros(len(values))
+    residual[moving] = solution.residual[~frozen]
+    changed = np.zeros(len(values), bool)
+    changed[moving] = True
+    return dataclasses.replace(
+        solution, states=out_states, actuators=out_values, binding=binding, residual=residual, changed=changed
+    )
 
 
 #: A motor that moves by more than this many times its speed limit in one frame is
@@ -290,10 +411,14 @@ class _Linearization:
     g_theta: np.ndarray  # (F, D)
 
 
-def _linearize(problem, screws: JointScrews, at, values, loop_multipliers, damping: float) -> _Linearization:
+def _linearize(
+    problem, screws: JointScrews, at, values, loop_multipliers, damping: float, frozen=None
+) -> _Linearization:
     """The :class:`_Linearization` at ``at`` (a :class:`~looprig.core.step.LinearizedStep`
     of every frame) whose motors read ``values`` (F, A); loop_multipliers (F, m) or None;
-    damping: Levenberg's, relative to each frame's largest Hessian diagonal entry."""
+    damping: Levenberg's, relative to each frame's largest Hessian diagonal entry;
+    frozen (F,) bool or None: frames that do not move (their steps are exactly zero: no
+    gradient, no motor rate, an identity Hessian)."""
     cs, tree = problem.constraints, problem.tree
     S, R = at.point.state, at.point.R
     F = len(S)
@@ -317,9 +442,15 @@ def _linearize(problem, screws: JointScrews, at, values, loop_multipliers, dampi
     PZ = P @ Z
     Wt = np.swapaxes(W, 1, 2)
     H = _convex(Wt @ H_theta @ W, damping)
+    if frozen is not None and frozen.any():
+        q0 = np.where(frozen[:, None], 0.0, q0)
     g = (Wt @ (g_theta + (H_theta @ q0[..., None])[..., 0])[..., None])[..., 0]
     b = values + (PZ @ q0[..., None])[..., 0]
-    return _Linearization(at, Z, W, q0, H, g, b, PZ @ W, PZ, H_theta, g_theta)
+    B = PZ @ W
+    if frozen is not None and frozen.any():
+        H[frozen] = np.abs(np.diagonal(H, axis1=1, axis2=2)).max() * np.eye(H.shape[-1])
+        g[frozen], B = 0.0, np.where(frozen[:, None, None], 0.0, B)
+    return _Linearization(at, Z, W, q0, H, g, b, B, PZ, H_theta, g_theta)
 
 
 def _objective_curvature(problem, screws: JointScrews, point) -> np.ndarray:
@@ -366,11 +497,12 @@ def _interior_point(
     targets: Targets,
     states: np.ndarray,
     actuators: np.ndarray,
-    rate: float,
-    limits: ActuatorLimits,
+    families: list[_Rows],
     settings: SpaceTimeSettings,
+    frozen: np.ndarray | None = None,
 ) -> SpaceTimeSolution:
-    """:func:`solve_spacetime`'s primal-dual interior point on the whole problem.
+    """:func:`solve_spacetime`'s primal-dual interior point on the whole problem under
+    the limit rows ``families`` (``frozen``: as :func:`limit_rows`).
 
     Every limit row gets a slack s > 0 and a multiplier z > 0. Each iteration
     linearises every frame and takes one Newton step of the barrier problem at barrier
@@ -386,7 +518,6 @@ def _interior_point(
     F = len(states)
     states = np.array(states, dtype=float)
     values = np.array(actuators, dtype=float)
-    families = limit_rows(limits, F, rate)
     reference = Reference(states.copy(), quat_to_matrix(states[..., 3:]), values.copy())
 
     def evaluate(S):
@@ -407,7 +538,7 @@ def _interior_point(
     tolerance = problem.settings.constraint_tolerance * cs.length_scale
     loops = np.r_[tree.loop_rows, np.arange(tree.cs_rows, at.constraint.shape[1])]
     for _ in range(settings.max_iterations):
-        lin = _linearize(problem, screws, at, values, loop_multipliers, damping)
+        lin = _linearize(problem, screws, at, values, loop_multipliers, damping, frozen)
         rows = RowSet([_stencil(r, lin.b, lin.B) for r in families], F, lin.W.shape[-1])
         Gz = rows.transpose(z)
         r_d = lin.g + Gz

@@ -248,7 +248,7 @@ def check_frame_count(samples, rate: float) -> int:
 
 @dataclass(frozen=True)
 class Finding:
-    """Something wrong with a retarget's result: ``kind`` is limits, residual or unreachable;
+    """Something wrong with a retarget's result: ``kind`` is limits, limited, residual or unreachable;
     ``blocking``: whether it stopped the outputs from being written; ``override``: the
     command-line flag that lets it through."""
 
@@ -272,7 +272,8 @@ def findings_of(
     """The findings of a retarget's report and whether each blocks writing.
 
     Limit violations block with ``strict`` (else they are recorded in every file);
-    some unreachable frames block with ``strict``; every frame unreachable blocks
+    frames a motor limit keeps from their targets (``limit_mode`` hold) and some
+    unreachable frames block with ``strict``; every frame unreachable blocks
     unless ``allow_unreachable``; a constraint residual above
     :data:`RESIDUAL_TOLERANCE_M` blocks unless ``allow_unassembled``.
     """
@@ -288,6 +289,16 @@ def findings_of(
             Finding("limits", f"{len(violations)} limit violation(s): {first}{more}", strict, "no --strict")
         )
     frames, unreachable = summary["frames"], summary["unreachable_frames"]
+    limited = summary.get("limited_frames", 0)
+    if limited:
+        motors = ", ".join(
+            f"{name} ({'/'.join(kinds)})" for name, kinds in list(summary["limited_by"].items())[:3]
+        )
+        worst = number_text(summary["max_position_error_m"])
+        message = (
+            f"{limited} of {frames} frames limited by motor limits: {motors} (position error up to {worst} m)"
+        )
+        found.append(Finding("limited", message, strict, "no --strict"))
     if unreachable:
         all_frames = unreachable == frames
         worst = number_text(summary["max_position_error_m"])

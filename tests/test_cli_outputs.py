@@ -116,7 +116,19 @@ def test_a_refused_run_leaves_nothing_that_passes_check(capsys, tmp_path, shot):
     assert run(capsys, "check", out / "curves.csv", "--strict")[0] == 0
     slow = slow_fourbar(tmp_path)
     code, _, err = run(
-        capsys, "retarget", slow, tracks, "--map", mapping, "-o", out, "--strict", "--quiet", *formats
+        capsys,
+        "retarget",
+        slow,
+        tracks,
+        "--map",
+        mapping,
+        "-o",
+        out,
+        "--strict",
+        "--quiet",
+        "--limit-mode",
+        "report",
+        *formats,
     )
     assert code == 3 and "crank_joint" in one_line_error(err) and "--strict" in err
     names = sorted(p.name for p in out.iterdir())

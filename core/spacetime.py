@@ -273,7 +273,7 @@ def hold_limits(
         return None
     margin = max(int(np.ceil(WINDOW_SECONDS * rate)), 3)
     while True:
-        window = np.convolve(broken, np.ones(2 * margin + 1), mode="same") > 0
+        window = np.convolve(broken, np.ones(2 * margin + 1))[margin : margin + F] > 0
         sub, frozen = _with_frozen_edges(window)
         solution = solve_spacetime(
             problem,

@@ -65,7 +65,9 @@ def test_a_crank_too_slow_for_the_clip_lags_at_its_limit_and_catches_up():
     t = np.arange(401) / rate
     theta = file_angle + 0.3 + 1.5 * t + 0.4 * np.tanh((t - 0.6) / 0.08)
     samples = _coupler_samples(t, theta)
-    mapping = RetargetMapping((TargetSpec("coupler", "coupler_point"),), rate=rate, respect_speed_limits=True)
+    mapping = RetargetMapping(
+        (TargetSpec("coupler", "coupler_point"),), rate=rate, respect_speed_limits=True, limit_mode="report"
+    )
     result = retarget(_with_speed_limit(fourbar(file_angle), 4.0), samples, mapping)
     crank, h = result.curves.values[:, 0], 0.9 * 4.0 / rate
     expected = theta - file_angle
@@ -89,8 +91,10 @@ def test_a_speed_limit_the_motion_respects_changes_nothing():
     boxer = _with_speed_limit(build("boxer"), 4.0)
     for whole_clip in (True, False):
         options = {"rate": BOXER_RATE, "whole_clip": whole_clip}
-        free = retarget(boxer, clip, RetargetMapping(HAND, **options))
-        limited = retarget(boxer, clip, RetargetMapping(HAND, respect_speed_limits=True, **options))
+        free = retarget(boxer, clip, RetargetMapping(HAND, limit_mode="report", **options))
+        limited = retarget(
+            boxer, clip, RetargetMapping(HAND, respect_speed_limits=True, limit_mode="report", **options)
+        )
         steps = _per_frame_steps(free, BOXER_RATE)
         assert not frames_behind(free.curves.values, steps).any()
         assert np.array_equal(limited.curves.values, free.curves.values)
@@ -102,8 +106,10 @@ def _boxer_through_the_singularity(clip, rate, whole_clip=False):
     Frame by frame (``whole_clip=False``), the singular sample's split is the
     per-frame solver's."""
     options = {"rate": rate, "whole_clip": whole_clip}
-    free = retarget(build("boxer"), clip, RetargetMapping(HAND, **options))
-    limited = retarget(build("boxer"), clip, RetargetMapping(HAND, respect_speed_limits=True, **options))
+    free = retarget(build("boxer"), clip, RetargetMapping(HAND, limit_mode="report", **options))
+    limited = retarget(
+        build("boxer"), clip, RetargetMapping(HAND, respect_speed_limits=True, limit_mode="report", **options)
+    )
     steps = _per_frame_steps(free, rate)
     return free, limited, steps, frames_behind(free.curves.values, steps)
 
@@ -166,8 +172,10 @@ def test_a_motor_without_a_speed_limit_is_never_bounded():
     samples = _coupler_samples(t, theta)
     mechanism = _with_speed_limit(fourbar(file_angle), np.inf)
     spec = (TargetSpec("coupler", "coupler_point"),)
-    free = retarget(mechanism, samples, RetargetMapping(spec, rate=rate))
-    limited = retarget(mechanism, samples, RetargetMapping(spec, rate=rate, respect_speed_limits=True))
+    free = retarget(mechanism, samples, RetargetMapping(spec, rate=rate, limit_mode="report"))
+    limited = retarget(
+        mechanism, samples, RetargetMapping(spec, rate=rate, respect_speed_limits=True, limit_mode="report")
+    )
     assert np.abs(np.diff(free.curves.values[:, 0])).max() * rate > 6.0
     assert np.array_equal(limited.curves.values, free.curves.values)
 
@@ -181,12 +189,17 @@ def test_a_parallel_robot_keeps_its_loops_closed_under_the_bound():
     samples, p = delta_platform_clip(rate)
     spec = (TargetSpec("platform", "platform", ALL_AXES, ALL_AXES),)
     fastest = np.abs(
-        np.diff(retarget(delta(), samples, RetargetMapping(spec, rate=rate)).curves.values, axis=0)
+        np.diff(
+            retarget(delta(), samples, RetargetMapping(spec, rate=rate, limit_mode="report")).curves.values,
+            axis=0,
+        )
     )
     limit = 0.7 * fastest.max() * rate / 0.9  # [rad/s]: the bound is 70 % of the fastest step
     mechanism = _with_speed_limit(delta(), limit)
-    free = retarget(mechanism, samples, RetargetMapping(spec, rate=rate))
-    limited = retarget(mechanism, samples, RetargetMapping(spec, rate=rate, respect_speed_limits=True))
+    free = retarget(mechanism, samples, RetargetMapping(spec, rate=rate, limit_mode="report"))
+    limited = retarget(
+        mechanism, samples, RetargetMapping(spec, rate=rate, respect_speed_limits=True, limit_mode="report")
+    )
     steps = _per_frame_steps(free, rate)
     affected = frames_behind(free.curves.values, steps)
     assert 0 < affected.sum() < len(p)

@@ -202,7 +202,10 @@ def test_maya_export_then_batch_on_a_cluster_equals_a_serial_run(cluster, tmp_pa
 
     times = np.arange(25) / 24.0
     mapping = tmp_path / "coupler.map.json"
-    RetargetMapping((TargetSpec("coupler", "coupler_point"),), rate=24.0, state_weight=1e-9).save(mapping)
+    # the faster shot turns the crank at 6 rad/s at its end, its limit: the closed form is the exact answer
+    RetargetMapping(
+        (TargetSpec("coupler", "coupler_point"),), rate=24.0, state_weight=1e-9, limit_mode="report"
+    ).save(mapping)
     answers = {}
     for shot, speed in (("shot010", 2.0), ("shot020", 3.0)):
         _scene.reset()

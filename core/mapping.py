@@ -9,17 +9,23 @@ errors name the file and the object.
 
 import dataclasses
 import json
+import warnings
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass
 
 import numpy as np
 
-from .errors import MechanismError, TargetError, did_you_mean
+from .errors import LooprigWarning, MechanismError, TargetError, did_you_mean
 from .mechanism import LIMIT_FIELDS, LimitSource, Mechanism, actuator_name_choices
 from .servos import ServoError, derived_acceleration_limits, servo_model
 from .settings import RETARGET_SETTINGS, RetargetSettings
 
 MAPPING_VERSION = 1
+#: Keys an older mapping may set that mean nothing now: what happens instead.
+RETIRED_KEYS = {
+    "respect_speed_limits": "every declared motor limit is held by default "
+    '(limit_mode "hold": the clip solved again under them); the key is ignored',
+}
 
 
 @dataclass(frozen=True)
@@ -225,7 +231,9 @@ class RetargetMapping(RetargetSettings):
             raise TargetError(f"{source}: unsupported mapping version {version!r}")
         known = {"targets", "com", "start", "motors", "hold", "motor_limits", "servo", "version"}
         known |= {"derive_acceleration"} | {s.name for s in RETARGET_SETTINGS}
-        for key in data:
+        for key in RETIRED_KEYS.keys() & data.keys():
+            warnings.warn(LooprigWarning(f"{source}: {key!r} is retired: {RETIRED_KEYS[key]}"), stacklevel=2)
+        for key in data.keys() - RETIRED_KEYS.keys():
             if key not in known:
                 raise TargetError(f"{source}: " + did_you_mean("mapping key", key, known))
         if "targets" not in data:

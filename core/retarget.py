@@ -1,18 +1,20 @@
 """Retargeting: a clip of tracked frames + a mapping -> robot motion and motor curves.
 
 One module although long: the loop over a clip and the paths it takes (clip
-solver, frame by frame, stretches re-solved under a speed limit) share its arrays.
+solver, frame by frame, stretches re-solved under barriers, windows re-solved under
+the motor limits) share its arrays.
 
 The clip is resampled to the solve rate (cubic splines for positions,
 rotation splines for orientations; the paper samples its input at 1200 Hz).
 The first frame is solved exactly from the clip's start (:mod:`.start`); the
 others together (:mod:`.clip`), or one by one, each warm-started from (and
 compared with) the previous one, when a term ties every frame to the previous
-one (the acceleration cost, the paper's state regularizer). Under a motor speed
-limit (:mod:`.speed_limit`) or barriers between frames that are zero inside
-their bounds, the stretches where the clip solver's answer (solved without them)
-moves a motor too fast or wakes a barrier are re-solved one by one. Welded
-bodies are solved as one (:mod:`.rigid`). Every frame comes out assembled;
+one (the acceleration cost, the paper's state regularizer). Under barriers
+between frames that are zero inside their bounds, the stretches where the clip
+solver's answer (solved without them) wakes a barrier are re-solved one by one.
+With ``limit_mode`` hold (the default), the windows around every motor limit
+that answer breaks are solved again under all the limits (:mod:`.spacetime`).
+Welded bodies are solved as one (:mod:`.rigid`). Every frame comes out assembled;
 frames whose targets could not be met are flagged. The mapping and its file
 form live in :mod:`.mapping` (re-exported here).
 """
@@ -48,7 +50,6 @@ from .readoff import ActuatorReadout, unwrap_sequence
 from .rigid import RigidGroups
 from .rotations import quat_to_matrix
 from .spacetime import hold_limits
-from .speed_limit import REJOIN_TOLERANCE, SPEED_TOLERANCE, SpeedLimitedSolve
 from .start import solve_first_frame, start_state
 from .terms import ComObjective, FrameObjective, MotorLock, Targets
 from .terms.limits import ActuatorLimits
@@ -350,25 +351,15 @@ class _Frames:
 
 
 def _solve_in_sequence(
-    problem,
-    positions,
-    rotations,
-    com,
-    rate,
-    speed_limit,
-    progress,
-    cancel,
-    out: _Frames,
-    start=1,
-    rejoin=False,
+    problem, positions, rotations, com, rate, progress, cancel, out: _Frames, start=1, rejoin=False
 ) -> int:
     """Frames ``start``.. one by one, each warm-started from (and compared with) the previous
-    one, under ``speed_limit`` (a :class:`SpeedLimitedSolve`) if given; fills ``out``.
+    one; fills ``out``.
 
-    rejoin: the arrays already hold an answer solved without the bound and the barriers
-    that compare frames (the clip solver's); stop at the first frame that needs neither
-    (no motor clamped, every such barrier at zero) and matches it (``REJOIN_TOLERANCE``),
-    keeping that answer. Returns the frame after the last one solved (or rejoined).
+    rejoin: the arrays already hold an answer solved without the barriers that compare
+    frames (the clip solver's); stop at the first frame whose barriers are all zero and
+    that matches it (:data:`REJOIN_TOLERANCE`), keeping that answer. Returns the frame
+    after the last one solved (or rejoined).
     """
     states, act = out.states, out.actuators
     frames = len(states)
@@ -377,26 +368,21 @@ def _solve_in_sequence(
         if cancel is not None and cancel():
             raise RetargetCancelled(f"retarget cancelled at frame {f} of {frames}")
         targets = IKTargets(positions[f], rotations[f], None if com is None else com[f])
-        if speed_limit is not None:
-            result, clamped = speed_limit.solve(targets, states[f - 1], act[f - 1], velocities)
-        else:
-            result, clamped = (
-                solve_ik(
-                    problem,
-                    targets,
-                    states[f - 1],
-                    previous_actuators=act[f - 1],
-                    previous_velocities=velocities,
-                ),
-                (),
-            )
-        if rejoin and not len(clamped) and _rejoins(problem, result, positions, rotations, com, out, f):
+        result = solve_ik(
+            problem, targets, states[f - 1], previous_actuators=act[f - 1], previous_velocities=velocities
+        )
+        if rejoin and _rejoins(problem, result, positions, rotations, com, out, f):
             return f + 1
         velocities = (result.actuators - act[f - 1]) * rate
         out.record(f, result)
         if progress is not None and not rejoin and (f % 50 == 0 or f == frames - 1):
             progress(f + 1, frames)
     return frames
+
+
+#: A frame solved in sequence rejoins the clip solver's answer when every motor is
+#: within this of it [rad | m].
+REJOIN_TOLERANCE = 1e-8
 
 
 def _rejoins(problem, result, positions, rotations, com, out: _Frames, f: int) -> bool:
@@ -412,37 +398,20 @@ def _rejoins(problem, result, positions, rotations, com, out: _Frames, f: int) -
     return bool(value[0] == 0.0)
 
 
-def _mend_clip(problem, speed_limit, positions, rotations, com, rate, cancel, out: _Frames) -> None:
+def _mend_clip(problem, positions, rotations, com, rate, cancel, out: _Frames) -> None:
     """Re-solve one by one, from the frame before, each stretch of a clip solver's answer
-    ``out`` (solved without the speed bound and the barriers that compare frames) where
-    a motor moves by more than ``speed_limit``'s bound or such a barrier of ``problem``
-    is not zero, until the answer rejoins the clip solver's."""
+    ``out`` (solved without the barriers that compare frames) where such a barrier of
+    ``problem`` is not zero, until the answer rejoins the clip solver's."""
     act = out.actuators
     # frame k is touched by frame k - 1: decided once, as a stretch ends where the answer
     # rejoins the clip solver's, which it keeps (with what it says of later frames) from there
-    touched = np.zeros(len(act), bool)
-    if speed_limit is not None:
-        bound = speed_limit.steps * (1.0 + SPEED_TOLERANCE)
-        touched[1:] = (np.abs(np.diff(act, axis=0)) > bound).any(axis=-1)
-    if couples_frames(problem):
-        later = Targets(positions, rotations, com).take(slice(1, None))
-        touched[1:] |= coupling_values(problem, out.states[1:], later, out.states[:-1], act[:-1]) > 0.0
+    later = Targets(positions, rotations, com).take(slice(1, None))
+    touched = np.r_[False, coupling_values(problem, out.states[1:], later, out.states[:-1], act[:-1]) > 0.0]
     f = 1
     while (next_touched := np.flatnonzero(touched[f:])).size:
-        if speed_limit is not None:
-            speed_limit.reset()
+        start = f + int(next_touched[0])
         f = _solve_in_sequence(
-            problem,
-            positions,
-            rotations,
-            com,
-            rate,
-            speed_limit,
-            None,
-            cancel,
-            out,
-            start=f + int(next_touched[0]),
-            rejoin=True,
+            problem, positions, rotations, com, rate, None, cancel, out, start, rejoin=True
         )
 
 
@@ -557,22 +526,9 @@ def retarget(
         if progress is not None:
             progress(1, frames)
         K = problem.constraints.n_vars + problem.constraints.n_rows
-        speed_limit = None
-        if mapping.respect_speed_limits:
-            speed_limit = SpeedLimitedSolve(problem, mapping.rate, mapping.limit_fraction)
         coupled = couples_frames(problem)
         if not mapping.whole_clip or K > CLIP_MAX_KKT or (coupled and not couplings_vanish_inside(problem)):
-            _solve_in_sequence(
-                problem,
-                positions,
-                rotations,
-                com,
-                mapping.rate,
-                speed_limit,
-                progress,
-                cancel,
-                out,
-            )
+            _solve_in_sequence(problem, positions, rotations, com, mapping.rate, progress, cancel, out)
         else:
             clip_problem = problem  # without the barriers that compare frames, which mend it after
             if coupled:
@@ -605,8 +561,8 @@ def retarget(
             if problem.com_term is not None:
                 diff = (problem.com_term.com(out.states) - com) * (problem.com_term.weight > 0)
                 out.com_error[:] = np.linalg.norm(diff, axis=-1)
-            if speed_limit is not None or coupled:
-                _mend_clip(problem, speed_limit, positions, rotations, com, mapping.rate, cancel, out)
+            if coupled:
+                _mend_clip(problem, positions, rotations, com, mapping.rate, cancel, out)
     limit_solve = None
     missed_exactly = np.max(out.position_error, axis=1, initial=0.0) > mapping.reach_tolerance
     if mapping.limit_mode == "hold":

@@ -145,13 +145,6 @@ class RetargetSettings:
         kind=str,
         choices=("hold", "report"),
     )
-    respect_speed_limits: bool = _setting(
-        False,
-        "",
-        "keep every motor within limit_fraction of its velocity limit between consecutive frames, "
-        "giving up the least tracking where the motion is faster (frames solved one by one)",
-        kind=bool,
-    )
     actuator_weight: float = _setting(
         0.0, "", "weight of the soft barriers on each motor's range and speed", minimum=0.0
     )
@@ -161,8 +154,7 @@ class RetargetSettings:
     limit_fraction: float = _setting(
         0.9,
         "",
-        "fraction of each motor's speed limit that respect_speed_limits holds and where "
-        "the soft speed barrier starts",
+        "fraction of each motor's speed limit where the soft speed barrier starts",
         minimum=0.0,
         maximum=1.0,
         exclusive_minimum=True,

@@ -25,12 +25,10 @@ MAP_FILE = DATA / "dancer_groove.map.json"
 FORMATS = ("csv", "json", "dynamixel-csv", "dynamixel-json", "header")
 
 #: The bundled mapping: the pelvis track drives the Dancer's pelvis frame; default
-#: settings (the whole-clip solver), and every servo kept under 90 % of its speed
-#: limit between frames (``respect_speed_limits``).
+#: settings (the whole-clip solver, every servo limit held: ``limit_mode`` hold).
 DEMO_MAPPING = RetargetMapping(
     targets=(TargetSpec("pelvis", "pelvis_frame", (1.0, 1.0, 1.0), (1.0, 1.0, 1.0)),),
     rate=600.0,
-    respect_speed_limits=True,
 )
 
 

@@ -520,8 +520,8 @@ def _interior_point(
     values = np.array(actuators, dtype=float)
     reference = Reference(states.copy(), quat_to_matrix(states[..., 3:]), values.copy())
 
-    def evaluate(S):
-        return build_step(problem, problem.point(S, targets, reference))
+    def evaluate(S):  # the joints' Jacobian only when the loops ask for it (lazily)
+        return build_step(problem, problem.point(S, targets, reference), constraint_jacobian=False)
 
     def row_excess(v):
         return np.concatenate([excess(rows, v).ravel() for rows in families]) if families else np.zeros(0)

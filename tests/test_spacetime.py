@@ -194,3 +194,18 @@ def test_random_clips_hold_every_limit_at_the_optimum(name, seed):
     )
     # within 10 %, or a micrometre where the limits hardly bind (both meet the targets)
     assert np.sqrt(solution.objective) <= 1.10 * np.sqrt(reference.objective) + 1e-6
+
+
+def test_the_demo_dance_is_the_same_held_or_reported():
+    """The bundled dance keeps every servo limit: held (the default) it is the exact
+    answer, the same curves as limit_mode report."""
+    import dataclasses
+
+    from looprig.demo import demo_inputs
+
+    mechanism, samples, mapping, _ = demo_inputs()
+    assert mapping.limit_mode == "hold"
+    held = retarget(mechanism, samples, mapping)
+    reported = retarget(mechanism, samples, dataclasses.replace(mapping, limit_mode="report"))
+    assert not all_violations(reported.curves)
+    np.testing.assert_array_equal(held.curves.values, reported.curves.values)

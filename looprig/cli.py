@@ -9,7 +9,7 @@ One module although long: every subcommand's parser and handler, thin, side by s
     looprig export CURVES --format FORMAT -o OUT [--allow-violations]
     looprig plot CURVES -o PNG
     looprig batch JOBS [--scheduler ADDRESS] [--workers N] [--summary FILE]
-    looprig play CURVES --port PORT [--baud BAUD] [--dry-run]
+    looprig play CURVES --port PORT [--baud BAUD] [--record FILE] [--dry-run]
     looprig demo [-o OUTDIR]
 
 MECHANISM is a reference mechanism name or a URDF, MJCF or native file; TRACKS
@@ -265,6 +265,8 @@ def cmd_play(args) -> int:
     from . import play
 
     plan = play.load_plan(args.curves, args.homing_fraction)
+    if args.record:
+        play.check_record_path(args.record, args.curves)
     if args.dry_run:
         for line in play.dry_run_lines(plan, args.port or "(--port)", args.baud, args.on_stop):
             print(line)
@@ -273,13 +275,29 @@ def cmd_play(args) -> int:
         raise LooprigError("play: give the servos' serial port with --port (or use --dry-run)")
     try:
         report = play.play(
-            plan, args.port, args.baud, args.on_stop, args.settle, console.Progress("playing", args.quiet)
+            plan,
+            args.port,
+            args.baud,
+            args.on_stop,
+            args.settle,
+            console.Progress("playing", args.quiet),
+            record=bool(args.record),
         )
     except KeyboardInterrupt:
         state = "hold their last goal, torque on" if args.on_stop == "hold" else "torque off"
         print(f"looprig: interrupted; the servos {state}", file=sys.stderr)
         return EXIT_INTERRUPTED
     console.print_tracking(report, args.on_stop)
+    if args.record:
+        broken = play.write_record(plan, report, args.record)
+        if not args.quiet:
+            print(f"recorded {len(plan.ticks)} frames of Present Position(132) to {args.record}")
+        if broken:
+            print(
+                f"looprig: warning: {args.record}: the recorded motion breaks {len(broken)} limit(s), "
+                "listed in the file (looprig check)",
+                file=sys.stderr,
+            )
     return 0
 
 
@@ -456,6 +474,11 @@ def build_parser() -> argparse.ArgumentParser:
     )
     player.add_argument(
         "--settle", type=seconds, default=0.25, help="hold the first sample this long [s] (default 0.25)"
+    )
+    player.add_argument(
+        "--record",
+        metavar="FILE",
+        help="read Present Position(132) after every frame's goal and write it as a curves .csv/.json",
     )
     player.add_argument("--dry-run", action="store_true", help="print what would be sent; open nothing")
     player.add_argument("--quiet", action="store_true")

@@ -13,13 +13,17 @@ packet is sent**: a curve that breaks one is refused. :func:`play` then
    velocity limit (:data:`DEFAULT_HOMING_SPEED` where there is none), then holds
    the first sample for ``settle`` seconds;
 4. streams one Goal Position(116) sync write per sample at the curves' rate and
-   reads Present Position(132) back by sync read when the frame leaves time;
+   reads Present Position(132) back by sync read when the frame leaves time (with
+   ``record=True``: after every frame's goal);
 5. stops: at the end, on Ctrl-C or on any error the servos **hold** the last
    goal sent, torque on (``on_stop="hold"``, the default: a robot arm does not
    drop), or have their torque switched off (``on_stop="torque-off"``).
 
 The tracking report gives per servo the lag of the present position behind the
-goal and the error once that lag is removed.
+goal and the error once that lag is removed. :func:`recorded_curves` turns a
+recording's read-back into curves (the asked curves' times, names, units and
+limits; ticks converted back to rad or m as the player converts them to ticks)
+and :func:`write_record` writes them as a looprig curves CSV or JSON.
 """
 
 import math
@@ -27,10 +31,12 @@ import struct
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 
-from .core import LooprigError
+from .core import ActuatorCurves, LooprigError
+from .core.export import DynamixelMotor
 
 #: Model Number(0) of X-series servos, which share the control table used here
 #: (ROBOTIS e-manual, X-series model pages).
@@ -77,6 +83,10 @@ class PlayPlan:
     max_speed: np.ndarray
     ticks_per_unit: np.ndarray
     units: tuple[str, ...]
+    #: (A,) the servo model of each actuator (zero offset, direction, ticks per unit).
+    motors: tuple[DynamixelMotor, ...]
+    #: the asked curves [rad or m] as read from the file (ticks converted back).
+    asked: ActuatorCurves
 
 
 def load_plan(path, homing_fraction: float = 0.25) -> PlayPlan:
@@ -133,6 +143,8 @@ def load_plan(path, homing_fraction: float = 0.25) -> PlayPlan:
         max_speed,
         per_unit,
         tuple(curves.units),
+        motors,
+        curves,
     )
 
 
@@ -231,8 +243,8 @@ class DynamixelBus:
 class TrackingReport:
     """Per servo: ``lag_s`` [s] of the present position behind the goal, ``rms_error`` and
     ``max_error`` [actuator unit] once the lag is removed; ``samples`` read back (``missed_samples``
-    read-backs got no answer); ``late_frames``:
-    frames sent after their time."""
+    read-backs got no answer); ``late_frames``: frames sent after their time; ``read_frames`` (S,)
+    the frame after whose goal each read-back came and ``present_ticks`` (S, A) what it read."""
 
     names: tuple[str, ...]
     units: tuple[str, ...]
@@ -243,6 +255,8 @@ class TrackingReport:
     missed_samples: int
     frames_sent: int
     late_frames: int
+    read_frames: np.ndarray
+    present_ticks: np.ndarray
 
 
 def tracking_report(plan: PlayPlan, read: list, late: int, missed: int = 0) -> TrackingReport:
@@ -263,7 +277,72 @@ def tracking_report(plan: PlayPlan, read: list, late: int, missed: int = 0) -> T
                 if best is None or score < best[0]:
                     best = (score, shift, float(np.abs(error).max()))
             rms[k], lag[k], worst[k] = best[0], best[1] / plan.rate, best[2]
-    return TrackingReport(plan.names, plan.units, lag, rms, worst, len(read), missed, len(plan.ticks), late)
+    frames = np.array([f for f, _ in read], dtype=np.int64)
+    present = np.array([p for _, p in read], dtype=np.int64).reshape(len(read), a)
+    return TrackingReport(
+        plan.names, plan.units, lag, rms, worst, len(read), missed, len(plan.ticks), late, frames, present
+    )
+
+
+def recorded_curves(plan: PlayPlan, report: TrackingReport) -> ActuatorCurves:
+    """The present positions read after every frame's goal as curves: (F, A) values [rad or m]
+    at the asked times [s], with the asked names, units, limits and hardware ids.
+
+    Ticks become values by :func:`~looprig.core.export.ticks_to_values` with each servo's
+    model (the inverse of the conversion that made the goals). Raises :class:`PlayError`
+    when a frame has no read-back (a lost status packet): a recording has one row per frame.
+    """
+    from .core.export import ticks_to_values
+
+    asked, frames = plan.asked, len(plan.ticks)
+    got = set(report.read_frames.tolist())
+    lost = [f for f in range(frames) if f not in got]
+    if lost:
+        raise PlayError(
+            f"{len(lost)} of {frames} frames got no Present Position(132) read-back "
+            f"(first: frame {lost[0]}); the recording is incomplete"
+        )
+    values = ticks_to_values(report.present_ticks, plan.units, plan.motors, plan.names)
+    return ActuatorCurves(
+        asked.times,
+        values,
+        asked.names,
+        asked.units,
+        asked.lower,
+        asked.upper,
+        asked.velocity_limit,
+        asked.acceleration_limit,
+        asked.hardware_ids,
+    )
+
+
+#: Record file suffixes and the core.export writer of each (looprig curves, SI units).
+RECORD_WRITERS = {".csv": "write_csv", ".json": "write_json"}
+
+
+def check_record_path(path, curves_path) -> None:
+    """Refuse, before any I/O, a record path that is not a .csv/.json, cannot be written
+    (:func:`~looprig.core.export.files.check_output`) or is the curves file being played."""
+    from .core.export.files import check_output
+
+    if Path(path).suffix.lower() not in RECORD_WRITERS:
+        raise PlayError(f"{path}: --record writes a looprig curves .csv or .json, not {Path(path).suffix!r}")
+    check_output(path, inputs=[curves_path])
+
+
+def write_record(plan: PlayPlan, report: TrackingReport, path) -> list:
+    """Write :func:`recorded_curves` to ``path`` (.csv or .json) and return the limit
+    violations of the recorded motion, which the file records (a measurement is never refused)."""
+    from .core import export
+
+    writer = RECORD_WRITERS.get(Path(path).suffix.lower())
+    if writer is None:
+        raise PlayError(f"{path}: --record writes a looprig curves .csv or .json")
+    try:
+        curves = recorded_curves(plan, report)
+    except PlayError as error:
+        raise PlayError(f"{path}: not written: {error}") from None
+    return getattr(export, writer)(curves, path, allow_violations=True)
 
 
 def play(
@@ -273,8 +352,12 @@ def play(
     on_stop: str = "hold",
     settle: float = 0.25,
     progress: Callable[[int, int], None] | None = None,
+    record: bool = False,
 ) -> TrackingReport:
-    """Home, stream and stop as the module docstring says; Ctrl-C stops cleanly and re-raises."""
+    """Home, stream and stop as the module docstring says; Ctrl-C stops cleanly and re-raises.
+
+    With ``record``, Present Position(132) is read after every frame's goal (not only when
+    the frame leaves time), so :func:`recorded_curves` has one row per frame."""
     if on_stop not in STOP_ACTIONS:
         raise PlayError(f"on_stop must be one of {STOP_ACTIONS}, got {on_stop!r}")
     bus = DynamixelBus(port, baud, plan.ids)
@@ -291,8 +374,9 @@ def play(
         bus.torque(True)
         ramp = homing_ramp(_retried(bus.present), plan.ticks[0], plan.max_speed, plan.rate)
         hold = np.repeat(plan.ticks[:1], max(1, round(settle * plan.rate)), axis=0)
-        _stream(bus, np.concatenate([ramp, hold]), plan.rate, readback=False)
-        read, late, missed = _stream(bus, plan.ticks, plan.rate, readback=True, progress=progress)
+        _stream(bus, np.concatenate([ramp, hold]), plan.rate, readback="never")
+        readback = "every" if record else "spare"
+        read, late, missed = _stream(bus, plan.ticks, plan.rate, readback, progress=progress)
     except BaseException:
         _stop(bus, on_stop)
         raise
@@ -310,8 +394,10 @@ def _retried(call, *args, attempts: int = 3):
                 raise
 
 
-def _stream(bus, ticks, rate, readback: bool, progress=None):
-    """Send ``ticks`` (F, A) one frame per 1/rate s; read back when the frame leaves time."""
+def _stream(bus, ticks, rate, readback: str, progress=None):
+    """Send ``ticks`` (F, A) one frame per 1/rate [Hz]; read back ``readback`` = "never",
+    "spare" (when the frame leaves half a period) or "every" frame (a lost status packet
+    tried again, up to three reads)."""
     period, start = 1.0 / rate, time.perf_counter()
     read, late, missed = [], 0, 0
     for f, frame in enumerate(ticks):
@@ -321,9 +407,10 @@ def _stream(bus, ticks, rate, readback: bool, progress=None):
         elif wait < -period:
             late += 1
         bus.send_goals(frame)
-        if readback and time.perf_counter() + 0.5 * period < start + (f + 1) * period:
+        spare = time.perf_counter() + 0.5 * period < start + (f + 1) * period
+        if readback == "every" or (readback == "spare" and spare):
             try:
-                read.append((f, bus.present()))
+                read.append((f, _retried(bus.present) if readback == "every" else bus.present()))
             except PlayError:  # a lost status packet costs one sample of the report, not the clip
                 missed += 1
         if progress is not None and (f % 50 == 0 or f == len(ticks) - 1):

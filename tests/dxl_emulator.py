@@ -26,8 +26,9 @@ What it does not emulate
   indirect addresses; Protocol 1.0.
 
 The bus runs in a child process (so the SDK's busy polling in the test process
-cannot starve it); :meth:`EmulatedBus.snapshot` returns its packet log and
-servo state.
+cannot starve it); :meth:`EmulatedBus.snapshot` returns its packet log (with
+the goals each sync write set and the present positions each sync read
+answered) and servo state.
 """
 
 import math
@@ -207,9 +208,14 @@ def _serve(master: int, servos, tau: float, control) -> None:
                 entry["goals"] = goals
             elif instruction == SYNC_READ:
                 address, size = struct.unpack_from("<HH", params)
+                answered = {}
                 for target in params[4:]:
                     if target in state:
-                        reply(target, 0, state[target].read(address, size))
+                        data = state[target].read(address, size)
+                        reply(target, 0, data)
+                        answered[target] = data
+                if address == PRESENT_POSITION and size == 4:
+                    entry["present"] = {i: struct.unpack("<i", d)[0] for i, d in answered.items()}
             elif dxl_id in state:
                 servo = state[dxl_id]
                 if instruction == PING:
@@ -241,7 +247,9 @@ class EmulatedBus:
         self._process.start()
 
     def snapshot(self) -> dict:
-        """{"packets": [{t, id, instruction, crc_ok, goals?, write?}...], "servos": {id: state}}."""
+        """{"packets": [{t, id, instruction, crc_ok, goals?, write?, present?}...], "servos": {id: state}}:
+        ``goals`` the Goal Position ticks of a sync write, ``present`` the Present Position
+        ticks a sync read of it answered, by servo id."""
         self._control.send("snapshot")
         return self._control.recv()
 

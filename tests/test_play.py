@@ -2,7 +2,8 @@
 
 The emulator checks every packet's CRC with its own CRC-16; these tests check
 what reached the servos: the homing ramp's speed, the goals streamed, the state
-after the end, an error or Ctrl-C, and that a refused curve sends nothing.
+after the end, an error or Ctrl-C, and that a refused curve sends nothing; and
+that ``--record`` writes exactly the present positions the servos answered.
 """
 
 import math
@@ -13,9 +14,16 @@ import time
 
 import numpy as np
 import pytest
-from dxl_emulator import SYNC_WRITE, EmulatedBus, Servo, crc16, packet
+from dxl_emulator import SYNC_READ, SYNC_WRITE, EmulatedBus, Servo, crc16, packet
 from looprig.core.curves import ActuatorCurves
-from looprig.core.export import write_dynamixel_json, write_json
+from looprig.core.export import (
+    DXL_TICKS_PER_REV,
+    DynamixelMotor,
+    DynamixelSettings,
+    read_written,
+    write_dynamixel_json,
+    write_json,
+)
 
 from looprig import play
 from looprig.cli import main
@@ -26,13 +34,13 @@ RATE = 50.0
 VELOCITY_LIMIT = 3.0  # rad/s
 
 
-def curves_file(tmp_path, seconds=1.0, amplitude=0.5, name="clip.dynamixel.json"):
+def curves_file(tmp_path, seconds=1.0, amplitude=0.5, name="clip.dynamixel.json", settings=None):
     """Two servos (ids 1 and 2) on a sine and a cosine at RATE; peak speed amplitude * pi rad/s."""
     t = np.arange(round(seconds * RATE) + 1) / RATE
     values = np.column_stack([amplitude * np.sin(np.pi * t), 0.6 * amplitude * np.cos(np.pi * t)])
     curves = ActuatorCurves(t, values, ("hip", "knee"), velocity_limit=VELOCITY_LIMIT, hardware_ids=(1, 2))
     path = tmp_path / name
-    write_dynamixel_json(curves, path, allow_violations=True)
+    write_dynamixel_json(curves, path, settings, allow_violations=True)
     return path
 
 
@@ -196,3 +204,85 @@ def test_the_emulator_rejects_a_packet_with_a_bad_crc():
         snapshot = bus.snapshot()
     assert status[:4] == b"\xff\xff\xfd\x00" and status[7] == 0x55 and status[8] == 0x03
     assert [p["crc_ok"] for p in snapshot["packets"]] == [False]
+
+
+@pytest.mark.parametrize("suffix", [".json", ".csv"])
+def test_record_writes_the_present_positions_the_servos_answered(tmp_path, capsys, suffix):
+    """The knee servo is mounted reversed with its zero at tick 1800, so only the player's own
+    conversion, value = direction * (tick - zero) * 2 pi / 4096, gives the emulator's answers."""
+    knee = DynamixelMotor(zero_offset_ticks=1800, direction=-1)
+    path = curves_file(tmp_path, settings=DynamixelSettings(mode="position", motors={"knee": knee}))
+    plan = play.load_plan(path)
+    record = tmp_path / f"record{suffix}"
+    start = [Servo(i + 1, position=int(plan.ticks[0, i])) for i in range(2)]
+    with EmulatedBus(start) as bus:
+        code = main(["play", str(path), "--port", bus.port, "--settle", "0.05", "--record", str(record)])
+        snapshot = bus.snapshot()
+    assert code == 0, capsys.readouterr().err
+    assert f"recorded {len(plan.ticks)} frames" in capsys.readouterr().out
+    # the clip's packets: each of its F goal writes followed by one Present Position read
+    kinds = [p["instruction"] for p in snapshot["packets"] if p["instruction"] in (SYNC_WRITE, SYNC_READ)]
+    clip = kinds[-2 * len(plan.ticks) :]
+    assert clip == [SYNC_WRITE, SYNC_READ] * len(plan.ticks)
+    answered = [p["present"] for p in snapshot["packets"] if "present" in p][-len(plan.ticks) :]
+    ticks = np.array([[a[1], a[2]] for a in answered], dtype=float)  # (F, 2)
+    per_rad = DXL_TICKS_PER_REV / (2 * math.pi)
+    expected = np.column_stack([(ticks[:, 0] - 2048) / per_rad, -(ticks[:, 1] - 1800) / per_rad])
+    recorded = read_written(record).curves
+    np.testing.assert_allclose(recorded.values, expected, rtol=0, atol=1e-9)
+    asked = plan.asked
+    np.testing.assert_array_equal(recorded.times, asked.times)
+    assert recorded.names == asked.names and recorded.units == asked.units
+    np.testing.assert_array_equal(recorded.velocity_limit, asked.velocity_limit)
+    assert not np.allclose(recorded.values, asked.values, atol=1e-3)  # the emulated lag shows
+    assert main(["check", str(record)]) == 0
+    assert "within limits" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize(
+    ("record", "message"),
+    [
+        ("record.txt", "--record writes a looprig curves .csv or .json, not '.txt'"),
+        ("no-such-folder/record.csv", "does not exist"),
+        ("clip.json", "input"),
+    ],
+)
+def test_a_bad_record_path_is_refused_before_any_packet(tmp_path, capsys, record, message):
+    path = curves_file(tmp_path, name="clip.json")
+    with EmulatedBus([Servo(1), Servo(2)]) as bus:
+        assert main(["play", str(path), "--port", bus.port, "--record", str(tmp_path / record)]) == 2
+        assert bus.snapshot()["packets"] == []
+    err = capsys.readouterr().err
+    assert len(err.strip().splitlines()) == 1 and message in err and record in err
+
+
+def test_a_recording_with_a_lost_read_back_is_not_written(tmp_path):
+    """Frame 7's status packet never came: the file would have a hole, so it is refused."""
+    path = curves_file(tmp_path)
+    plan = play.load_plan(path)
+    read = [(f, plan.ticks[f]) for f in range(len(plan.ticks)) if f != 7]
+    report = play.tracking_report(plan, read, late=0, missed=1)
+    record = tmp_path / "record.json"
+    with pytest.raises(play.PlayError, match=r"record.json: not written: 1 of 51 frames .* frame 7"):
+        play.write_record(plan, report, record)
+    assert not record.exists()
+
+
+def test_record_reads_every_frame_even_when_the_frames_leave_no_spare_time(tmp_path, monkeypatch):
+    """Each goal write made to take 0.6 of a period: a plain playback reads back (almost) never,
+    a recording after every frame."""
+    path = curves_file(tmp_path, seconds=0.5)
+    plan = play.load_plan(path)
+    send = play.DynamixelBus.send_goals
+
+    def slow_send(bus, ticks):
+        send(bus, ticks)
+        time.sleep(0.6 / RATE)
+
+    monkeypatch.setattr(play.DynamixelBus, "send_goals", slow_send)
+    start = [Servo(i + 1, position=int(plan.ticks[0, i])) for i in range(2)]
+    with EmulatedBus(start) as bus:
+        plain = play.play(plan, bus.port, settle=0.02)
+        recorded = play.play(plan, bus.port, settle=0.02, record=True)
+    assert plain.samples < len(plan.ticks) // 2
+    np.testing.assert_array_equal(recorded.read_frames, np.arange(len(plan.ticks)))

@@ -3,15 +3,32 @@
 This module only registers; the add-on's parts are laid out by role:
 ``properties`` (``scene.looprig``, ``object.looprig_joint``/``looprig_body``),
 ``scene_graph`` (scene -> robot), ``sampling`` (world transforms per frame),
-``operators_robot`` / ``operators_retarget`` / ``operators_bake`` (workflows),
+``operators_robot`` / ``operators_retarget`` / ``operators_bake`` /
+``operators_recording`` (workflows; ``recording``: a played clip's read-back),
 ``panels`` (the "looprig" sidebar tab), ``status_display`` (per-frame status: markers,
 summary, ghost poses) and ``overlays`` (Graph Editor bands, the status band, the ghost).
 """
 
-from . import operators_bake, operators_retarget, operators_robot, overlays, panels, properties
+from . import (
+    operators_bake,
+    operators_recording,
+    operators_retarget,
+    operators_robot,
+    overlays,
+    panels,
+    properties,
+)
 
 #: Registered in this order, unregistered in reverse.
-modules = (properties, operators_robot, operators_retarget, operators_bake, panels, overlays)
+modules = (
+    properties,
+    operators_robot,
+    operators_retarget,
+    operators_bake,
+    operators_recording,
+    panels,
+    overlays,
+)
 
 
 def register():

@@ -1,0 +1,51 @@
+"""Recorded motion workflow: a ``looprig play --record`` file back on the robot (:mod:`.recording`)."""
+
+from __future__ import annotations
+
+import bpy
+import numpy as np
+from bpy.props import StringProperty
+from bpy_extras.io_utils import ImportHelper
+from looprig.core.errors import LooprigError
+
+from . import recording
+from .operators_robot import RobotError, checked_model, robot_collection
+
+
+class LOOPRIG_OT_import_recording(bpy.types.Operator, ImportHelper):
+    """Import what the servos did (looprig play --record) as a second action, with error curves
+    (recorded minus asked) for the Graph Editor; the robot's keys and actions stay as they are"""
+
+    bl_idname = "looprig.import_recording"
+    bl_label = "Import Recorded Motion"
+    bl_options = {"REGISTER", "UNDO"}
+
+    filename_ext = ".csv"
+    filter_glob: StringProperty(default="*.csv;*.json", options={"HIDDEN"})
+
+    def execute(self, context):
+        try:
+            collection = robot_collection(context)
+            model = checked_model(context)
+            carrier, action, result = recording.import_recording(context, collection, model, self.filepath)
+        except (RobotError, LooprigError, ValueError, OSError) as error:
+            self.report({"ERROR"}, f"cannot import {self.filepath!r}: {error}")
+            return {"CANCELLED"}
+        worst, curves = np.abs(result.errors).max(axis=0), result.recorded
+        rows = zip(curves.names, worst, curves.units, strict=True)
+        summary = ", ".join(f"{n} {w:.3g} {u}" for n, w, u in rows)
+        self.report({"INFO"}, f"imported {action.name!r} on {carrier.name!r}; largest error: {summary}")
+        return {"FINISHED"}
+
+
+classes = (LOOPRIG_OT_import_recording,)
+
+
+def register():
+    for cls in classes:
+        bpy.utils.register_class(cls)
+
+
+def unregister():
+    for cls in reversed(classes):
+        bpy.utils.unregister_class(cls)

@@ -226,10 +226,23 @@ def solve_spacetime(
     problem = dataclasses.replace(problem, regularization=tracking_only)
     screws = JointScrews(problem.tree, len(problem.mechanism.bodies))
     families = limit_rows(limits, len(states), rate, frozen, ends)
-    best = _interior_point(problem, screws, targets, states, actuators, families, settings, frozen)
+
+    def solve(start_states, start_values) -> SpaceTimeSolution:
+        first = _interior_point(
+            problem, screws, targets, start_states, start_values, families, settings, frozen
+        )
+        if first.converged:
+            return first
+        second = _interior_point(
+            problem, screws, targets, start_states, start_values, families, settings, frozen, gentle=True
+        )
+        second.iterations += first.iterations
+        return second
+
+    best = solve(states, actuators)
     rewound = rewound_start(problem, states, actuators, rate, limits)
     if rewound is not None:
-        other = _interior_point(problem, screws, targets, *rewound, families, settings, frozen)
+        other = solve(*rewound)
         other.start, other.iterations = "rewound", other.iterations + best.iterations
         if other.converged and (not best.converged or other.objective < best.objective):
             return other
@@ -329,6 +342,10 @@ def _spliced(solution: SpaceTimeSolution, sub, frozen, states, values) -> SpaceT
     )
 
 
+#: The weight of the gentle interior point's pull back (:func:`_interior_point`),
+#: relative to the largest diagonal entry of the tracking's Hessian in joint coordinates.
+ANCHOR = 1e-6
+
 #: A motor that moves by more than this many times its speed limit in one frame is
 #: turning through a singularity (the exact answer flips it by about half a turn).
 FLIP_SPEED = 4.0
@@ -412,13 +429,14 @@ class _Linearization:
 
 
 def _linearize(
-    problem, screws: JointScrews, at, values, loop_multipliers, damping: float, frozen=None
+    problem, screws: JointScrews, at, values, loop_multipliers, damping: float, frozen=None, anchor=None
 ) -> _Linearization:
     """The :class:`_Linearization` at ``at`` (a :class:`~looprig.core.step.LinearizedStep`
     of every frame) whose motors read ``values`` (F, A); loop_multipliers (F, m) or None;
     damping: Levenberg's, relative to each frame's largest Hessian diagonal entry;
     frozen (F,) bool or None: frames that do not move (their steps are exactly zero: no
-    gradient, no motor rate, an identity Hessian)."""
+    gradient, no motor rate, an identity Hessian); anchor: (weight, displacement (F, D))
+    of the gentle interior point's pull back to its start, or None."""
     cs, tree = problem.constraints, problem.tree
     S, R = at.point.state, at.point.R
     F = len(S)
@@ -428,6 +446,10 @@ def _linearize(
         model = with_constraint_curvature(problem, model, at.point, loop_multipliers)
     H_theta = model.project(Z, np.zeros(F)) + _objective_curvature(problem, screws, at.point)
     g_theta = (at.gradient[:, None, :] @ Z)[:, 0]
+    if anchor is not None:
+        pull, displacement = anchor
+        H_theta = H_theta + pull * np.eye(tree.dof)
+        g_theta = g_theta + pull * displacement
     loop = np.r_[tree.loop_rows, tree.cs_rows + np.arange(at.loop_jacobian.shape[1] - len(tree.loop_rows))]
     if len(loop):
         ALZ = at.loop_jacobian @ Z  # (F, m_L, D)
@@ -500,9 +522,19 @@ def _interior_point(
     families: list[_Rows],
     settings: SpaceTimeSettings,
     frozen: np.ndarray | None = None,
+    gentle: bool = False,
 ) -> SpaceTimeSolution:
     """:func:`solve_spacetime`'s primal-dual interior point on the whole problem under
     the limit rows ``families`` (``frozen``: as :func:`limit_rows`).
+
+    ``gentle``, the second try where the first does not converge (loops, a redundant
+    motor, an objective a robot a few centimetres long makes tiny): each row that holds
+    at the start gets a barrier weight (:func:`row_stiffness`) so that the barrier moves
+    it by a fraction of its bound whatever the objective's scale; a pull back to the
+    start (:data:`ANCHOR` of the tracking's stiffness, along every joint coordinate;
+    towards the iterate the last barrier problem starts from, so no bias is left) keeps
+    redundant motors where they are; and a step that opens a loop is closed again along
+    the tree before the line search judges it.
 
     Every limit row gets a slack s > 0 and a multiplier z > 0. Each iteration
     linearises every frame and takes one Newton step of the barrier problem at barrier
@@ -529,7 +561,9 @@ def _interior_point(
     barrier = settings.initial_barrier
     rounding = row_rounding(families, values)
     slack = np.maximum(-row_excess(values), settings.initial_slack)
-    z = barrier / slack
+    weight = z = None  # each row's barrier weight and multiplier, set at the first iteration
+    displacement = np.zeros((F, tree.dof))  # the gentle pull's: the steps taken since its anchor
+    pull = 0.0
     nu_limits = nu_loops = 0.0
     loop_multipliers = None
     damping = settings.initial_damping
@@ -538,15 +572,35 @@ def _interior_point(
     tolerance = problem.settings.constraint_tolerance * cs.length_scale
     loops = np.r_[tree.loop_rows, np.arange(tree.cs_rows, at.constraint.shape[1])]
     for _ in range(settings.max_iterations):
-        lin = _linearize(problem, screws, at, values, loop_multipliers, damping, frozen)
+        if weight is None and gentle:
+            stiffness = _linearize(problem, screws, at, values, None, 0.0, frozen).H_theta
+            pull = ANCHOR * max(float(np.abs(np.diagonal(stiffness, axis1=1, axis2=2)).max()), 1e-300)
+        lin = _linearize(
+            problem,
+            screws,
+            at,
+            values,
+            loop_multipliers,
+            damping,
+            frozen,
+            (pull, displacement) if gentle else None,
+        )
         rows = RowSet([_stencil(r, lin.b, lin.B) for r in families], F, lin.W.shape[-1])
+        if weight is None:
+            weight = row_stiffness(rows, lin.H) if gentle else 1.0
+            z = barrier * weight / slack
         Gz = rows.transpose(z)
         r_d = lin.g + Gz
         r_p = slack - rows.bound  # G u + s - h at u = 0
-        mu = float(slack @ z) / max(rows.size, 1)
+        mu = float(np.mean(slack * z / weight)) if rows.size else 0.0
         # the tree joints stay as assembled as the start (retract keeps them); the loops close
         assembled = np.abs(at.constraint[:, loops]).max(initial=0.0) <= tolerance
-        if assembled and converged_kkt(r_d, r_p, mu, settings.limit_tolerance, lin.g, Gz):
+        tight = converged_kkt(r_d, r_p, mu, settings.limit_tolerance, lin.g, Gz)
+        # every limit held and the KKT conditions within a thousand times the tolerance: as
+        # close as the Newton steps of a nearly flat objective get (a redundant robot's)
+        held = float(row_excess(values).max(initial=-np.inf)) <= settings.limit_tolerance
+        near = held and converged_kkt(r_d, r_p, mu, 1e3 * settings.limit_tolerance, lin.g, Gz)
+        if assembled and (tight or near):
             converged = True
             break
         # the barrier problem at this barrier solved well enough: a smaller barrier
@@ -555,12 +609,14 @@ def _interior_point(
         error = max(float(np.abs(r_d).max()) / scale, float(np.abs(r_p).max(initial=0.0)))
         while (
             barrier > settings.limit_tolerance / 10
-            and max(error, float(np.abs(slack * z - barrier).max(initial=0.0))) <= 10.0 * barrier
+            and max(error, float(np.abs(slack * z / weight - barrier).max(initial=0.0))) <= 10.0 * barrier
         ):
             barrier = max(settings.limit_tolerance / 10, min(0.2 * barrier, barrier**1.5))
+            if barrier == settings.limit_tolerance / 10:  # the last barrier problem: no bias left
+                displacement = np.zeros_like(displacement)
         iterations += 1
         if rows.size:
-            du, ds, dz = NewtonSystem(lin.H, rows, slack, z).direction(r_d, r_p, slack * z - barrier)
+            du, ds, dz = NewtonSystem(lin.H, rows, slack, z).direction(r_d, r_p, slack * z - barrier * weight)
         else:
             du, ds, dz = -np.linalg.solve(lin.H, lin.g[..., None])[..., 0], slack, z
         boundary = max(0.99, 1.0 - barrier)
@@ -575,30 +631,38 @@ def _interior_point(
         if new_loop_multipliers is not None:
             nu_loops = max(nu_loops, 1.1 * float(np.abs(new_loop_multipliers).max(initial=0.0)))
 
-        def merit(step_at, v, s, loops=loops, barrier=barrier, nu_loops=nu_loops, nu_limits=nu_limits):
+        def merit(
+            step_at, v, s, moved, loops=loops, barrier=barrier, nu=(nu_loops, nu_limits), w=(weight, pull)
+        ):
+            nu_loops, nu_limits = nu
+            w, pull = w
             return (
                 float(step_at.value.sum())
-                - (barrier * float(np.log(s).sum()) if len(s) else 0.0)
+                + 0.5 * pull * float(np.sum(moved**2))
+                - (barrier * float(np.sum(w * np.log(s))) if len(s) else 0.0)
                 + nu_loops * float(np.abs(step_at.constraint[:, loops]).sum())
                 + nu_limits * float(np.maximum(np.abs(row_excess(v) + s) - rounding, 0.0).sum())
             )
 
-        here = merit(at, values, slack)
+        here = merit(at, values, slack, displacement)
         slope = (
             float(np.einsum("bd,bd->", lin.g_theta, theta))
-            - (barrier * float((ds / slack).sum()) if rows.size else 0.0)
+            - (barrier * float(np.sum(weight * ds / slack)) if rows.size else 0.0)
             - nu_loops * float(np.abs(at.constraint[:, loops]).sum())
             - nu_limits * float(np.maximum(np.abs(r_p) - rounding, 0.0).sum())
         )
         accepted, alpha_max = False, alpha
         for _ in range(settings.max_backtracks):
             trial_states = tree.retract(states, at.point.R, alpha * theta)
-            trial = evaluate(trial_states)
+            if gentle:
+                trial_states, trial = _close_loops(problem, evaluate, trial_states, loops, tolerance)
+            else:
+                trial = evaluate(trial_states)
             trial_values = readout.read(trial_states, previous=values, R=trial.point.R)
             trial_slack = slack + alpha * ds
-            if merit(trial, trial_values, trial_slack) <= here + 1e-4 * alpha * min(slope, 0.0) + 1e-13 * abs(
-                here
-            ):
+            if merit(
+                trial, trial_values, trial_slack, displacement + alpha * theta
+            ) <= here + 1e-4 * alpha * min(slope, 0.0) + 1e-13 * abs(here):
                 accepted = True
                 break
             alpha *= 0.5
@@ -608,9 +672,10 @@ def _interior_point(
         # Levenberg: trusted while the first trial (the longest step inside the orthant) holds
         damping = max(damping / 10.0, 1e-12) if alpha == alpha_max else min(max(damping, 1e-8) * 4.0, 1.0)
         states, values, at = trial_states, trial_values, trial
+        displacement = displacement + alpha * theta
         slack = trial_slack
         # the multipliers stay within a factor 1e10 of the barrier's central path
-        z = np.clip(z_next, barrier / (1e10 * slack), 1e10 * barrier / slack)
+        z = np.clip(z_next, barrier * weight / (1e10 * slack), 1e10 * barrier * weight / slack)
         loop_multipliers = new_loop_multipliers
     shapes = [excess(r, values).shape for r in families]
     sizes = np.cumsum([int(np.prod(shape)) for shape in shapes])[:-1]
@@ -625,6 +690,41 @@ def _interior_point(
         iterations,
         converged,
     )
+
+
+def _close_loops(problem, evaluate, states, loops, tolerance: float, steps: int = 3):
+    """``states`` (F, n, 7) with their loop rows closed again by up to ``steps``
+    Gauss-Newton steps along the tree (minimum norm in joint coordinates, every frame at
+    once), and their evaluation; states without loop rows are returned as they are."""
+    at = evaluate(states)
+    tree = problem.tree
+    for _ in range(steps if len(loops) else 0):
+        gap = at.constraint[:, loops]
+        if np.abs(gap).max(initial=0.0) <= tolerance:
+            break
+        ALZ = at.loop_jacobian @ tree.joint_basis(states, at.point.R)
+        states = tree.retract(states, at.point.R, -(np.linalg.pinv(ALZ, rcond=1e-9) @ gap[..., None])[..., 0])
+        at = evaluate(states)
+    return states, at
+
+
+def row_stiffness(rows: RowSet, H: np.ndarray) -> np.ndarray:
+    """Each row's barrier weight (m,): ``1 / (c^T H^-1 c)`` for its coefficients c over
+    the frames it reads and the Newton Hessians H (F, d, d) there, the force [objective
+    per row unit] that moves the row by one unit of its bound. With it the barrier
+    parameter is a fraction of the rows' bounds for every family and any objective
+    scale: a range row of a robot a few centimetres long and an acceleration row at
+    1200 Hz (bound 2e-5 rad) alike. A row that reads no moving frame weighs 1."""
+    H_inv = np.linalg.inv(H)
+    parts = []
+    for f in rows.families:
+        K, o = len(f.bound), f.offset
+        reach = np.zeros(f.bound.shape)
+        for j in range(f.width):
+            c = f.coefficients[:, :, j]  # (K, R, d)
+            reach += np.einsum("krd,kde,kre->kr", c, H_inv[o + j : o + j + K], c)
+        parts.append(np.where(reach > 0.0, 1.0 / np.where(reach > 0.0, reach, 1.0), 1.0).ravel())
+    return np.concatenate(parts) if parts else np.zeros(0)
 
 
 def _to_boundary(v: np.ndarray, dv: np.ndarray, fraction: float) -> float:

@@ -73,17 +73,13 @@ def test_boxer_through_an_exact_gimbal_singularity_keeps_every_limit():
     assert held.position_error[same].max(initial=0.0) < 1e-8
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="the interior point does not converge on the delta's loops yet (docs/solver.md): the exact "
-    "answer is kept and said",
-)
 def test_a_parallel_robot_keeps_its_loops_closed_under_its_limits():
     """The 3-RSS delta of tests/test_closed_forms.py with its motors limited to 70 % of
-    the clip's fastest speed: held, every limit keeps, every loop stays closed, and the
-    platform is exact where the exact answer was inside the limits."""
+    the clip's fastest speed: held, the solve converges (its gentle second try: loops
+    closed after each step), every limit keeps, and every loop stays closed. The limits
+    bind across the clip here (the platform lags and catches up), so every frame moves."""
     rate = 200.0
-    samples, p = delta_platform_clip(rate)
+    samples, _ = delta_platform_clip(rate)
     spec = (TargetSpec("platform", "platform", ALL_AXES, ALL_AXES),)
     fastest = np.abs(
         np.diff(
@@ -95,7 +91,5 @@ def test_a_parallel_robot_keeps_its_loops_closed_under_its_limits():
     exact = retarget(mechanism, samples, RetargetMapping(spec, rate=rate, limit_mode="report"))
     held = retarget(mechanism, samples, RetargetMapping(spec, rate=rate))
     assert all_violations(exact.curves) and not all_violations(held.curves)
-    assert held.residual.max() < 1e-9
-    changed = np.any(held.curves.values != exact.curves.values, axis=1)
-    assert 0 < changed.sum() < len(p)
-    assert held.position_error.max(axis=1)[~changed].max() < 1e-6
+    assert held.summary()["limit_solve"]["converged"] and held.residual.max() < 1e-9
+    assert held.summary()["limited_frames"] > 0 and held.summary()["unreachable_frames"] == 0

@@ -1,5 +1,10 @@
 """Space-time retargeting: every frame of a clip at once, with hard motor limits.
 
+One module although long: the limit rows, the interior point that reads them, its
+windows and its starts share the rows' layout and the linearisation record; the
+banded linear algebra (:mod:`.banded`) and the joint-space curvature
+(:mod:`.joint_space`) live apart.
+
 Over the F frames of a clip::
 
     min  sum_k f(s_k)                                  (tracking; the IK problem's objective)

@@ -90,13 +90,19 @@ class TrackSamples:
         if len(times) < 2:
             return self
         count = int(np.floor((times[-1] - times[0]) * rate + 1e-9)) + 1
-        new_times = times[0] + np.arange(count) / rate
-        positions = {n: CubicSpline(times, p, axis=0)(new_times) for n, p in self.positions.items()}
+        return self.at(times[0] + np.arange(count) / rate)
+
+    def at(self, clip_times: np.ndarray, times: np.ndarray | None = None) -> "TrackSamples":
+        """The tracks at ``clip_times`` (K,) [s] of this clip (the same splines as
+        :meth:`resampled`), given the sample times ``times`` (K,) [s] (default: the same)."""
+        source = np.asarray(self.times, dtype=float)
+        clip_times = np.asarray(clip_times, dtype=float)
+        positions = {n: CubicSpline(source, p, axis=0)(clip_times) for n, p in self.positions.items()}
         rotations = {
-            n: RotationSpline(times, Rotation.from_matrix(R))(new_times).as_matrix()
+            n: RotationSpline(source, Rotation.from_matrix(R))(clip_times).as_matrix()
             for n, R in self.rotations.items()
         }
-        return TrackSamples(new_times, positions, rotations)
+        return TrackSamples(clip_times if times is None else np.asarray(times, float), positions, rotations)
 
 
 @dataclass
@@ -124,6 +130,7 @@ class RetargetResult:
     binding: np.ndarray | None = None  # (F, A) str: the limit holding each motor ("" none), limit_mode hold
     limited: np.ndarray | None = None  # (F,) bool: frames whose targets met exactly only past a motor limit
     limit_solve: dict | None = None  # the space-time solve's start, iterations, convergence, released motors
+    retiming: dict | None = None  # timing "stretch": each stretch's time factor (looprig.retime)
 
     def limited_by(self) -> dict[str, dict[str, int]]:
         """Per motor, the limits that bind it (``binding``) and on how many limited frames:
@@ -172,6 +179,8 @@ class RetargetResult:
             "limited_by": self.limited_by(),
             "limit_mode": self.mapping.limit_mode,
             "limit_solve": self.limit_solve,
+            "timing": self.mapping.timing,
+            "retiming": self.retiming,
             "unconverged_frames": int((~self.converged).sum()),
             "iterations_mean": float(self.iterations.mean()) if len(self.iterations) else 0.0,
             "actuators": actuators,

@@ -145,6 +145,15 @@ class RetargetSettings:
         kind=str,
         choices=("hold", "report"),
     )
+    timing: str = _setting(
+        "keep",
+        "",
+        "keep: the clip's timing kept, the path deviating where a limit binds (limit_mode); "
+        "stretch: time stretched where a speed or acceleration limit binds, pinned frames kept at "
+        "their times (looprig.retime, the retime extra: toppra)",
+        kind=str,
+        choices=("keep", "stretch"),
+    )
     actuator_weight: float = _setting(
         0.0, "", "weight of the soft barriers on each motor's range and speed", minimum=0.0
     )

@@ -348,8 +348,12 @@ def retarget_to_folder(
     allow_unreachable: bool = False,
     inputs: Sequence = (),
     dynamixel_mode: str = "auto",
+    pins: Sequence[float] = (),
 ) -> RetargetOutcome:
     """Retarget a clip and write the curves, report.json (and curves.png with ``plot``).
+
+    With the mapping's timing ``stretch`` the clip is retimed with ``pins`` (clip
+    times [s]) kept at their times (:func:`looprig.retime.retarget_timed`).
 
     The outputs are written as one set (see :mod:`looprig.outputs`); blocking
     findings (:func:`findings_of`) raise :class:`RetargetRefused` with nothing
@@ -359,12 +363,12 @@ def retarget_to_folder(
     and lists the tick-range violations with the others (:func:`with_tick_plan`).
     """
     from .core.curves import LimitViolationError, all_violations
-    from .core.retarget import retarget
     from .outputs import OutputError, StagedSet, output_folder, write_text
+    from .retime import retarget_timed
 
     check_frame_count(samples, mapping.rate)
     output_folder(outdir, inputs)  # a bad output folder is found before the solve, not after
-    result = retarget(mechanism, samples, mapping, progress=progress)
+    result = retarget_timed(mechanism, samples, mapping, pins, progress=progress)
     summary = result.summary()
     if any(f in TICK_FORMATS for f in formats):
         from .core.export import plan_ticks

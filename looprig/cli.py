@@ -155,6 +155,7 @@ def mapping_overrides(args) -> dict:
 
 def cmd_retarget(args) -> int:
     from .core.retarget import RetargetMapping
+    from .retime import retiming_lines
 
     mapping = RetargetMapping.load(args.map)
     overrides = setting_overrides(args) | mapping_overrides(args)
@@ -162,9 +163,15 @@ def cmd_retarget(args) -> int:
         mapping = RetargetMapping.from_dict({**mapping.to_dict(), **overrides}, "command line")
     inputs = [args.map, args.tracks] + ([args.mechanism] if Path(args.mechanism).exists() else [])
     mechanism = app.load_mechanism(args.mechanism)
+    samples = app.load_samples(args.tracks)
+    pins = ()
+    if args.pin:
+        from .core.retime import pin_times
+
+        pins = pin_times(samples, args.pin)
     outcome = app.retarget_to_folder(
         mechanism,
-        app.load_samples(args.tracks),
+        samples,
         mapping.named_for(mechanism),
         Path(args.output),
         args.formats,
@@ -175,9 +182,12 @@ def cmd_retarget(args) -> int:
         allow_unreachable=args.allow_unreachable,
         inputs=inputs,
         dynamixel_mode=args.dynamixel_mode,
+        pins=pins,
     )
     if not args.quiet:
         console.print_retarget(outcome)
+        for line in retiming_lines(outcome.summary.get("retiming")):
+            print(line)
         if "dynamixel" in outcome.summary:
             print(dynamixel_mode_line(outcome.summary["dynamixel"]))
     console.warn_findings(outcome, args.output)
@@ -415,6 +425,13 @@ def build_parser() -> argparse.ArgumentParser:
         nargs="+",
         metavar="MOTOR",
         help="motors (actuator or joint names) locked at their start value",
+    )
+    retarget.add_argument(
+        "--pin",
+        nargs="+",
+        type=float,
+        metavar="FRAME",
+        help="with --timing stretch: frames of the clip (the tracks file's numbering) kept at their times",
     )
     add_dynamixel_mode_option(retarget)
     retarget.add_argument("--quiet", action="store_true")

@@ -57,6 +57,10 @@ X_SERIES_MODELS = {
     1130: "XM540-W150",
     1190: "XL330-M077",
     1200: "XL330-M288",
+    1210: "XC330-T181",
+    1220: "XC330-T288",
+    1230: "XC330-M181",
+    1240: "XC330-M288",
 }
 ADDR_OPERATING_MODE, ADDR_TORQUE_ENABLE = 11, 64
 ADDR_GOAL_POSITION, ADDR_PRESENT_POSITION = 116, 132
@@ -362,15 +366,7 @@ def play(
         raise PlayError(f"on_stop must be one of {STOP_ACTIONS}, got {on_stop!r}")
     bus = DynamixelBus(port, baud, plan.ids)
     try:
-        for dxl_id, name in zip(plan.ids, plan.names, strict=True):
-            model = _retried(bus.ping, dxl_id)
-            if model not in X_SERIES_MODELS:
-                raise PlayError(f"servo {dxl_id} ({name}): model number {model} is not an X-series servo")
-            mode = bus.read_mode(dxl_id)
-            if mode != plan.mode:
-                raise PlayError(
-                    f"servo {dxl_id} ({name}): Operating Mode(11) is {mode}, the curves need {plan.mode}"
-                )
+        check_servos(bus, plan.names, plan.mode)
         bus.torque(True)
         ramp = homing_ramp(_retried(bus.present), plan.ticks[0], plan.max_speed, plan.rate)
         hold = np.repeat(plan.ticks[:1], max(1, round(settle * plan.rate)), axis=0)
@@ -382,6 +378,18 @@ def play(
         raise
     _stop(bus, on_stop)
     return tracking_report(plan, read, late, missed)
+
+
+def check_servos(bus: "DynamixelBus", names: Sequence[str], mode: int) -> None:
+    """Before the first packet: ping every servo of ``bus`` (``names`` (A,) in its id order),
+    require an X-series model number and Operating Mode(11) = ``mode``; one-line PlayError."""
+    for dxl_id, name in zip(bus.ids, names, strict=True):
+        model = _retried(bus.ping, dxl_id)
+        if model not in X_SERIES_MODELS:
+            raise PlayError(f"servo {dxl_id} ({name}): model number {model} is not an X-series servo")
+        found = bus.read_mode(dxl_id)
+        if found != mode:
+            raise PlayError(f"servo {dxl_id} ({name}): Operating Mode(11) is {found}, the curves need {mode}")
 
 
 def _retried(call, *args, attempts: int = 3):

@@ -28,7 +28,7 @@ What it does not emulate
 The bus runs in a child process (so the SDK's busy polling in the test process
 cannot starve it); :meth:`EmulatedBus.snapshot` returns its packet log (with
 the goals each sync write set and the present positions each sync read
-answered) and servo state.
+answered) and servo state; :meth:`EmulatedBus.unplug` pulls the cable mid-stream.
 """
 
 import math
@@ -156,6 +156,10 @@ def _serve(master: int, servos, tau: float, control) -> None:
             request = control.recv()
             if request == "stop":
                 return
+            if request == "unplug":  # the cable pulled: the port end closes, nothing answers
+                os.close(master)
+                control.send(log)
+                return
             for s in state.values():
                 s.update()
             control.send(
@@ -236,6 +240,7 @@ class EmulatedBus:
 
     def __init__(self, servos, tau: float = 0.02):
         self.tau = tau
+        self._unplugged = None
         self.master, self._slave = os.openpty()
         tty.setraw(self._slave)  # bytes pass untouched (no echo, no newline translation)
         self.port = os.ttyname(self._slave)
@@ -250,13 +255,26 @@ class EmulatedBus:
         """{"packets": [{t, id, instruction, crc_ok, goals?, write?, present?}...], "servos": {id: state}}:
         ``goals`` the Goal Position ticks of a sync write, ``present`` the Present Position
         ticks a sync read of it answered, by servo id."""
+        if self._unplugged is not None:
+            return self._unplugged
         self._control.send("snapshot")
         return self._control.recv()
 
-    def close(self) -> None:
-        self._control.send("stop")
+    def unplug(self) -> list:
+        """Pull the cable: the bus stops and the pseudo-terminal's master end closes, so the
+        port's reads and writes fail (EIO) as a vanished USB adapter's do. Returns the packet
+        log up to then (later snapshots return it too)."""
+        self._control.send("unplug")
+        self._unplugged = {"packets": self._control.recv(), "servos": {}}
         self._process.join(5)
         os.close(self.master)
+        return self._unplugged["packets"]
+
+    def close(self) -> None:
+        if self._unplugged is None:
+            self._control.send("stop")
+            self._process.join(5)
+            os.close(self.master)
         os.close(self._slave)
 
     def __enter__(self):

@@ -1,0 +1,539 @@
+"""Live link: the robot's motor values streamed to Dynamixel servos while the animator plays or scrubs.
+
+A :class:`LiveLink` owns one servo bus (``dynamixel-sdk``, Protocol 2.0, through
+:class:`~looprig.play.DynamixelBus`) and one thread that sends a Goal Position(116)
+sync write every period (``LiveSettings.rate``, 50-100 Hz). Each period it
+
+1. takes the frame the host wants (:meth:`LiveLink.seek` while scrubbing, or frames
+   advancing on their own clock after :meth:`LiveLink.play`);
+2. asks its *source* for that frame's motor values (A,) [rad | m]: the baked or
+   retargeted curves (:func:`curve_source`), or the per-frame solver on the frame's
+   targets (:class:`FrameSolver`), solved in this thread when the frame changes;
+3. moves every motor one period along an online time-optimal trajectory towards those
+   values within its velocity and acceleration limits (``ruckig``), so a jump of the
+   timeline becomes a limited move, never a snap;
+4. sends the ticks and records how long the period's work took and the lag: the time
+   the servos still need to reach the wanted pose (0 while they follow it).
+
+Before the first packet the servos are pinged, their models and Operating Mode(11)
+checked (:func:`~looprig.play.check_servos`) and their present positions read: the
+first move starts from where they are. :meth:`LiveLink.stop` wakes the thread at once;
+it leaves the servos holding the last goal (``on_stop="hold"``) or switches their
+torque off (``"torque-off"``) before it returns, within one period. A port that
+disappears mid-stream (a USB cable pulled) ends the stream with a :class:`PortLostError`
+naming the port and what was sent.
+
+Why ``ruckig`` (the ``live`` extra): it computes, online and in microseconds, the
+time-optimal move from the current position *and velocity* to a new target under
+velocity, acceleration (and, if asked, jerk) limits, for all motors synchronised; a
+hand-written trapezoid would have to handle targets that change mid-move, a
+non-zero start velocity and braking, which is exactly what it is tested for.
+"""
+
+import math
+import os
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from .core import ActuatorCurves, LooprigError
+from .core.export import DynamixelMotor, DynamixelSettings, values_to_ticks
+from .core.export.dynamixel import DXL_OPERATING_MODES, DXL_TICK_RANGES, DXL_TICKS_PER_REV
+from .play import STOP_ACTIONS, DynamixelBus, PlayError, _retried, check_servos
+
+#: A source: (frame, payload) -> (A,) motor values [rad | m] in :class:`LiveMotors` order.
+Source = Callable[[float, object], np.ndarray]
+
+
+class PortLostError(PlayError):
+    """The servo port went away while streaming (one line: the port, what was sent)."""
+
+
+@dataclass(frozen=True)
+class LiveSettings:
+    """How the link streams.
+
+    rate: packets per second [Hz] (the issue's 50-100 Hz; one period is 1/rate);
+    on_stop: what the servos do after :meth:`LiveLink.stop` or an error, ``"hold"``
+    (the last goal, torque on) or ``"torque-off"``; default_velocity,
+    default_acceleration: the limits of a motor that has none [rad/s, rad/s^2 of the
+    servo shaft] (the velocity is :data:`looprig.play.DEFAULT_HOMING_SPEED`'s);
+    jerk: the jerk limit [rad/s^3 of the servo shaft], ``inf`` for moves limited in
+    velocity and acceleration only (what the curves' limits state).
+    """
+
+    rate: float = 100.0
+    on_stop: str = "hold"
+    default_velocity: float = 0.5
+    default_acceleration: float = 5.0
+    jerk: float = math.inf
+
+    def __post_init__(self):
+        if not (math.isfinite(self.rate) and 1.0 <= self.rate <= 1000.0):
+            raise PlayError(f"live rate must be 1..1000 Hz, got {self.rate}")
+        if self.on_stop not in STOP_ACTIONS:
+            raise PlayError(f"on_stop must be one of {STOP_ACTIONS}, got {self.on_stop!r}")
+        for name in ("default_velocity", "default_acceleration", "jerk"):
+            if not getattr(self, name) > 0:
+                raise PlayError(f"live {name} must be positive, got {getattr(self, name)}")
+
+
+@dataclass(frozen=True)
+class LiveMotors:
+    """The servos a link drives, A of them: ``names``, bus ``ids``, ``units`` ("rad" or "m"),
+    servo ``motors`` (zero offset, direction); ``lower``/``upper`` (A,) [unit] the range the
+    targets are clamped to (the actuator's range within the servo's ticks); ``velocity``
+    (A,) [unit/s] and ``acceleration`` (A,) [unit/s^2] the limits every packet keeps;
+    ``mode`` the Operating Mode(11) the servos must be in; ``defaulted``: the motors whose
+    velocity or acceleration limit came from :class:`LiveSettings`."""
+
+    names: tuple[str, ...]
+    ids: tuple[int, ...]
+    units: tuple[str, ...]
+    motors: tuple[DynamixelMotor, ...]
+    lower: np.ndarray
+    upper: np.ndarray
+    velocity: np.ndarray
+    acceleration: np.ndarray
+    mode: int
+    defaulted: tuple[str, ...] = ()
+
+    @classmethod
+    def of(
+        cls,
+        curves: ActuatorCurves,
+        dynamixel: DynamixelSettings | None = None,
+        settings: LiveSettings | None = None,
+        ids: dict[str, int] | None = None,
+    ) -> "LiveMotors":
+        """From the names, units, limits and hardware ids of ``curves`` (values unused);
+        ``ids`` (name -> servo id) overrides the hardware ids."""
+        from .play import _servo_id
+
+        settings = settings or LiveSettings()
+        dynamixel = dynamixel or DynamixelSettings()
+        mode = dynamixel.mode
+        if mode == "auto":  # one turn unless a motor's range does not fit in it
+            span = np.asarray(curves.upper - curves.lower, float)
+            mode = "position" if np.all(span < 2 * math.pi) else "extended_position"
+        names = tuple(curves.names)
+        given = ids or {}
+        unknown = sorted(set(given) - set(names))
+        if unknown:
+            raise PlayError(f"live link servo ids: no motor {unknown[0]!r}; motors are {', '.join(names)}")
+        servo_ids = tuple(
+            _servo_id("live link", n, given.get(n, h))
+            for n, h in zip(names, curves.hardware_ids, strict=True)
+        )
+        if len(set(servo_ids)) != len(servo_ids):
+            raise PlayError(f"live link: two motors share a servo id ({list(servo_ids)})")
+        motors = dynamixel.motors_for(names)
+        per_unit = np.array(
+            [m.ticks_per_unit(u, n) for m, u, n in zip(motors, curves.units, names, strict=True)]
+        )
+        shaft = per_unit * 2.0 * math.pi / DXL_TICKS_PER_REV  # servo shaft rad per unit
+        velocity = np.asarray(curves.velocity_limit, float) * np.ones(len(names))
+        acceleration = np.asarray(curves.acceleration_limit, float) * np.ones(len(names))
+        defaulted = tuple(
+            n
+            for n, v, a in zip(names, velocity, acceleration, strict=True)
+            if not (np.isfinite(v) and np.isfinite(a))
+        )
+        velocity = np.where(np.isfinite(velocity), velocity, settings.default_velocity / shaft)
+        acceleration = np.where(
+            np.isfinite(acceleration), acceleration, settings.default_acceleration / shaft
+        )
+        # the servo's tick range, in actuator units, bounds the actuator's own range
+        lo, hi = dynamixel.tick_range or DXL_TICK_RANGES[mode]
+        zero = np.array([m.zero_offset_ticks for m in motors], float)
+        sign = np.array([m.direction for m in motors], float)
+        ends = np.sort(np.stack([sign * (lo - zero), sign * (hi - zero)]) / per_unit, axis=0)
+        lower = np.maximum(np.asarray(curves.lower, float) * np.ones(len(names)), ends[0])
+        upper = np.minimum(np.asarray(curves.upper, float) * np.ones(len(names)), ends[1])
+        return cls(
+            names,
+            servo_ids,
+            tuple(curves.units),
+            motors,
+            lower,
+            upper,
+            velocity,
+            acceleration,
+            DXL_OPERATING_MODES[mode],
+            defaulted,
+        )
+
+    def ticks(self, values: np.ndarray) -> np.ndarray:
+        """(A,) Goal Position ticks of (A,) values [unit] (rounded to the nearest tick)."""
+        return values_to_ticks(np.asarray(values, float)[None], self.units, self.motors, self.names)[0]
+
+    def values(self, ticks: np.ndarray) -> np.ndarray:
+        """(..., A) values [unit] of (..., A) ticks (the inverse of :meth:`ticks`)."""
+        from .core.export import ticks_to_values
+
+        ticks = np.asarray(ticks)
+        return ticks_to_values(
+            ticks.reshape(-1, len(self.names)), self.units, self.motors, self.names
+        ).reshape(ticks.shape)
+
+
+def sent_violations(motors: LiveMotors, ticks: np.ndarray, rate: float) -> list:
+    """The limit violations of goals ``ticks`` (P, A) sent one per 1/``rate`` [Hz]: their
+    values checked against ``motors``' range, velocity and acceleration limits as a tick
+    file's are (:func:`~looprig.core.export.written_violations`: three-point differences,
+    each sample allowed its half-tick rounding)."""
+    from .core.export import WrittenCurves, written_violations
+
+    ticks = np.asarray(ticks)
+    curves = ActuatorCurves(
+        np.arange(len(ticks)) / rate,
+        motors.values(ticks),
+        motors.names,
+        motors.units,
+        motors.lower,
+        motors.upper,
+        motors.velocity,
+        motors.acceleration,
+        motors.ids,
+    )
+    quantum = 1.0 / np.array(
+        [m.ticks_per_unit(u, n) for m, u, n in zip(motors.motors, motors.units, motors.names, strict=True)]
+    )
+    return written_violations(WrittenCurves("looprig-live-packets", curves, quantum))
+
+
+def curve_source(curves: ActuatorCurves) -> Source:
+    """A source reading ``curves`` (linear between samples, held past the ends): frame f is
+    time ``times[0] + f / rate`` (the curves' own rate) [s]; the payload is ignored."""
+    times, values = np.asarray(curves.times, float), np.asarray(curves.values, float)
+    rate = curves.rate_hz or 1.0 / float(np.median(np.diff(times)))
+
+    def values_at(frame: float, payload=None) -> np.ndarray:
+        t = times[0] + frame / rate
+        return np.array([np.interp(t, times, values[:, a]) for a in range(values.shape[1])])
+
+    return values_at
+
+
+class FrameSolver:
+    """The per-frame solver (:func:`~looprig.core.solve_ik`) as a live source: a frame's
+    targets -> motor values (A,) [rad | m] in ``motors`` order.
+
+    Built once from the robot and a mapping as a retarget builds them (motors, limits,
+    welded bodies merged, the mapping's start and held motors), without the terms that
+    compare a frame with the previous one (a scrub does not follow the clip's order: the
+    link's limited moves keep the servos within their limits). The first frame is solved
+    to full accuracy from the start pose (:func:`~looprig.core.start.solve_first_frame`),
+    every later one warm-started from the previous answer. ``samples``: the clip's tracks,
+    whose frames the source solves when the payload is None; otherwise the payload is
+    the frame's :class:`~looprig.core.IKTargets` (a host that samples its own scene).
+    """
+
+    def __init__(self, mechanism, mapping, samples=None):
+        from .core.export import DynamixelSettings as _Settings
+        from .core.readoff import ActuatorReadout
+        from .core.retarget import _target_arrays, build_problem, with_motors
+        from .core.rigid import RigidGroups
+        from .core.start import start_state
+
+        mapping = mapping.named_for(mechanism)
+        groups = RigidGroups(mapping.limited(with_motors(mechanism, mapping.motors)))
+        self.mechanism, self.mapping = groups.solver, mapping
+        self.state = start_state(self.mechanism, mapping.start, None)
+        held = None
+        if mapping.hold:
+            readout = ActuatorReadout(self.mechanism)
+            held = readout.read(self.state)[[self.mechanism.actuator_names.index(n) for n in mapping.hold]]
+        self.problem = build_problem(self.mechanism, mapping, first_frame=True, held=held)
+        self.actuators = self.problem.readout.read(self.state)
+        self.curves = ActuatorCurves.from_mechanism(
+            self.mechanism, np.tile(self.actuators, (2, 1)), mapping.rate
+        )
+        self.dynamixel = _Settings.from_mechanism(self.mechanism)
+        self.first = True
+        self.targets = None
+        if samples is not None:
+            samples = samples.resampled(mapping.rate)
+            self.targets = _target_arrays(mapping, samples)
+
+    @property
+    def frames(self) -> int:
+        """Frames of the clip the solver was given (0 without one)."""
+        return 0 if self.targets is None else len(self.targets[0])
+
+    def __call__(self, frame: float, payload=None) -> np.ndarray:
+        from .core import IKTargets, solve_ik
+        from .core.linalg import single_threaded_blas
+        from .core.start import solve_first_frame
+
+        if payload is None:
+            if self.targets is None:
+                raise LooprigError("the live solver has no clip: give each frame's targets")
+            f = int(np.clip(round(frame), 0, self.frames - 1))
+            positions, rotations, com = self.targets
+            payload = IKTargets(positions[f], rotations[f], None if com is None else com[f])
+        with single_threaded_blas():
+            if self.first:
+                result = solve_first_frame(self.problem, payload, self.state, self.mapping.reach_tolerance)
+                self.first = False
+            else:
+                result = solve_ik(self.problem, payload, self.state, previous_actuators=self.actuators)
+        self.state, self.actuators = result.state, result.actuators
+        return result.actuators
+
+
+@dataclass
+class LiveStatus:
+    """What the link is doing, for a panel or a console line: ``frame`` wanted; ``lag_s`` [s]
+    the time the servos still need to reach its pose (0 while they follow it); ``packets``
+    sent; ``late`` periods whose work overran the period; ``last_ms``, ``max_ms`` [ms] one
+    period's work (source, move, packet); ``running``; ``error``: why it stopped, if it failed."""
+
+    frame: float = 0.0
+    lag_s: float = 0.0
+    packets: int = 0
+    late: int = 0
+    last_ms: float = 0.0
+    max_ms: float = 0.0
+    running: bool = False
+    error: str = ""
+
+
+@dataclass
+class LiveReport:
+    """A finished stream: ``work_s`` (P,) [s] each period's work from its start to its packet
+    sent (source + move + send); ``sent`` (P, A) the ticks sent; ``sent_at`` (P,) [s,
+    ``time.monotonic``] when each packet left; ``stop_requested`` / ``stopped`` [s, monotonic]
+    when :meth:`LiveLink.stop` was called and when the servos were left as set."""
+
+    period: float
+    work_s: np.ndarray
+    sent: np.ndarray
+    sent_at: np.ndarray
+    stop_requested: float
+    stopped: float
+    status: LiveStatus = field(default_factory=LiveStatus)
+
+
+class LiveLink:
+    """Stream a source's frames to servos within their limits; see the module docstring.
+
+    ``frame_rate`` [frames/s]: the timeline's, to advance frames after :meth:`play` and to
+    tell a played step (the next frame or two: the servos follow at the animation's
+    speed) from a jump (the move ends at rest). ``last_frame`` bounds playback.
+    """
+
+    def __init__(
+        self,
+        motors: LiveMotors,
+        source: Source,
+        port: str,
+        baud: int = 57600,
+        settings: LiveSettings | None = None,
+        frame_rate: float = 100.0,
+        last_frame: float | None = None,
+    ):
+        self.motors, self.source, self.port, self.baud = motors, source, port, baud
+        self.settings = settings or LiveSettings()
+        self.frame_rate, self.last_frame = float(frame_rate), last_frame
+        self.status = LiveStatus()
+        self._lock = threading.Lock()
+        self._stop = threading.Event()
+        self._wanted: tuple[float, object] = (0.0, None)
+        self._playing: tuple[float, float] | None = None  # (frame, monotonic start)
+        self._thread: threading.Thread | None = None
+        self._bus: DynamixelBus | None = None
+        self._log: list[tuple[float, float, np.ndarray]] = []
+        self._stop_requested = math.nan
+        self._stopped = math.nan
+        self._error: LooprigError | None = None
+
+    # ---------------------------------------------------------------- host side
+    def open(self, frame: float = 0.0, payload=None) -> None:
+        """Ping and check the servos, switch the torque on, read where they are and start
+        streaming towards ``frame``; a failure before the thread starts closes the port."""
+        self._wanted = (float(frame), payload)
+        bus = DynamixelBus(self.port, self.baud, self.motors.ids)
+        try:
+            check_servos(bus, self.motors.names, self.motors.mode)
+            bus.torque(True)
+            present = self.motors.values(_retried(bus.present))
+        except BaseException:
+            bus.close()
+            raise
+        self._bus = bus
+        self.status.running = True
+        self._thread = threading.Thread(target=self._run, args=(present,), name="looprig-live", daemon=True)
+        self._thread.start()
+
+    def seek(self, frame: float, payload=None) -> None:
+        """Want ``frame`` (held there: scrubbing, or a host that plays its own timeline);
+        ``payload`` goes to the source (e.g. the frame's targets)."""
+        with self._lock:
+            self._wanted, self._playing = (float(frame), payload), None
+
+    def play(self, frame: float | None = None) -> None:
+        """Advance the wanted frame on the link's own clock at ``frame_rate`` from ``frame``
+        (default: the frame wanted now) until :meth:`seek`, :meth:`stop` or ``last_frame``."""
+        with self._lock:
+            start = self._wanted[0] if frame is None else float(frame)
+            self._wanted, self._playing = (start, None), (start, time.monotonic())
+
+    @property
+    def running(self) -> bool:
+        return self._thread is not None and self._thread.is_alive()
+
+    def stop(self) -> LiveReport:
+        """Stop now: the thread wakes at once, leaves the servos as ``on_stop`` says and
+        closes the port; returns the report. Raises the stream's error, if it failed
+        (:class:`PortLostError` for a port that went away)."""
+        if math.isnan(self._stop_requested):
+            self._stop_requested = time.monotonic()
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join()
+        report = self.report()
+        if self.status.error:
+            raise self._error
+        return report
+
+    def report(self) -> LiveReport:
+        log = self._log
+        a = len(self.motors.names)
+        return LiveReport(
+            1.0 / self.settings.rate,
+            np.array([w for _, w, _ in log]),
+            np.array([t for _, _, t in log], dtype=np.int64).reshape(len(log), a),
+            np.array([s for s, _, _ in log]),
+            self._stop_requested,
+            self._stopped,
+            self.status,
+        )
+
+    # -------------------------------------------------------------- the thread
+    def _frame_now(self, now: float) -> tuple[float, object]:
+        with self._lock:
+            (frame, payload), playing = self._wanted, self._playing
+        if playing is not None:
+            frame = playing[0] + (now - playing[1]) * self.frame_rate
+            if self.last_frame is not None:
+                frame = min(frame, self.last_frame)
+        return frame, payload
+
+    def _run(self, present: np.ndarray) -> None:
+        import ruckig
+
+        m, settings = self.motors, self.settings
+        period = 1.0 / settings.rate
+        a = len(m.names)
+        otg = ruckig.Ruckig(a, period)
+        state = ruckig.InputParameter(a)
+        out = ruckig.OutputParameter(a)
+        shaft = np.array(
+            [mo.ticks_per_unit(u, n) for mo, u, n in zip(m.motors, m.units, m.names, strict=True)]
+        )
+        shaft = shaft * 2.0 * math.pi / DXL_TICKS_PER_REV
+        state.current_position = np.clip(present, m.lower, m.upper).tolist()
+        state.current_velocity = [0.0] * a
+        state.current_acceleration = [0.0] * a
+        state.max_velocity = m.velocity.tolist()
+        state.max_acceleration = m.acceleration.tolist()
+        state.max_jerk = (settings.jerk / shaft).tolist()
+        last_frame, last_payload, last_values = None, None, None
+        next_tick = time.monotonic()
+        try:
+            while not self._stop.is_set():
+                start = time.monotonic()
+                frame, payload = self._frame_now(start)
+                if frame != last_frame or payload is not last_payload:
+                    values = np.clip(np.asarray(self.source(frame, payload), float), m.lower, m.upper)
+                    step = None if last_frame is None else frame - last_frame
+                    moving = step is not None and 0.0 < step <= 2.0 and payload is last_payload
+                    velocity = np.zeros(a)
+                    if moving and last_values is not None:  # played on: follow at the clip's speed
+                        velocity = np.clip(
+                            (values - last_values) * self.frame_rate / step, -m.velocity, m.velocity
+                        )
+                        velocity *= 0.999
+                    state.target_position = values.tolist()
+                    state.target_velocity = velocity.tolist()
+                    state.target_acceleration = [0.0] * a
+                    last_frame, last_payload, last_values = frame, payload, values
+                elif any(state.target_velocity):  # the frame stays: the move ends at rest there
+                    state.target_velocity = [0.0] * a
+                result = otg.update(state, out)
+                if result not in (ruckig.Result.Working, ruckig.Result.Finished):
+                    state.target_velocity = [0.0] * a  # a target speed the state cannot reach: end at rest
+                    result = otg.update(state, out)
+                    if result not in (ruckig.Result.Working, ruckig.Result.Finished):
+                        raise PlayError(
+                            f"live link: no move within the limits towards frame {frame:g} ({result})"
+                        )
+                ticks = m.ticks(out.new_position)
+                self._send(ticks)
+                sent = time.monotonic()
+                out.pass_to_input(state)
+                work = sent - start
+                self._log.append((sent, work, ticks))
+                remaining = (
+                    max(0.0, out.trajectory.duration - out.time) if result == ruckig.Result.Working else 0.0
+                )
+                self.status = LiveStatus(
+                    frame,
+                    remaining,
+                    len(self._log),
+                    self.status.late + (work > period),
+                    1e3 * work,
+                    max(self.status.max_ms, 1e3 * work),
+                    True,
+                    "",
+                )
+                next_tick += period
+                if next_tick < sent:  # a period overran: start the next one now
+                    next_tick = sent
+                self._stop.wait(next_tick - time.monotonic())
+        except Exception as error:  # any failure ends the stream with its message
+            self._error = error if isinstance(error, LooprigError) else PlayError(f"live link: {error}")
+            self.status.error = str(self._error)
+        finally:
+            self._leave()
+
+    def _send(self, ticks: np.ndarray) -> None:
+        try:
+            self._bus.send_goals(ticks)
+        except PlayError:
+            if os.path.exists(self.port):
+                raise
+            raise self._lost(None) from None
+        except Exception as error:  # pyserial's SerialException, OSError: the device went away
+            raise self._lost(error) from None
+
+    def _lost(self, error) -> PortLostError:
+        why = "" if error is None else f" ({error})"
+        return PortLostError(
+            f"{self.port}: the servo port disappeared after {len(self._log)} packets{why}; "
+            "the servos keep their last goal while they have power"
+        )
+
+    def _leave(self) -> None:
+        """Leave the servos as ``on_stop`` says (best effort: the bus may be what failed)."""
+        bus = self._bus
+        try:
+            if self.settings.on_stop == "torque-off" and not isinstance(self._error, PortLostError):
+                bus.port.is_using = False
+                bus.port.clearPort()
+                bus.torque(False)
+        except Exception as error:  # reported, never raised from the stop
+            if not self.status.error:
+                self.status.error = f"live link: torque off failed: {error}"
+                self._error = PlayError(self.status.error)
+        finally:
+            self._stopped = time.monotonic()
+            self.status.running = False
+            try:
+                bus.close()
+            except Exception:  # a port already gone cannot be closed again
+                pass

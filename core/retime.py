@@ -239,7 +239,8 @@ def plan_retiming(
         new_end = new_start + (b - a if pinned else found.duration)
         stretches.append(Stretch(a, b, new_start, new_end, pinned, cap, float(found.speed.min()), held))
         profiles.append(found)
-        new_start, speed_start = new_end, float(found.speed[-1])
+        # a stretch that kept its timing may end faster than the next can start
+        new_start, speed_start = new_end, min(float(found.speed[-1]), speed_end)
     return Retiming(tuple(stretches), tuple(profiles), tuple(sorted(set(float(p) for p in pins))))
 
 

@@ -350,15 +350,22 @@ class LiveLink:
         self._stop_requested = math.nan
         self._stopped = math.nan
         self._error: LooprigError | None = None
+        self.first_source_s = math.nan  # [s] the source's first call, in :meth:`open`
 
     # ---------------------------------------------------------------- host side
     def open(self, frame: float = 0.0, payload=None) -> None:
-        """Ping and check the servos, switch the torque on, read where they are and start
-        streaming towards ``frame``; a failure before the thread starts closes the port."""
-        self._wanted = (float(frame), payload)
+        """Ping and check the servos, take ``frame``'s values from the source (the first solve,
+        :attr:`first_source_s` [s], is done here, before the first packet), switch the torque
+        on, read where the servos are and start streaming from there towards ``frame``; a
+        failure before the thread starts closes the port."""
+        frame = float(frame)
+        self._wanted = (frame, payload)
         bus = DynamixelBus(self.port, self.baud, self.motors.ids)
         try:
             check_servos(bus, self.motors.names, self.motors.mode)
+            start = time.perf_counter()
+            values = np.asarray(self.source(frame, payload), float)
+            self.first_source_s = time.perf_counter() - start
             bus.torque(True)
             present = self.motors.values(_retried(bus.present))
         except BaseException:
@@ -366,7 +373,10 @@ class LiveLink:
             raise
         self._bus = bus
         self.status.running = True
-        self._thread = threading.Thread(target=self._run, args=(present,), name="looprig-live", daemon=True)
+        first = (frame, payload, values)
+        self._thread = threading.Thread(
+            target=self._run, args=(present, first), name="looprig-live", daemon=True
+        )
         self._thread.start()
 
     def seek(self, frame: float, payload=None) -> None:
@@ -423,7 +433,7 @@ class LiveLink:
                 frame = min(frame, self.last_frame)
         return frame, payload
 
-    def _run(self, present: np.ndarray) -> None:
+    def _run(self, present: np.ndarray, first: tuple) -> None:
         import ruckig
 
         m, settings = self.motors, self.settings
@@ -442,7 +452,10 @@ class LiveLink:
         state.max_velocity = m.velocity.tolist()
         state.max_acceleration = m.acceleration.tolist()
         state.max_jerk = (settings.jerk / shaft).tolist()
-        last_frame, last_payload, last_values = None, None, None
+        last_frame, last_payload, last_values = first
+        state.target_position = np.clip(last_values, m.lower, m.upper).tolist()
+        state.target_velocity = [0.0] * a
+        state.target_acceleration = [0.0] * a
         next_tick = time.monotonic()
         try:
             while not self._stop.is_set():
@@ -450,10 +463,9 @@ class LiveLink:
                 frame, payload = self._frame_now(start)
                 if frame != last_frame or payload is not last_payload:
                     values = np.clip(np.asarray(self.source(frame, payload), float), m.lower, m.upper)
-                    step = None if last_frame is None else frame - last_frame
-                    moving = step is not None and 0.0 < step <= 2.0 and payload is last_payload
+                    step = frame - last_frame
                     velocity = np.zeros(a)
-                    if moving and last_values is not None:  # played on: follow at the clip's speed
+                    if 0.0 < step <= 2.0:  # played on (a frame or two): follow at the clip's speed
                         velocity = np.clip(
                             (values - last_values) * self.frame_rate / step, -m.velocity, m.velocity
                         )
@@ -523,9 +535,7 @@ class LiveLink:
         bus = self._bus
         try:
             if self.settings.on_stop == "torque-off" and not isinstance(self._error, PortLostError):
-                bus.port.is_using = False
-                bus.port.clearPort()
-                bus.torque(False)
+                bus.torque_off_at_once()
         except Exception as error:  # reported, never raised from the stop
             if not self.status.error:
                 self.status.error = f"live link: torque off failed: {error}"

@@ -222,6 +222,16 @@ class DynamixelBus:
         result, error = self.packets.write1ByteTxRx(self.port, dxl_id, ADDR_TORQUE_ENABLE, int(on))
         self._check(dxl_id, f"torque {'on' if on else 'off'}", result, error)
 
+    def torque_off_at_once(self) -> None:
+        """Torque Enable(64) = 0 on every servo in one sync write (no status packets come
+        back: the fastest stop the bus allows)."""
+        writer = self.sdk.GroupSyncWrite(self.port, self.packets, ADDR_TORQUE_ENABLE, 1)
+        for dxl_id in self.ids:
+            writer.addParam(dxl_id, [0])
+        result = writer.txPacket()
+        if result != self.sdk.COMM_SUCCESS:
+            raise PlayError(f"sync write of Torque Enable(64) = 0: {self.packets.getTxRxResult(result)}")
+
     def present(self) -> np.ndarray:
         """(A,) Present Position(132) ticks (signed), by one sync read."""
         result = self.reader.txRxPacket()

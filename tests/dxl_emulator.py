@@ -152,7 +152,7 @@ def _serve(master: int, servos, tau: float, control) -> None:
 
     while True:
         ready, _, _ = select.select([master, control], [], [])
-        if control in ready:
+        if control in ready and master not in ready:  # packets already sent are answered first
             request = control.recv()
             if request == "stop":
                 return
@@ -202,14 +202,16 @@ def _serve(master: int, servos, tau: float, control) -> None:
                 continue
             if instruction == SYNC_WRITE:
                 address, size = struct.unpack_from("<HH", params)
-                goals = {}
+                written = {}
                 for k in range(4, len(params), size + 1):
                     target, data = params[k], params[k + 1 : k + 1 + size]
                     if target in state:
                         state[target].write(address, data)
-                        if address == GOAL_POSITION:
-                            goals[target] = struct.unpack("<i", data)[0]
-                entry["goals"] = goals
+                        written[target] = list(data)
+                if address == GOAL_POSITION and size == 4:
+                    entry["goals"] = {i: struct.unpack("<i", bytes(d))[0] for i, d in written.items()}
+                else:
+                    entry["sync_write"] = (address, written)
             elif instruction == SYNC_READ:
                 address, size = struct.unpack_from("<HH", params)
                 answered = {}
@@ -252,9 +254,10 @@ class EmulatedBus:
         self._process.start()
 
     def snapshot(self) -> dict:
-        """{"packets": [{t, id, instruction, crc_ok, goals?, write?, present?}...], "servos": {id: state}}:
-        ``goals`` the Goal Position ticks of a sync write, ``present`` the Present Position
-        ticks a sync read of it answered, by servo id."""
+        """{"packets": [{t, id, instruction, crc_ok, goals?, sync_write?, write?, present?}...],
+        "servos": {id: state}}: ``goals`` the Goal Position ticks of a sync write, ``sync_write``
+        (address, {id: bytes}) of any other sync write, ``present`` the Present Position ticks a
+        sync read of it answered, by servo id; ``t`` [s] ``time.monotonic()`` when it arrived."""
         if self._unplugged is not None:
             return self._unplugged
         self._control.send("snapshot")

@@ -325,20 +325,34 @@ class ActuatorCurves:
                 f"frames {np.min(np.diff(self.times)):.3g} s apart): {exc}"
             ) from None
 
-    def derivative(self, order: int, method: str = DERIVATIVE) -> np.ndarray:
+    def derivative(self, order: int, method: str = DERIVATIVE, cyclic: bool = False) -> np.ndarray:
         """(F, A) ``order``-th time derivative (1 or 2) at the samples [unit/s^order].
 
         method: "spline" or "central" (see the module docstring). A single
-        frame has zero derivatives.
+        frame has zero derivatives. cyclic: the curves played in a loop, the first
+        sample one period after the last (uniform times only): the central
+        differences wrap around at both ends.
         """
         if method not in DERIVATIVE_METHODS:
             raise CurvesError(did_you_mean("derivative method", method, DERIVATIVE_METHODS))
         if order not in (1, 2):
             raise CurvesError(f"derivative order must be 1 or 2, got {order}")
+        if cyclic and (method != "central" or self.rate_hz is None):
+            raise CurvesError(
+                "curves played in a loop are checked by central differences on uniform times "
+                f"(method {method!r}, {'uniform' if self.rate_hz else 'non-uniform'} times)"
+            )
         if self.n_frames < 2:
             return np.zeros_like(self.values)
         with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
-            if method == "spline":
+            if cyclic:
+                after, before = np.roll(self.values, -1, axis=0), np.roll(self.values, 1, axis=0)
+                rate = float(self.n_frames - 1) / self.duration
+                if order == 1:
+                    out = (after - before) * (0.5 * rate)
+                else:
+                    out = (after - 2.0 * self.values + before) * rate**2
+            elif method == "spline":
                 out = self.spline()(self.times, order)
             elif order == 1:
                 edge = 2 if self.n_frames > 2 else 1
@@ -412,11 +426,14 @@ class LimitCheckSettings:
     rtol: a sample violates a bound only if it exceeds it by more than
     ``rtol * max(1, |bound|)`` (in the bound's unit), which absorbs rounding
     noise of curves that touch a limit exactly.
+    cyclic: the curves played in a loop (the first sample one period after the
+    last): velocities and accelerations by central differences that wrap around.
     """
 
     derivative: str = DERIVATIVE
     quantities: tuple[str, ...] = QUANTITIES
     rtol: float = 1e-9
+    cyclic: bool = False
 
     def __post_init__(self):
         if self.derivative not in DERIVATIVE_METHODS:
@@ -438,10 +455,14 @@ def check_limits(curves: ActuatorCurves, settings: LimitCheckSettings | None = N
     settings = settings or LimitCheckSettings()
     rates = {}
     if "velocity" in settings.quantities:
-        rates["velocity"] = (curves.velocities(settings.derivative), curves.velocity_limit, 1)
+        rates["velocity"] = (
+            curves.derivative(1, settings.derivative, settings.cyclic),
+            curves.velocity_limit,
+            1,
+        )
     if "acceleration" in settings.quantities:
         rates["acceleration"] = (
-            curves.accelerations(settings.derivative),
+            curves.derivative(2, settings.derivative, settings.cyclic),
             curves.acceleration_limit,
             2,
         )

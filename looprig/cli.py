@@ -5,7 +5,7 @@ One module although long: every subcommand's parser and handler, thin, side by s
     looprig info MECHANISM [--json]
     looprig convert IN OUT
     looprig retarget MECHANISM TRACKS --map MAP -o OUTDIR [--strict] [--formats ...] [--plot]
-    looprig check CURVES [--strict]
+    looprig check CURVES [--strict] [--cyclic]
     looprig export CURVES --format FORMAT -o OUT [--allow-violations]
     looprig plot CURVES -o PNG
     looprig batch JOBS [--scheduler ADDRESS] [--workers N] [--summary FILE]
@@ -209,7 +209,7 @@ def cmd_check(args) -> int:
     from .core.export import read_written, resolution_text, written_violations
 
     written = read_written(args.curves)
-    violations = written_violations(written)
+    violations = written_violations(written, cyclic=args.cyclic)
     for v in violations:
         print(v.describe())
     curves = written.curves
@@ -219,7 +219,8 @@ def cmd_check(args) -> int:
     if note:
         print(note)
     if not violations:
-        print(f"{curves.n_actuators} actuators, {curves.n_frames} frames: within limits")
+        looped = " (played in a loop, the seam included)" if args.cyclic else ""
+        print(f"{curves.n_actuators} actuators, {curves.n_frames} frames: within limits{looped}")
     if violations and args.strict:
         print(f"looprig: error: {args.curves}: {len(violations)} limit violation(s)", file=sys.stderr)
         return EXIT_REFUSED
@@ -446,6 +447,12 @@ def build_parser() -> argparse.ArgumentParser:
         "curves", help="a curves CSV or JSON, a Dynamixel ticks CSV or JSON, or a C header (.h)"
     )
     check.add_argument("--strict", action="store_true", help="exit 3 when there are violations")
+    check.add_argument(
+        "--cyclic",
+        action="store_true",
+        help="the file is played in a loop (its first sample one period after its last): "
+        "velocities and accelerations at the seam from the wrap-around differences",
+    )
     check.set_defaults(func=cmd_check)
 
     exp = sub.add_parser("export", help="convert curves to a hardware format")

@@ -146,3 +146,58 @@ def test_play_accepts_a_tick_file_whose_only_excess_is_rounding(capsys, tmp_path
     write_dynamixel_json(dataclasses.replace(swing(2.9), hardware_ids=(3,)), path)
     assert main(["play", str(path), "--dry-run"]) == 0
     assert "goal ticks" in capsys.readouterr().out
+
+
+def loop(speed: float, periods: int = 2, seconds: float = 1.0, repeat_first: bool = False) -> ActuatorCurves:
+    """x(t) = (speed / w) sin(w t) over ``periods`` whole periods in ``seconds`` at 600 Hz,
+    the sample one period after the last being the first (played in a loop); with
+    ``repeat_first`` the last sample is the first again (a file that closes its loop by
+    repeating it: played in a loop, that sample stands still for one period)."""
+    count = round(seconds * RATE) + (1 if repeat_first else 0)
+    t = np.arange(count) / RATE
+    w = 2 * np.pi * periods / seconds
+    x = speed / w * np.sin(w * t)
+    return ActuatorCurves(
+        t, x[:, None], ("knee",), lower=-1.2, upper=1.2, velocity_limit=3.0, acceleration_limit=40.0
+    )
+
+
+def test_played_three_times_in_a_row_the_cyclic_derivatives_are_the_middle_copys():
+    """The wrap-around differences of a file are those of the file tiled three times, at
+    the middle copy's samples (the check of a cyclic file played three times in a row)."""
+    curves = loop(2.9, periods=1, seconds=0.5)
+    x, F = curves.values, curves.n_frames
+    rng = np.random.default_rng(3)
+    x = x + 1e-3 * rng.normal(size=x.shape)  # any values: no closed loop needed
+    curves = curves.with_values(curves.times, x)
+    tiled = ActuatorCurves(np.arange(3 * F) / RATE, np.tile(x, (3, 1)), ("knee",))
+    for order in (1, 2):
+        np.testing.assert_allclose(
+            curves.derivative(order, cyclic=True), tiled.derivative(order)[F : 2 * F], rtol=1e-12, atol=1e-9
+        )
+
+
+@pytest.mark.parametrize("name", WRITERS)
+def test_a_seamless_loop_passes_check_cyclic_and_a_repeated_first_sample_does_not(capsys, tmp_path, name):
+    """2.9 rad/s against 3 over two whole periods: seamless, within every limit played in a
+    loop. The same loop closed by repeating its first sample stands still for one period at
+    the seam: (x[F-2] - x[0]) / dt^2, about -v / dt = 1.2e3 rad/s^2 against 40, at both ends."""
+    seamless, repeated = tmp_path / f"seamless.{name}", tmp_path / f"repeated.{name}"
+    WRITERS[name](loop(2.9), seamless)
+    WRITERS[name](loop(2.9, repeat_first=True), repeated)
+    code, out, err = check(capsys, seamless, "--strict", "--cyclic")
+    assert (code, err) == (0, ""), out
+    assert out.strip().endswith("within limits (played in a loop, the seam included)")
+    assert check(capsys, repeated, "--strict")[0] == 0  # as one pass, nothing is wrong
+    code, out, err = check(capsys, repeated, "--strict", "--cyclic")
+    assert code == 3 and "2 limit violation(s)" in err
+    seams = [line for line in out.splitlines() if line.startswith("actuator 'knee': acceleration")]
+    assert len(seams) == 2 and "t=0.000" in seams[0] and "t=1.000" in seams[1], out
+
+
+def test_a_cyclic_check_needs_uniform_times(capsys, tmp_path):
+    t = np.array([0.0, 0.1, 0.3, 0.4])
+    path = tmp_path / "uneven.csv"
+    write_csv(ActuatorCurves(t, t[:, None], ("knee",)), path)
+    code, _, err = check(capsys, path, "--cyclic")
+    assert code == 2 and err.count("\n") == 1 and "uniform times" in err

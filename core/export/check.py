@@ -158,23 +158,32 @@ def quantised_allowance(times: np.ndarray, order: int) -> np.ndarray:
     return np.abs(curves.derivative(order, "central")).sum(axis=1)
 
 
-def written_violations(written: WrittenCurves) -> list[Violation]:
+def written_violations(written: WrittenCurves, cyclic: bool = False) -> list[Violation]:
     """Every violation of a file read by :func:`read_written`: those it records, its
     limits checked again on its values (quantised values with their rounding allowed
-    for, see the module docstring) and, for tick files, the Dynamixel tick range."""
+    for, see the module docstring) and, for tick files, the Dynamixel tick range.
+
+    cyclic: the file played in a loop, its first sample one period after its last:
+    the velocities and accelerations at both ends are the wrap-around central
+    differences (:meth:`~looprig.core.curves.ActuatorCurves.derivative`)."""
     curves = written.curves
     if not np.any(written.quantum):
-        found = all_violations(curves)
+        found = all_violations(curves, LimitCheckSettings(cyclic=cyclic))
     else:
-        found = merge_violations(_quantised_violations(curves, written.quantum), curves.carried_violations)
+        found = merge_violations(
+            _quantised_violations(curves, written.quantum, cyclic), curves.carried_violations
+        )
     if written.ticks is not None:
         found = merge_violations(found, tick_range_violations(curves, written.ticks, written.dynamixel))
     return merge_violations(found, order=curves.names)
 
 
-def _quantised_violations(curves: ActuatorCurves, quantum: np.ndarray) -> list[Violation]:
+def _quantised_violations(
+    curves: ActuatorCurves, quantum: np.ndarray, cyclic: bool = False
+) -> list[Violation]:
     """Limit violations of quantised values: each bound widened by what rounding by
-    half a ``quantum`` (A,) can move the sample (three-point derivatives)."""
+    half a ``quantum`` (A,) can move the sample (three-point derivatives; ``cyclic``:
+    wrapping around, whose weights sum to ``rate`` and ``4 rate^2`` at every sample)."""
     t, rtol = curves.times, LimitCheckSettings().rtol
     half = 0.5 * np.asarray(quantum, dtype=float)
     found = []
@@ -192,8 +201,13 @@ def _quantised_violations(curves: ActuatorCurves, quantum: np.ndarray) -> list[V
         ):
             if not math.isfinite(limit) or len(t) < 3:
                 continue
-            rate = curves.derivative(order, "central")[:, a]
-            excess = np.abs(rate) - limit - half[a] * quantised_allowance(t, order) - rtol * max(1.0, limit)
+            rate = curves.derivative(order, "central", cyclic)[:, a]
+            if cyclic:
+                rate_hz = (curves.n_frames - 1) / curves.duration
+                allowance = rate_hz if order == 1 else 4.0 * rate_hz**2
+            else:
+                allowance = quantised_allowance(t, order)
+            excess = np.abs(rate) - limit - half[a] * allowance - rtol * max(1.0, limit)
             found += violations_from_excess(
                 name,
                 quantity,

@@ -306,13 +306,15 @@ class LiveStatus:
 class LiveReport:
     """A finished stream: ``work_s`` (P,) [s] each period's work from its start to its packet
     sent (source + move + send); ``sent`` (P, A) the ticks sent; ``sent_at`` (P,) [s,
-    ``time.monotonic``] when each packet left; ``stop_requested`` / ``stopped`` [s, monotonic]
-    when :meth:`LiveLink.stop` was called and when the servos were left as set."""
+    ``time.monotonic``] when each packet left; ``lag_s`` (P,) [s] the lag after each packet
+    (:attr:`LiveStatus.lag_s`); ``stop_requested`` / ``stopped`` [s, monotonic] when
+    :meth:`LiveLink.stop` was called and when the servos were left as set."""
 
     period: float
     work_s: np.ndarray
     sent: np.ndarray
     sent_at: np.ndarray
+    lag_s: np.ndarray
     stop_requested: float
     stopped: float
     status: LiveStatus = field(default_factory=LiveStatus)
@@ -415,9 +417,10 @@ class LiveLink:
         a = len(self.motors.names)
         return LiveReport(
             1.0 / self.settings.rate,
-            np.array([w for _, w, _ in log]),
-            np.array([t for _, _, t in log], dtype=np.int64).reshape(len(log), a),
-            np.array([s for s, _, _ in log]),
+            np.array([w for _, w, _, _ in log]),
+            np.array([t for _, _, t, _ in log], dtype=np.int64).reshape(len(log), a),
+            np.array([s for s, _, _, _ in log]),
+            np.array([lag for _, _, _, lag in log]),
             self._stop_requested,
             self._stopped,
             self.status,
@@ -489,10 +492,10 @@ class LiveLink:
                 sent = time.monotonic()
                 out.pass_to_input(state)
                 work = sent - start
-                self._log.append((sent, work, ticks))
                 remaining = (
                     max(0.0, out.trajectory.duration - out.time) if result == ruckig.Result.Working else 0.0
                 )
+                self._log.append((sent, work, ticks, remaining))
                 self.status = LiveStatus(
                     frame,
                     remaining,

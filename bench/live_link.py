@@ -1,0 +1,128 @@
+"""Live link on Reachy Mini: a 10-second head clip streamed at 100 Hz on the emulated bus.
+
+Cold, in one process: open the MJCF file, build the per-frame solver (looprig.live.FrameSolver)
+on bench/reachy_mini.py's head clip (10 s at 100 Hz), open the link on nine emulated X-series
+servos (tests/dxl_emulator.py, through the real dynamixel-sdk) and play; 5 s in, the timeline
+jumps 90 frames ahead (a scrub) and plays on; at 9.5 s the stop (what Esc calls). Every frame
+is solved by the per-frame solver in the link's thread when it is wanted.
+
+Prints one JSON line: the time to open the file and build the solver; the first frame's solve
+(done in open(), before the first packet) [ms]; per period the work from its start to its
+packet sent (solve + ruckig move + sync write) [ms]: median, 99th percentile, max, and the
+periods over 10 ms; packets sent and their limit violations (looprig.live.sent_violations:
+range, velocity, acceleration as a tick file is checked; 0 is the claim); the jump: the peak
+lag after it [s] (the time the servos still needed to reach the wanted pose) and how long they
+took to catch up with the clip [s] (a snap would take one period) and the largest motor move
+of the catch-up [rad]; the stop: from the call to the servos left as set [ms] and the last goal
+packet's arrival after the call [ms]. The motor limits are the servo
+catalogue's (Reachy Mini's servos: XC330-M288 body yaw, XL330-M288 Stewart motors, XL330-M077
+antennas) with accelerations derived from their stall torque (derive_acceleration).
+
+    python bench/live_link.py [--seconds 10] [--rate 100] [--jump 90]
+"""
+
+import argparse
+import json
+import sys
+import time
+import warnings
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path[:0] = [str(ROOT / "tests"), str(ROOT / "bench")]
+
+from dxl_emulator import EmulatedBus, Servo  # noqa: E402  (the project's Protocol 2.0 emulator)
+from looprig.cad_import import load_mechanism  # noqa: E402
+from looprig.core.retarget import RetargetMapping, TargetSpec  # noqa: E402
+from reachy_mini import FILES, head_clip  # noqa: E402
+
+from looprig import live  # noqa: E402
+
+#: Reachy Mini's servos (catalogue names) and their Model Number(0)
+SERVOS = {"yaw_body": "XC330-M288-T", **{f"stewart_{k}": "XL330-M288-T" for k in range(1, 7)}}
+SERVOS |= {"right_antenna": "XL330-M077-T", "left_antenna": "XL330-M077-T"}
+MODEL_NUMBERS = {"XC330-M288-T": 1240, "XL330-M288-T": 1200, "XL330-M077-T": 1190}
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--seconds", type=float, default=10.0)
+    parser.add_argument("--rate", type=float, default=100.0)
+    parser.add_argument("--jump", type=int, default=90)
+    args = parser.parse_args(argv)
+    frames = round(args.seconds * args.rate) + 1
+    warnings.simplefilter("ignore", UserWarning)  # the file names no servos: the mapping does
+    start = time.perf_counter()
+    mechanism = load_mechanism(FILES[0])  # the MJCF
+    mapping = RetargetMapping(
+        (TargetSpec("head", "xl_330", (1, 1, 1), (1, 1, 1)),),
+        rate=args.rate,
+        servo=SERVOS,
+        derive_acceleration=True,
+    )
+    solver = live.FrameSolver(mechanism, mapping, head_clip(mechanism, frames, args.rate))
+    ids = {name: k + 1 for k, name in enumerate(solver.curves.names)}
+    motors = live.LiveMotors.of(solver.curves, solver.dynamixel, live.LiveSettings(rate=args.rate), ids=ids)
+    built = time.perf_counter() - start
+    ticks = motors.ticks(solver.actuators)
+    servos = [
+        Servo(ids[n], model=MODEL_NUMBERS[SERVOS[n]], position=int(t))
+        for n, t in zip(motors.names, ticks, strict=True)
+    ]
+    with EmulatedBus(servos) as bus:
+        link = live.LiveLink(
+            motors, solver, bus.port, 1_000_000, live.LiveSettings(rate=args.rate), args.rate, frames - 1
+        )
+        link.open(0)
+        t0 = time.monotonic()
+        link.play(0)
+        time.sleep(max(0.0, t0 + 0.5 * args.seconds - time.monotonic()))
+        jumped_at = time.monotonic()
+        before = link.status.frame
+        link.play(before + args.jump)
+        time.sleep(max(0.0, t0 + 0.95 * args.seconds - time.monotonic()))
+        report = link.stop()  # Esc
+        snapshot = bus.snapshot()
+    goal_times = np.array([p["t"] for p in snapshot["packets"] if "goals" in p])
+    work = 1e3 * report.work_s
+    period_ms = 1e3 / args.rate
+    violations = live.sent_violations(motors, np.vstack([ticks, report.sent]), args.rate)
+    # the jump's move: from the first packet after it with a lag to the first without again
+    lagging = np.flatnonzero((report.sent_at >= jumped_at) & (report.lag_s > 0.0))
+    first_after = int(lagging[0]) if lagging.size else len(report.sent) - 1
+    caught = np.flatnonzero((np.arange(len(report.sent)) > first_after) & (report.lag_s == 0.0))
+    after = np.arange(len(report.sent)) >= first_after
+    values = motors.values(report.sent)
+    moved = values[first_after - 1 : caught[0] + 1] if caught.size else values[:1]
+    line = {
+        "file": FILES[0].name,
+        "motors": len(motors.names),
+        "rate_hz": args.rate,
+        "open_and_build_s": round(built, 3),
+        "first_frame_ms": round(1e3 * link.first_source_s, 2),
+        "packets": len(report.sent),
+        "period_ms": period_ms,
+        "work_median_ms": round(float(np.median(work)), 3),
+        "work_p99_ms": round(float(np.percentile(work, 99)), 3),
+        "work_max_ms": round(float(work.max()), 3),
+        "periods_over_10ms": int((work > 10.0).sum()),
+        "violations": len(violations),
+        "velocity_limits_rad_s": [round(float(v), 2) for v in sorted(set(motors.velocity))],
+        "acceleration_limits_rad_s2": [round(float(v), 1) for v in sorted(set(motors.acceleration))],
+        "jump_frames": args.jump,
+        "jump_largest_move_rad": round(float(np.abs(moved[-1] - moved[0]).max()), 4) if caught.size else None,
+        "jump_peak_lag_s": round(float(report.lag_s[after].max()), 3),
+        "jump_catch_up_s": round(float(report.sent_at[caught[0]] - report.sent_at[first_after]), 3)
+        if caught.size
+        else None,
+        "stop_ms": round(1e3 * (report.stopped - report.stop_requested), 3),
+        "last_goal_after_stop_ms": round(1e3 * (goal_times.max() - report.stop_requested), 3),
+    }
+    print(json.dumps(line), flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

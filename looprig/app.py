@@ -49,6 +49,20 @@ def load_samples(path):
     return read_tracks(path).samples()
 
 
+#: Length of the transition between chained clips unless one is given [s].
+CHAIN_TRANSITION = 0.3
+
+
+def load_chain(paths: Sequence, rate: float, transition: float = CHAIN_TRANSITION):
+    """Tracks files played in sequence with ``transition`` [s] between each pair, as one
+    clip at ``rate`` [Hz] (:func:`looprig.core.chain.chain_clips`), each part named for
+    its file."""
+    from .core.chain import chain_clips
+
+    names = [Path(p).name.split(".")[0] for p in paths]
+    return chain_clips([load_samples(p) for p in paths], transition, rate, names)
+
+
 def load_curves(path):
     """Actuator curves from a curves JSON (``.json``) or CSV file."""
     from .core import export
@@ -349,11 +363,15 @@ def retarget_to_folder(
     inputs: Sequence = (),
     dynamixel_mode: str = "auto",
     pins: Sequence[float] = (),
+    chain=None,
 ) -> RetargetOutcome:
     """Retarget a clip and write the curves, report.json (and curves.png with ``plot``).
 
     With the mapping's timing ``stretch`` the clip is retimed with ``pins`` (clip
-    times [s]) kept at their times (:func:`looprig.retime.retarget_timed`).
+    times [s]) kept at their times (:func:`looprig.retime.retarget_timed`). chain:
+    the :class:`~looprig.core.chain.Chain` whose ``samples`` these are (clips played in
+    sequence): its transition frames are neither limited nor unreachable, and the
+    report lists its parts (``chain``).
 
     The outputs are written as one set (see :mod:`looprig.outputs`); blocking
     findings (:func:`findings_of`) raise :class:`RetargetRefused` with nothing
@@ -368,8 +386,15 @@ def retarget_to_folder(
 
     check_frame_count(samples, mapping.rate)
     output_folder(outdir, inputs)  # a bad output folder is found before the solve, not after
+    if chain is not None and mapping.timing != "keep":
+        raise LooprigError(
+            "clips played in sequence are solved with timing 'keep' (their transitions are timed)"
+        )
     result = retarget_timed(mechanism, samples, mapping, pins, progress=progress)
+    released = chain.release(result) if chain is not None else 0
     summary = result.summary()
+    if chain is not None:
+        summary["chain"] = {**chain.to_dict(), "transition_frames": released}
     if any(f in TICK_FORMATS for f in formats):
         from .core.export import plan_ticks
 

@@ -4,7 +4,7 @@ One module although long: every subcommand's parser and handler, thin, side by s
 
     looprig info MECHANISM [--json]
     looprig convert IN OUT
-    looprig retarget MECHANISM TRACKS --map MAP -o OUTDIR [--strict] [--formats ...] [--plot]
+    looprig retarget MECHANISM TRACKS [TRACKS ...] --map MAP -o OUTDIR [--strict] [--formats ...] [--plot]
     looprig check CURVES [--strict] [--cyclic]
     looprig export CURVES --format FORMAT -o OUT [--allow-violations]
     looprig plot CURVES -o PNG
@@ -161,10 +161,16 @@ def cmd_retarget(args) -> int:
     overrides = setting_overrides(args) | mapping_overrides(args)
     if overrides:
         mapping = RetargetMapping.from_dict({**mapping.to_dict(), **overrides}, "command line")
-    inputs = [args.map, args.tracks] + ([args.mechanism] if Path(args.mechanism).exists() else [])
+    inputs = [args.map, *args.tracks] + ([args.mechanism] if Path(args.mechanism).exists() else [])
     mechanism = app.load_mechanism(args.mechanism)
-    samples = app.load_samples(args.tracks)
-    pins = ()
+    pins, chain = (), None
+    if len(args.tracks) > 1:  # clips played in sequence
+        if args.pin:
+            raise LooprigError("--pin: clips played in sequence are not retimed; pin one clip's frames")
+        chain = app.load_chain(args.tracks, mapping.rate, args.transition)
+        samples = chain.samples
+    else:
+        samples = app.load_samples(args.tracks[0])
     if args.pin:
         from .core.retime import pin_times
 
@@ -183,6 +189,7 @@ def cmd_retarget(args) -> int:
         inputs=inputs,
         dynamixel_mode=args.dynamixel_mode,
         pins=pins,
+        chain=chain,
     )
     if not args.quiet:
         console.print_retarget(outcome)
@@ -388,7 +395,18 @@ def build_parser() -> argparse.ArgumentParser:
 
     retarget = sub.add_parser("retarget", help="retarget a clip and write motor curves")
     retarget.add_argument("mechanism")
-    retarget.add_argument("tracks", help="tracks file (.json/.npz) or .bvh")
+    retarget.add_argument(
+        "tracks",
+        nargs="+",
+        help="tracks file (.json/.npz) or .bvh; several: clips played in sequence, with --transition between",
+    )
+    retarget.add_argument(
+        "--transition",
+        type=seconds,
+        default=app.CHAIN_TRANSITION,
+        help="between clips played in sequence: the transition's length [s] "
+        f"(default {app.CHAIN_TRANSITION:g})",
+    )
     retarget.add_argument("--map", required=True, help="mapping file (JSON)")
     retarget.add_argument("-o", "--output", required=True, help="output folder")
     retarget.add_argument(

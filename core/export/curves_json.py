@@ -5,7 +5,9 @@ uniform), "frame_count", "times": [...], "actuators": [{"name", "unit",
 "velocity_unit", "acceleration_unit", "hardware_id", "lower", "upper",
 "velocity_limit", "acceleration_limit", "values": [...]}], "violations":
 [{"actuator", "quantity", "start_time", "end_time", "peak", "limit",
-"peak_time", "unit"}]}``; ``null`` = no limit.
+"peak_time", "unit"}], "audio" (optional): {"path", "offset_s"}}``; ``null`` = no
+limit. ``audio`` is the clip's sound: its file and the clip time [s] its first sample
+plays at (:func:`read_audio`; ``looprig play --audio`` plays it with the motion).
 """
 
 import json
@@ -34,8 +36,11 @@ from .gate import gate
 CURVES_JSON_FORMAT = "looprig-curves"
 
 
-def curves_to_dict(curves: ActuatorCurves, violations: Sequence[Violation] = ()) -> dict:
-    """The ``looprig-curves`` version 1 document of ``curves`` (JSON-ready)."""
+def curves_to_dict(
+    curves: ActuatorCurves, violations: Sequence[Violation] = (), audio: Mapping | None = None
+) -> dict:
+    """The ``looprig-curves`` version 1 document of ``curves`` (JSON-ready); ``audio``: the
+    clip's sound, ``{"path": str, "offset_s": seconds}``."""
     actuators = []
     for a, name in enumerate(curves.names):
         unit = curves.units[a]
@@ -62,7 +67,18 @@ def curves_to_dict(curves: ActuatorCurves, violations: Sequence[Violation] = ())
         "times": [float(t) for t in curves.times],
         "actuators": actuators,
         "violations": [v.to_dict() for v in violations],
-    }
+    } | ({} if audio is None else {"audio": audio_from_dict(audio, "audio")})
+
+
+def audio_from_dict(audio, what: str) -> dict:
+    """``{"path": non-empty str, "offset_s": finite float}`` checked; CurvesError naming ``what``."""
+    path, offset = (
+        (audio.get("path"), audio.get("offset_s", 0.0)) if isinstance(audio, Mapping) else (None, None)
+    )
+    number = isinstance(offset, int | float) and not isinstance(offset, bool) and np.isfinite(offset)
+    if not (isinstance(path, str) and path and number and set(audio) <= {"path", "offset_s"}):
+        raise CurvesError(f"{what}: expected {{'path': sound file, 'offset_s': seconds}}, got {audio!r:.80}")
+    return {"path": path, "offset_s": float(offset)}
 
 
 def curves_from_dict(doc: Mapping, what: str = "curves document") -> ActuatorCurves:
@@ -123,10 +139,11 @@ def write_json(
     *,
     allow_violations: bool = False,
     check: LimitCheckSettings | None = None,
+    audio: Mapping | None = None,
 ) -> list[Violation]:
     """Write ``curves`` as JSON (format ``looprig-curves`` version 1); see the module doc."""
     violations = gate(path, curves, allow_violations, check)
-    text = json.dumps(curves_to_dict(curves, violations), indent=1, allow_nan=False)
+    text = json.dumps(curves_to_dict(curves, violations, audio), indent=1, allow_nan=False)
     write_text(path, text + "\n")
     return violations
 
@@ -139,3 +156,14 @@ def read_json(path) -> ActuatorCurves:
         except (json.JSONDecodeError, RecursionError) as exc:
             raise CurvesError(f"{where} is not valid JSON: {exc}") from None
         return curves_from_dict(doc, where)
+
+
+def read_audio(path) -> dict | None:
+    """The ``audio`` entry (``{"path", "offset_s"}``) of a curves JSON, None without one."""
+    with reading(path, "curves JSON") as where:
+        try:
+            doc = json.loads(read_text(path, "curves JSON"))
+        except (json.JSONDecodeError, RecursionError) as exc:
+            raise CurvesError(f"{where} is not valid JSON: {exc}") from None
+        audio = doc.get("audio") if isinstance(doc, Mapping) else None
+        return None if audio is None else audio_from_dict(audio, f"{where}: audio")

@@ -43,29 +43,41 @@ class Job:
     """One shot: retarget ``tracks`` onto ``robot`` with ``mapping`` into ``output``.
 
     robot: a reference mechanism name or a URDF/MJCF/native file; tracks: a tracks
-    file or BVH; mapping: a mapping file; output: the output folder; overrides:
-    mapping settings that replace the file's (e.g. ``{"rate": 600}``); formats:
-    curve export formats; strict: refuse curves with findings (see the CLI's
-    ``--strict``). Paths are absolute (the reader resolves them against the
-    jobs file's folder).
+    file or BVH, or several played in sequence (a tuple) with ``transition`` [s]
+    between each pair; mapping: a mapping file; output: the output folder;
+    overrides: mapping settings that replace the file's (e.g. ``{"rate": 600}``);
+    formats: curve export formats; strict: refuse curves with findings (see the
+    CLI's ``--strict``); pins: frames of the clip kept at their times when its
+    timing is ``stretch`` (the CLI's ``--pin``). Paths are absolute (the reader
+    resolves them against the jobs file's folder).
     """
 
     name: str
     robot: str
-    tracks: str
+    tracks: str | tuple[str, ...]
     mapping: str
     output: str
     overrides: dict = field(default_factory=dict)
     formats: tuple[str, ...] = ("csv",)
     strict: bool = False
+    transition: float = 0.3
+    pins: tuple[float, ...] = ()
+
+    @property
+    def track_files(self) -> tuple[str, ...]:
+        """The tracks files, one or several (played in sequence)."""
+        return (self.tracks,) if isinstance(self.tracks, str) else tuple(self.tracks)
 
     def key(self) -> str:
         """SHA-256 over the inputs' bytes, the settings and looprig's version (hex)."""
         digest = hashlib.sha256()
         robot = self.robot if self.robot in NAMES and not Path(self.robot).exists() else None
         parts = [("robot-name", robot.encode())] if robot else [("robot", _file_bytes(self.robot))]
-        parts += [("tracks", _file_bytes(self.tracks)), ("mapping", _file_bytes(self.mapping))]
+        parts += [("tracks", _file_bytes(path)) for path in self.track_files]
+        parts += [("mapping", _file_bytes(self.mapping))]
         settings = {"overrides": self.overrides, "formats": list(self.formats), "strict": self.strict}
+        if len(self.track_files) > 1 or self.pins:  # keys of jobs written before chains stay
+            settings |= {"transition": self.transition, "pins": list(self.pins)}
         parts += [("settings", json.dumps(settings, sort_keys=True).encode())]
         parts += [("looprig", __version__.encode())]
         for label, data in parts:
@@ -132,7 +144,18 @@ def read_jobs(path) -> list[Job]:
     return jobs
 
 
-_JOB_KEYS = {"name", "robot", "tracks", "mapping", "output", "overrides", "formats", "strict"}
+_JOB_KEYS = {
+    "name",
+    "robot",
+    "tracks",
+    "mapping",
+    "output",
+    "overrides",
+    "formats",
+    "strict",
+    "transition",
+    "pins",
+}
 
 
 def _job(path: Path, index: int, entry) -> Job:
@@ -144,11 +167,21 @@ def _job(path: Path, index: int, entry) -> Job:
     unknown = set(entry) - _JOB_KEYS
     if unknown:
         raise JobsFileError(f"{where}: unknown key(s) {sorted(unknown)}; keys are {sorted(_JOB_KEYS)}")
-    for key in ("robot", "tracks", "mapping"):
+
+    def require_path(key: str) -> None:
         if not isinstance(entry.get(key), str) or not entry[key]:
             raise JobsFileError(f"{where}: {key!r} must be a path (a string)")
-    tracks = path.parent / entry["tracks"]
-    name = entry.get("name", tracks.name.split(".")[0])
+
+    require_path("robot")
+    given = entry.get("tracks")
+    files = given if isinstance(given, list) else [given]
+    if not files or not all(isinstance(f, str) and f for f in files):
+        raise JobsFileError(
+            f"{where}: 'tracks' must be a path (a string) or a list of paths (clips in sequence)"
+        )
+    require_path("mapping")
+    tracks = [str((path.parent / f).resolve()) for f in files]
+    name = entry.get("name", Path(tracks[0]).name.split(".")[0])
     where = f"{path}: job {name!r}"
     output = entry.get("output", name)
     overrides, formats = entry.get("overrides", {}), entry.get("formats", ["csv"])
@@ -161,18 +194,27 @@ def _job(path: Path, index: int, entry) -> Job:
         raise JobsFileError(f"{where}: 'formats' must be a list of {sorted(EXPORT_FORMATS)}")
     if not isinstance(strict, bool):
         raise JobsFileError(f"{where}: 'strict' must be true or false")
+    transition, pins = entry.get("transition", 0.3), entry.get("pins", [])
+    if isinstance(transition, bool) or not isinstance(transition, int | float) or not transition > 0:
+        raise JobsFileError(f"{where}: 'transition' must be a positive number of seconds, got {transition!r}")
+    if not isinstance(pins, list) or not all(
+        isinstance(p, int | float) and not isinstance(p, bool) for p in pins
+    ):
+        raise JobsFileError(f"{where}: 'pins' must be a list of frame numbers, got {pins!r}")
     robot = entry["robot"]
     if robot not in NAMES or (path.parent / robot).exists():
         robot = str((path.parent / robot).resolve())
     return Job(
         name=name,
         robot=robot,
-        tracks=str(tracks.resolve()),
+        tracks=tracks[0] if isinstance(given, str) else tuple(tracks),
         mapping=str((path.parent / entry["mapping"]).resolve()),
         output=str((path.parent / output).resolve()),
         overrides=overrides,
         formats=tuple(formats),
         strict=strict,
+        transition=float(transition),
+        pins=tuple(float(p) for p in pins),
     )
 
 
@@ -220,22 +262,33 @@ def run_job(job: Job) -> JobResult:
 
 
 def _retarget(job: Job):
-    from .app import load_mechanism, load_samples, retarget_to_folder
+    from .app import load_chain, load_mechanism, load_samples, retarget_to_folder
     from .core.retarget import RetargetMapping
+    from .core.retime import pin_times
 
     mapping = RetargetMapping.load(job.mapping)
     if job.overrides:
         mapping = RetargetMapping.from_dict(
             {**mapping.to_dict(), **job.overrides}, f"{job.mapping} (overrides)"
         )
+    chain = None
+    if len(job.track_files) > 1:
+        if job.pins:
+            raise JobsFileError(f"job {job.name!r}: 'pins': clips played in sequence are not retimed")
+        chain = load_chain(job.track_files, mapping.rate, job.transition)
+        samples = chain.samples
+    else:
+        samples = load_samples(job.track_files[0])
     return retarget_to_folder(
         load_mechanism(job.robot),
-        load_samples(job.tracks),
+        samples,
         mapping,
         Path(job.output),
         job.formats,
         strict=job.strict,
-        inputs=[p for p in (job.robot, job.tracks, job.mapping) if Path(p).exists()],
+        inputs=[p for p in (job.robot, *job.track_files, job.mapping) if Path(p).exists()],
+        pins=pin_times(samples, job.pins) if job.pins else (),
+        chain=chain,
     )
 
 

@@ -121,3 +121,27 @@ def test_two_chained_clips_with_a_03_s_transition_pass_check_strict_as_one_file(
     limited = held.times[held.limited]
     assert limited.size and limited.min() > 1.0 - 0.4 and limited.max() < 1.3 + 0.4
     assert report["limited_frames"] == held.limited.sum()
+
+
+def test_a_batch_job_plays_its_tracks_in_sequence(tmp_path):
+    """A job whose ``tracks`` is a list: its clips chained with the job's ``transition``;
+    the jobs file written back reads the same job."""
+    from looprig.batch import read_jobs, run_job, write_jobs
+
+    for name, clip in zip(("walk", "wave"), two_clips(), strict=True):
+        track = Track(clip.positions["tip"], quat_from_matrix(clip.rotations["tip"]))
+        write_tracks(Clip(FPS, 0, {"tip": track}), tmp_path / f"{name}.tracks.json")
+    mapping().save(tmp_path / "arm.map.json")
+    jobs = tmp_path / "jobs.json"
+    job = {"robot": "two_link_arm", "mapping": "arm.map.json", "output": "out", "transition": 0.25}
+    job["tracks"] = ["walk.tracks.json", "wave.tracks.json"]
+    jobs.write_text(json.dumps({"format": "looprig-jobs", "version": 1, "jobs": [job]}))
+    (read,) = read_jobs(jobs)
+    assert read.name == "walk" and len(read.track_files) == 2 and read.transition == 0.25
+    assert read_jobs(write_jobs(tmp_path / "again.json", [read])) == [read]
+    result = run_job(read)
+    assert result.status == "ok", result.message
+    report = json.loads((tmp_path / "out" / "report.json").read_text())
+    transition = report["chain"]["parts"][1]
+    assert transition["end_s"] - transition["start_s"] == pytest.approx(0.25)
+    assert result.violations == 0

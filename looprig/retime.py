@@ -16,12 +16,13 @@ solve holds). docs/retarget.md says why toppra was taken.
 import dataclasses
 import logging
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 import numpy as np
 
 from .core import LooprigError
 from .core.curves import ActuatorCurves, all_violations
-from .core.retarget import retarget
+from .core.retarget import RetargetResult, TrackSamples, retarget
 from .core.retime import RetimeError, Retiming, SpeedProfile, plan_retiming
 
 #: TOPP-RA keeps each motor within this fraction of its speed and acceleration
@@ -127,16 +128,25 @@ def retime(curves: ActuatorCurves, pins: Sequence[float] = ()) -> Retiming:
     return plan_retiming(float(curves.times[0]), float(curves.times[-1]), pins, path.profile, path.speed_at)
 
 
-def retarget_timed(
+@dataclass
+class Timed:
+    """What :func:`solve_timed` solved: the result, and the tracks it solved (the clip's,
+    or the clip's along its new timing, at the result's times)."""
+
+    result: RetargetResult
+    samples: TrackSamples
+
+
+def solve_timed(
     mechanism,
-    samples,
+    samples: TrackSamples,
     mapping,
     pins: Sequence[float] = (),
     initial_state=None,
     settings=None,
     progress=None,
     cancel=None,
-):
+) -> Timed:
     """:func:`~looprig.core.retarget.retarget` with the mapping's ``timing``: ``keep``
     solves the clip as timed; ``stretch`` retimes it with ``pins`` (clip times [s],
     :func:`looprig.core.retime.pin_times` for frame numbers) kept at their times (see
@@ -145,7 +155,9 @@ def retarget_timed(
     if mapping.timing == "keep":
         if len(pins):
             raise RetimeError("pins keep frames at their times when timing is 'stretch'; timing is 'keep'")
-        return retarget(mechanism, samples, mapping, initial_state, settings, progress, cancel)
+        return Timed(
+            retarget(mechanism, samples, mapping, initial_state, settings, progress, cancel), samples
+        )
     exact = retarget(
         mechanism,
         samples,
@@ -158,12 +170,19 @@ def retarget_timed(
     plan = retime(exact.curves, pins)
     if plan.is_identity and (mapping.limit_mode == "report" or not all_violations(exact.curves)):
         exact.mapping = dataclasses.replace(exact.mapping, limit_mode=mapping.limit_mode)
-        result = exact
+        timed = Timed(exact, samples)
     else:
         retimed = plan.samples(samples, mapping.rate)
         result = retarget(mechanism, retimed, mapping, initial_state, settings, progress, cancel)
-    result.retiming = plan.to_dict()
-    return result
+        timed = Timed(result, retimed)
+    timed.result.retiming = plan.to_dict()
+    return timed
+
+
+def retarget_timed(mechanism, samples, mapping, pins: Sequence[float] = (), **options) -> RetargetResult:
+    """The result of :func:`solve_timed` (``options``: its initial_state, settings,
+    progress and cancel)."""
+    return solve_timed(mechanism, samples, mapping, pins, **options).result
 
 
 def retiming_lines(retiming: dict | None) -> list[str]:

@@ -1,7 +1,8 @@
 """The mapping: how a clip drives a mechanism, and its file form.
 
-Targets (which track drives which frame, with which weights and offset), an
-optional centre-of-mass objective, the motors, the start pose, held motors, and
+Targets (which track drives which frame, with which weights and offset), aims
+(which frame axis looks at which tracked or fixed point), an optional
+centre-of-mass objective, the motors, the start pose, held motors, and
 the settings of :class:`~looprig.core.settings.RetargetSettings`. The JSON form
 is documented in ``docs/retarget.md``; every value is checked on reading, and
 errors name the file and the object.
@@ -17,8 +18,10 @@ import numpy as np
 
 from .errors import LooprigWarning, MechanismError, TargetError, did_you_mean
 from .mechanism import LIMIT_FIELDS, LimitSource, Mechanism, actuator_name_choices
+from .rotations import quat_to_matrix
 from .servos import ServoError, derived_acceleration_limits, servo_model
 from .settings import RETARGET_SETTINGS, RetargetSettings
+from .terms.aim import AimObjective, unit_vector
 
 MAPPING_VERSION = 1
 #: Keys an older mapping may set that mean nothing now: what happens instead.
@@ -65,6 +68,63 @@ class TargetSpec:
             )
 
 
+#: Default distance [m] from an aim's frame origin below which its point is too close.
+AIM_MIN_DISTANCE = 0.02
+
+
+@dataclass(frozen=True)
+class AimSpec:
+    """One aim: the axis ``axis`` of the mechanism frame (or body) ``frame`` points at a point,
+    the track ``track``'s position or the fixed world ``point`` [m] (one of them).
+
+    up: the frame's up axis, kept towards ``up_direction`` (world; in ``up_track``'s
+    axes when given) as the robot allows (Blender's Track To); lock: the frame's axis
+    the aim turns about (Locked Track); weight; min_distance [m]: a point nearer the
+    frame's origin is warned about (the line of sight turns fast there). Axes are in
+    the frame's axes; ``frame`` may also name the track of one of the mapping's
+    targets (as the Maya exporter writes it): the aim is then that target's frame's,
+    its axes in the track's axes (turned by the target's offset_rotation).
+    """
+
+    frame: str
+    axis: tuple[float, float, float] = (1.0, 0.0, 0.0)
+    track: str | None = None
+    point: tuple[float, float, float] | None = None
+    up: tuple[float, float, float] | None = None
+    up_direction: tuple[float, float, float] = (0.0, 0.0, 1.0)
+    up_track: str | None = None
+    lock: tuple[float, float, float] | None = None
+    weight: float = 1.0
+    min_distance: float = AIM_MIN_DISTANCE
+
+    def __post_init__(self):
+        if not isinstance(self.frame, str):
+            raise TargetError(f"mapping aim: frame must be a name, got {self.frame!r:.80}")
+        where = f"mapping aim {self.frame!r}"
+        for name in ("track", "up_track"):
+            value = getattr(self, name)
+            if value is not None and not isinstance(value, str):
+                raise TargetError(f"{where}: {name} must be a track name, got {value!r:.80}")
+        if (self.track is None) == (self.point is None):
+            raise TargetError(f"{where}: give the point it looks at as a track or a fixed point, one of them")
+        if self.point is not None:
+            p = np.asarray(self.point, dtype=float) if _numbers(self.point) else None
+            if p is None or p.shape != (3,) or not np.all(np.isfinite(p)):
+                raise TargetError(f"{where}: point must be 3 finite numbers [m], got {self.point!r:.80}")
+        unit_vector(self.up_direction, f"{where}: up_direction")
+        if self.up is None and self.up_track is not None:
+            raise TargetError(f"{where}: up_track needs an up axis (the frame's axis to keep up)")
+        AimObjective(self.frame, self.axis, self.up, self.lock, self.weight).checked(where)
+        d = self.min_distance
+        if isinstance(d, bool) or not isinstance(d, int | float) or not np.isfinite(d) or d < 0:
+            raise TargetError(f"{where}: min_distance must be a finite distance >= 0 [m], got {d!r:.80}")
+
+    @property
+    def source(self) -> str:
+        """What it looks at, for messages: ``track 'look'`` or ``point [x, y, z]``."""
+        return f"track {self.track!r}" if self.track is not None else f"point {list(self.point)}"
+
+
 @dataclass(frozen=True)
 class SupportPhase:
     """During [start, end] [s] the CoM target is the centroid of these frames' targets
@@ -108,7 +168,7 @@ class ComSpec:
 
 @dataclass(frozen=True)
 class RetargetMapping(RetargetSettings):
-    """How a clip drives a mechanism: targets, an optional CoM objective, and the
+    """How a clip drives a mechanism: targets, aims, an optional CoM objective, and the
     settings of :class:`~looprig.core.settings.RetargetSettings` (keyword only)."""
 
     targets: tuple[TargetSpec, ...]
@@ -124,6 +184,8 @@ class RetargetMapping(RetargetSettings):
     #: give motors without an acceleration limit the estimate their servo's stall torque allows
     #: (:func:`looprig.core.servos.derived_acceleration_limits`); off unless asked
     derive_acceleration: bool = False
+    #: frames that look at points (:class:`AimSpec`), beside the targets
+    aims: tuple[AimSpec, ...] = ()
 
     def __post_init__(self):
         super().__post_init__()
@@ -215,6 +277,40 @@ class RetargetMapping(RetargetSettings):
         hold = tuple(motor_name(n, "hold") for n in self.hold)
         return dataclasses.replace(self, motors=motors, start=start, hold=hold)
 
+    def aim_objectives(self, mechanism: Mechanism) -> list[AimObjective]:
+        """The aims as :class:`~looprig.core.terms.aim.AimObjective` s on ``mechanism``'s frames,
+        in mapping order. An aim whose ``frame`` names no frame or body of the mechanism but
+        the track of one mapping target aims that target's frame, its axes turned from the
+        track's axes by the target's offset_rotation. Anything else raises a one-line
+        :class:`TargetError` naming the aim."""
+        names = {f.name for f in mechanism.frames} | set(mechanism.body_names)
+        by_track: dict[str, list[TargetSpec]] = {}
+        for t in self.targets:
+            by_track.setdefault(t.track, []).append(t)
+        out = []
+        for i, aim in enumerate(self.aims):
+            where = f"mapping aim {i} ({aim.frame!r})"
+            frame, turn = aim.frame, np.eye(3)
+            if frame not in names:
+                driven = by_track.get(frame, [])
+                if len(driven) != 1:
+                    extra = "" if not driven else f" (the track drives {len(driven)} targets: name the frame)"
+                    raise TargetError(f"{where}: " + did_you_mean("frame or body", frame, names) + extra)
+                target = driven[0]
+                if target.frame not in names:
+                    raise TargetError(
+                        f"{where}: its track's target: " + did_you_mean("frame or body", target.frame, names)
+                    )
+                frame = target.frame
+                turn = quat_to_matrix(np.asarray(target.offset_rotation, dtype=float)).T  # track -> target
+
+            axis, up, lock = (
+                None if v is None else tuple(turn @ np.asarray(v, float))
+                for v in (aim.axis, aim.up, aim.lock)
+            )
+            out.append(AimObjective(frame, axis, up, lock, aim.weight).checked(where))
+        return out
+
     # ----------------------------------------------------------------- file form
     def to_dict(self) -> dict:
         data = asdict(self)
@@ -229,18 +325,20 @@ class RetargetMapping(RetargetSettings):
         version = data.get("version", MAPPING_VERSION)
         if version != MAPPING_VERSION:
             raise TargetError(f"{source}: unsupported mapping version {version!r}")
-        known = {"targets", "com", "start", "motors", "hold", "motor_limits", "servo", "version"}
+        known = {"targets", "aims", "com", "start", "motors", "hold", "motor_limits", "servo", "version"}
         known |= {"derive_acceleration"} | {s.name for s in RETARGET_SETTINGS}
         for key in RETIRED_KEYS.keys() & data.keys():
             warnings.warn(LooprigWarning(f"{source}: {key!r} is retired: {RETIRED_KEYS[key]}"), stacklevel=2)
         for key in data.keys() - RETIRED_KEYS.keys():
             if key not in known:
                 raise TargetError(f"{source}: " + did_you_mean("mapping key", key, known))
-        if "targets" not in data:
-            raise TargetError(f"{source}: the mapping has no 'targets' list")
+        if "targets" not in data and "aims" not in data:
+            raise TargetError(f"{source}: the mapping has no 'targets' list (nor 'aims')")
         settings = {s.name: s.check(data[s.name], source) for s in RETARGET_SETTINGS if s.name in data}
-        targets = _list(data["targets"], f"{source}: targets")
+        targets = _list(data.get("targets", []), f"{source}: targets")
         targets = tuple(_record(TargetSpec, t, f"{source}: target {i}") for i, t in enumerate(targets))
+        aims = _list(data.get("aims", []), f"{source}: aims")
+        aims = tuple(_record(AimSpec, a, f"{source}: aim {i}") for i, a in enumerate(aims))
         com = None
         if data.get("com") is not None:
             c = dict(_object(data["com"], f"{source}: com"))
@@ -265,6 +363,7 @@ class RetargetMapping(RetargetSettings):
         servo = None if servo is None else dict(_object(servo, f"{source}: servo"))
         return cls(
             targets=targets,
+            aims=aims,
             com=com,
             start=start,
             motors=motors,

@@ -44,17 +44,19 @@ from .filevalues import limit_to_file
 from .holding import Holding, motors_to_hold
 from .ik import IKProblem, IKSettings, IKTargets, solve_ik
 from .linalg import single_threaded_blas
-from .mapping import ComSpec, RetargetMapping, SupportPhase, TargetSpec
+from .mapping import AimSpec, ComSpec, RetargetMapping, SupportPhase, TargetSpec
 from .mechanism import Actuator, JointKind, Mechanism
 from .readoff import ActuatorReadout, unwrap_sequence
 from .rigid import RigidGroups
 from .rotations import quat_to_matrix
 from .spacetime import hold_limits
 from .start import solve_first_frame, start_state
-from .terms import ComObjective, FrameObjective, MotorLock, Targets
+from .terms import AimTask, ComObjective, FrameObjective, MotorLock, MotorRest, Targets
+from .terms.aim import holding_view, up_rotation
 from .terms.limits import ActuatorLimits
 
 __all__ = [
+    "AimSpec",
     "ComSpec",
     "RetargetCancelled",
     "RetargetMapping",
@@ -111,7 +113,10 @@ class RetargetResult:
 
     times (F,) [s]; states (F, n, 7); curves: the actuator curves (unwrapped);
     position_error, orientation_error (F, K) [m, rad]; com_error (F,) [m];
-    residual (F,) max |C| [m]; iterations (F,); converged, unreachable (F,) bool.
+    residual (F,) max |C| [m]; iterations (F,); converged, unreachable (F,) bool;
+    aim_error (F, M) [rad]: per aim the angle between its axis and the line of sight
+    (aim_names: their frames); aim_miss (F, M) [m]: how far the aim ray passes from the
+    point (what ``reach_tolerance`` judges, as it does the position errors).
     """
 
     mapping: RetargetMapping
@@ -130,6 +135,9 @@ class RetargetResult:
     binding: np.ndarray | None = None  # (F, A) str: the limit holding each motor ("" none), limit_mode hold
     limited: np.ndarray | None = None  # (F,) bool: frames whose targets met exactly only past a motor limit
     limit_solve: dict | None = None  # the space-time solve's start, iterations, convergence, released motors
+    aim_error: np.ndarray | None = None  # (F, M) [rad]
+    aim_miss: np.ndarray | None = None  # (F, M) [m]
+    aim_names: list[str] = field(default_factory=list)
     retiming: dict | None = None  # timing "stretch": each stretch's time factor (looprig.retime)
 
     def limited_by(self) -> dict[str, dict[str, int]]:
@@ -171,6 +179,9 @@ class RetargetResult:
             "max_position_error_m": float(np.max(self.position_error, initial=0.0)),
             "mean_position_error_m": float(np.mean(self.position_error)) if self.position_error.size else 0.0,
             "max_orientation_error_rad": float(np.max(self.orientation_error, initial=0.0)),
+            "max_aim_error_rad": None
+            if self.aim_error is None
+            else float(np.max(self.aim_error, initial=0.0)),
             "max_com_error_m": float(np.nanmax(self.com_error))
             if np.isfinite(self.com_error).any()
             else None,
@@ -195,13 +206,19 @@ def build_problem(
     first_frame: bool = False,
     held: np.ndarray | None = None,
 ) -> IKProblem:
-    """The IK problem a mapping defines (frame targets in mapping order, CoM).
+    """The IK problem a mapping defines (frame targets in mapping order, CoM, aims).
+
+    Each aim gets a frame objective of zero weight after the targets, whose target slot
+    carries its point and up direction (:func:`_target_arrays`), and the aims one
+    :class:`~looprig.core.terms.AimTask`.
 
     first_frame: without the terms that compare with a previous frame (velocity
     barriers, acceleration cost): the first frame has none. held: the values
     (len(mapping.hold),) [rad | m] the mapping's ``hold`` motors are locked at.
     """
     frames = [FrameObjective(t.frame, t.position_weight, t.orientation_weight) for t in mapping.targets]
+    aims = mapping.aim_objectives(mechanism)
+    frames += [FrameObjective(a.frame, (0.0, 0.0, 0.0), (0.0, 0.0, 0.0)) for a in aims]  # their slots
     com = ComObjective(mapping.com.weight) if mapping.com is not None else None
     regularization = mapping.regularization()
     if first_frame:
@@ -214,15 +231,26 @@ def build_problem(
             held = _held_values(mechanism, mapping, mechanism.initial_state())
         motors = [mechanism.actuator_names.index(name) for name in mapping.hold]
         terms = (MotorLock(ActuatorReadout(mechanism), motors, held, mean_joint_distance(mechanism)),)
+    if aims:
+        k = len(mapping.targets)
+        terms = (*terms, AimTask(mechanism, aims, np.arange(k, k + len(aims))))
     return IKProblem(mechanism, frames, com, regularization, settings or IKSettings(), terms)
 
 
 def _target_arrays(mapping: RetargetMapping, samples: TrackSamples):
-    """Per-frame target positions (F, K, 3), rotations (F, K, 3, 3) and CoM (F, 3)."""
+    """Per-frame target positions (F, K + M, 3), rotations (F, K + M, 3, 3) and CoM (F, 3):
+    the K targets', then per aim its point and a rotation whose z column is its up
+    direction (the slots :func:`build_problem` gives the aims)."""
     names = set(samples.positions)
     for spec in mapping.targets:
         if spec.track not in names:
             raise TargetError(f"mapping target {spec.frame!r}: " + did_you_mean("track", spec.track, names))
+    for i, aim in enumerate(mapping.aims):
+        for key in ("track", "up_track"):
+            track = getattr(aim, key)
+            if track is not None and track not in names:
+                where = f"mapping aim {i} ({aim.frame!r})"
+                raise TargetError(f"{where}: {key}: " + did_you_mean("track", track, names))
     positions, rotations = [], []
     for spec in mapping.targets:
         R_track = samples.rotations[spec.track]
@@ -234,7 +262,26 @@ def _target_arrays(mapping: RetargetMapping, samples: TrackSamples):
     com = None
     if mapping.com is not None:
         com = _com_targets(mapping, samples, positions)
+    if mapping.aims:
+        points, ups = _aim_arrays(mapping, samples)
+        positions = np.concatenate([positions, points], axis=1)
+        rotations = np.concatenate([rotations, up_rotation(ups)], axis=1)
     return positions, rotations, com
+
+
+def _aim_arrays(mapping: RetargetMapping, samples: TrackSamples):
+    """Per frame, each aim's point (F, M, 3) [m] and unit up direction (F, M, 3), world."""
+    count = len(samples.times)
+    points, ups = [], []
+    for aim in mapping.aims:
+        if aim.track is not None:
+            points.append(np.asarray(samples.positions[aim.track], dtype=float))
+        else:
+            points.append(np.broadcast_to(np.asarray(aim.point, dtype=float), (count, 3)))
+        up = np.asarray(aim.up_direction, dtype=float) / np.linalg.norm(aim.up_direction)
+        tracked = aim.up_track is not None
+        ups.append(samples.rotations[aim.up_track] @ up if tracked else np.tile(up, (count, 1)))
+    return np.stack(points, axis=1), np.stack(ups, axis=1)
 
 
 def _com_targets(mapping: RetargetMapping, samples: TrackSamples, positions: np.ndarray) -> np.ndarray:
@@ -360,10 +407,21 @@ class _Frames:
 
 
 def _solve_in_sequence(
-    problem, positions, rotations, com, rate, progress, cancel, out: _Frames, start=1, rejoin=False
+    problem,
+    positions,
+    rotations,
+    com,
+    rate,
+    progress,
+    cancel,
+    out: _Frames,
+    start=1,
+    rejoin=False,
+    homing=None,
 ) -> int:
     """Frames ``start``.. one by one, each warm-started from (and compared with) the previous
-    one; fills ``out``.
+    one; fills ``out``. homing: the problem of :func:`_homing` (aims), each frame solved with it
+    first and then from its answer.
 
     rejoin: the arrays already hold an answer solved without the barriers that compare
     frames (the clip solver's); stop at the first frame whose barriers are all zero and
@@ -377,9 +435,9 @@ def _solve_in_sequence(
         if cancel is not None and cancel():
             raise RetargetCancelled(f"retarget cancelled at frame {f} of {frames}")
         targets = IKTargets(positions[f], rotations[f], None if com is None else com[f])
-        result = solve_ik(
-            problem, targets, states[f - 1], previous_actuators=act[f - 1], previous_velocities=velocities
-        )
+        given = {"previous_actuators": act[f - 1], "previous_velocities": velocities}
+        begin = None if homing is None else solve_ik(homing, targets, states[f - 1], **given).state
+        result = solve_ik(problem, targets, states[f - 1], begin, **given)
         if rejoin and _rejoins(problem, result, positions, rotations, com, out, f):
             return f + 1
         velocities = (result.actuators - act[f - 1]) * rate
@@ -407,7 +465,7 @@ def _rejoins(problem, result, positions, rotations, com, out: _Frames, f: int) -
     return bool(value[0] == 0.0)
 
 
-def _mend_clip(problem, positions, rotations, com, rate, cancel, out: _Frames) -> None:
+def _mend_clip(problem, positions, rotations, com, rate, cancel, out: _Frames, homing=None) -> None:
     """Re-solve one by one, from the frame before, each stretch of a clip solver's answer
     ``out`` (solved without the barriers that compare frames) where such a barrier of
     ``problem`` is not zero, until the answer rejoins the clip solver's."""
@@ -420,7 +478,7 @@ def _mend_clip(problem, positions, rotations, com, rate, cancel, out: _Frames) -
     while (next_touched := np.flatnonzero(touched[f:])).size:
         start = f + int(next_touched[0])
         f = _solve_in_sequence(
-            problem, positions, rotations, com, rate, None, cancel, out, start, rejoin=True
+            problem, positions, rotations, com, rate, None, cancel, out, start, rejoin=True, homing=homing
         )
 
 
@@ -501,18 +559,12 @@ def retarget(
             f"a rate of {mapping.rate:g} Hz leaves one frame of a "
             f"{clip_times[-1] - clip_times[0]:.3g} s clip; raise the rate"
         )
+    _check_fixed_aims(mechanism, mapping, state)
     asked, holding = mapping, None  # the motors the clip does not need hold still (core.holding)
     if mapping.auto_hold:
         with single_threaded_blas():
             holding = motors_to_hold(
-                build_problem(
-                    mechanism,
-                    mapping,
-                    settings,
-                    first_frame=True,
-                    held=_held_values(mechanism, mapping, state),
-                ),
-                Targets(positions, rotations, com),
+                *_holding_problem(mechanism, mapping, settings, state, Targets(positions, rotations, com)),
                 state,
                 mapping.reach_tolerance,
             )
@@ -521,32 +573,33 @@ def retarget(
             warnings.warn(LooprigWarning(holding.message()), stacklevel=2)
     held = _held_values(mechanism, mapping, state)
     problem = build_problem(mechanism, mapping, settings, held=held)
-    n_act, k = len(problem.readout.names), len(mapping.targets)
+    n_act, k = len(problem.readout.names), positions.shape[1]  # the targets', then the aims' slots
     out = _Frames.empty(frames, state, n_act, k)
     with single_threaded_blas():
         targets = IKTargets(positions[0], rotations[0], None if com is None else com[0])
-        first = solve_first_frame(
-            build_problem(mechanism, mapping, settings, first_frame=True, held=held),
-            targets,
-            state,
-            mapping.reach_tolerance,
-        )
+        first_problem = build_problem(mechanism, mapping, settings, first_frame=True, held=held)
+        first = solve_first_frame(first_problem, targets, state, mapping.reach_tolerance)
+        first = _homed_first(first_problem, mapping, targets, state, first)
         out.record(0, first)
         if progress is not None:
             progress(1, frames)
         K = problem.constraints.n_vars + problem.constraints.n_rows
         coupled = couples_frames(problem)
+        homing = _homing(problem, mapping, state)
         if not mapping.whole_clip or K > CLIP_MAX_KKT or (coupled and not couplings_vanish_inside(problem)):
-            _solve_in_sequence(problem, positions, rotations, com, mapping.rate, progress, cancel, out)
+            _solve_in_sequence(
+                problem, positions, rotations, com, mapping.rate, progress, cancel, out, homing=homing
+            )
         else:
             clip_problem = problem  # without the barriers that compare frames, which mend it after
             if coupled:
                 free = dataclasses.replace(mapping, actuator_weight=0.0, velocity_weight=0.0)
                 clip_problem = build_problem(mechanism, free, settings, held=held)
+            clip_homing = _homing(clip_problem, mapping, state)
             target_batch = Targets(positions, rotations, com)
             chunk_size = int(np.clip(frames // 8, *CLIP_CHUNK))
             coarse = coarse_states(
-                clip_problem, samples.times, target_batch, out.states[0], settings=settings
+                clip_homing or clip_problem, samples.times, target_batch, out.states[0], settings=settings
             )
             starts = clip_starts(samples.times, *coarse)
             for start in range(1, frames, chunk_size):
@@ -554,7 +607,10 @@ def retarget(
                     raise RetargetCancelled(f"retarget cancelled at frame {start} of {frames}")
                 chunk = np.arange(start, min(start + chunk_size, frames))
                 chunk_targets = target_batch.take(chunk)
-                solution = solve_clip(clip_problem, chunk_targets, starts[chunk], settings=settings)
+                begin = starts[chunk]
+                if clip_homing is not None:
+                    begin = solve_clip(clip_homing, chunk_targets, begin, settings=settings).states
+                solution = solve_clip(clip_problem, chunk_targets, begin, settings=settings)
                 solution = solve_unconverged(clip_problem, chunk_targets, solution, out.states[chunk[0] - 1])
                 out.states[chunk] = solution.states
                 out.residual[chunk], out.converged[chunk] = solution.residual, solution.converged
@@ -571,9 +627,9 @@ def retarget(
                 diff = (problem.com_term.com(out.states) - com) * (problem.com_term.weight > 0)
                 out.com_error[:] = np.linalg.norm(diff, axis=-1)
             if coupled:
-                _mend_clip(problem, positions, rotations, com, mapping.rate, cancel, out)
+                _mend_clip(problem, positions, rotations, com, mapping.rate, cancel, out, homing)
     limit_solve = None
-    missed_exactly = np.max(out.position_error, axis=1, initial=0.0) > mapping.reach_tolerance
+    missed_exactly = _missed(problem, out, Targets(positions, rotations, com), mapping.reach_tolerance)
     if mapping.limit_mode == "hold":
         # the motors held only because the unlimited clip did not need them are free
         held_asked = _held_values(mechanism, asked, state)
@@ -592,7 +648,11 @@ def retarget(
         mechanism, out.actuators, mapping.rate, float(samples.times[0]), unwrap=False
     )
     binding = None if limit_solve is None else limit_solve.pop("binding")
-    missed = np.max(out.position_error, axis=1, initial=0.0) > mapping.reach_tolerance
+    missed = _missed(problem, out, Targets(positions, rotations, com), mapping.reach_tolerance)
+    aim_error = aim_miss = None
+    if mapping.aims:
+        aim_error, aim_miss = _aim_errors(problem, out.states, Targets(positions, rotations, com))[:2]
+        _warn_near_aims(problem, mapping, out.states, Targets(positions, rotations, com), samples.times)
     # a frame the exact answer met and the limited one misses is the limits' doing
     limited = missed & ~missed_exactly if binding is not None else np.zeros(frames, bool)
     unreachable = missed & ~limited
@@ -601,8 +661,8 @@ def retarget(
         times=samples.times,
         states=groups.expand(out.states),
         curves=curves,
-        position_error=out.position_error,
-        orientation_error=out.orientation_error,
+        position_error=out.position_error[:, : len(mapping.targets)],
+        orientation_error=out.orientation_error[:, : len(mapping.targets)],
         com_error=out.com_error,
         residual=out.residual,
         iterations=out.iterations,
@@ -613,10 +673,140 @@ def retarget(
         binding=binding,
         limited=limited,
         limit_solve=limit_solve,
+        aim_error=aim_error,
+        aim_miss=aim_miss,
+        aim_names=[a.frame for a in mapping.aims],
     )
     if holding is not None and holding.redundant and unreachable.any():
         return _released(result, given, settings, progress, cancel)
     return result
+
+
+#: Weight of the pull towards the clip's start that each frame of a clip with aims is solved
+#: with first (:func:`_homing`; relative, as :class:`~looprig.core.terms.MotorRest`'s).
+AIM_HOMING_WEIGHT = 1e-2
+
+
+def _homing(problem, mapping: RetargetMapping, state: np.ndarray):
+    """With aims, ``problem`` with a pull of the motors towards their values in ``state`` (the
+    clip's start), else None.
+
+    An aim leaves its frame free to roll about the line of sight and to move along it (a
+    Stewart head: four of its six freedoms); resolved frame to frame by the minimal-motion
+    metric alone, that freedom drifts (a gaze that goes round a circle comes back with the
+    head moved). Each frame is solved with the pull first (the nearest pose to the start,
+    slightly biased), then exactly from there: the exact answer nearest it in the metric,
+    whatever the path that led there (as the first frame's motors no target determines are
+    brought back to the start, :func:`~looprig.core.start.solve_first_frame`).
+    """
+    if not mapping.aims or not len(problem.readout.names):
+        return None
+    rest = MotorRest(
+        problem.readout, problem.readout.read(state), AIM_HOMING_WEIGHT, problem.constraints.length_scale
+    )
+    return dataclasses.replace(problem, terms=(*problem.terms, rest))
+
+
+def _homed_first(problem, mapping: RetargetMapping, targets: IKTargets, state, first):
+    """With aims, the first frame ``first`` (an :class:`~looprig.core.ik.IKResult` of
+    ``problem``) solved as :func:`_homing` solves the others, when that meets it as well."""
+    homing = _homing(problem, mapping, state)
+    if homing is None:
+        return first
+    many = dataclasses.replace(problem.settings, max_iterations=10 * problem.settings.max_iterations)
+    homed = solve_ik(homing, targets, state, first.state, settings=many)
+    exact = solve_ik(problem, targets, state, homed.state, settings=many)
+    frame = Targets(targets.positions[None], targets.rotations[None])
+
+    def miss(result):
+        aims = _aim_errors(problem, result.state[None], frame)[1].max()
+        return max(aims, float(np.max(result.position_error, initial=0.0)))
+
+    return exact if miss(exact) <= max(mapping.reach_tolerance, miss(first)) else first
+
+
+def _aim_term(problem) -> AimTask | None:
+    return next((t for t in problem.terms if isinstance(t, AimTask)), None)
+
+
+def _aim_errors(problem, states: np.ndarray, targets: Targets):
+    """Per frame and aim (F, M): the aim's angle [rad], its miss [m] and the distance from
+    the frame's origin to the point [m] (across a lock axis)."""
+    term = _aim_term(problem)
+    R = quat_to_matrix(states[..., 3:])
+    angle, _, distance = term.angles(states, R, targets)
+    return angle, term.misses(states, R, targets), distance
+
+
+def _missed(problem, out: _Frames, targets: Targets, tolerance: float) -> np.ndarray:
+    """(F,) bool: frames whose position error, or an aim's miss, exceeds ``tolerance`` [m]."""
+    missed = np.max(out.position_error, axis=1, initial=0.0) > tolerance
+    if _aim_term(problem) is not None:
+        missed |= _aim_errors(problem, out.states, targets)[1].max(axis=1) > tolerance
+    return missed
+
+
+#: A fixed aim point nearer than this [m] to its frame's origin at the start is refused.
+AIM_AT_ORIGIN = 1e-6
+
+
+def _check_fixed_aims(mechanism: Mechanism, mapping: RetargetMapping, state: np.ndarray) -> None:
+    """A fixed aim point at its frame's origin (at the clip's start) is a one-line
+    :class:`TargetError` naming the aim."""
+    fixed = [(i, a) for i, a in enumerate(mapping.aims) if a.point is not None]
+    if not fixed:
+        return
+    aims = mapping.aim_objectives(mechanism)
+    term = AimTask(mechanism, [aims[i] for i, _ in fixed], np.arange(len(fixed)))
+    points = np.array([a.point for _, a in fixed], dtype=float)[None]
+    upright = np.broadcast_to(np.eye(3), points.shape + (3,))
+    geo = term.geometry(state[None], quat_to_matrix(state[None, :, 3:]), Targets(points, upright))
+    for (i, aim), distance in zip(fixed, np.linalg.norm(geo["d"][0], axis=-1), strict=True):
+        if distance < AIM_AT_ORIGIN:
+            raise TargetError(
+                f"mapping aim {i} ({aim.frame!r}): the point {list(aim.point)} is at the frame's origin "
+                f"({distance * 1000:.3g} mm from it at the start): an aim needs a point away from it"
+            )
+
+
+def _warn_near_aims(problem, mapping: RetargetMapping, states, targets: Targets, times) -> None:
+    """One warning per stretch of frames where an aim's point is nearer its frame's origin
+    than the aim's ``min_distance``."""
+    distance = _aim_errors(problem, states, targets)[2]
+    for i, aim in enumerate(mapping.aims):
+        near = np.r_[False, distance[:, i] < aim.min_distance, False]
+        edges = np.flatnonzero(np.diff(near.astype(int)))
+        for start, end in zip(edges[::2], edges[1::2] - 1, strict=True):
+            closest = distance[start : end + 1, i].min()
+            warnings.warn(
+                LooprigWarning(
+                    f"aim {i} ({aim.frame!r}) at {aim.source}: the point is within {aim.min_distance:g} m of "
+                    f"the frame's origin at t = {times[start]:.4g}-{times[end]:.4g} s (closest "
+                    f"{closest * 1000:.3g} mm): the line of sight turns fast there"
+                ),
+                stacklevel=3,
+            )
+
+
+def _holding_problem(mechanism, mapping: RetargetMapping, settings, state, targets: Targets):
+    """The first-frame problem and the clip's targets :func:`~looprig.core.holding.motors_to_hold`
+    decides on: with aims, each aim tracked as the direction of a frame of its body
+    (:func:`~looprig.core.terms.aim.holding_view`; holding reads frame objectives only)."""
+    problem = build_problem(
+        mechanism, mapping, settings, first_frame=True, held=_held_values(mechanism, mapping, state)
+    )
+    if not mapping.aims:
+        return problem, targets
+    k, aims = len(mapping.targets), mapping.aim_objectives(mechanism)
+    points, ups = targets.positions[:, k:], targets.rotations[:, k:, :, 2]
+    proxy_mechanism, proxies, positions, rotations = holding_view(mechanism, aims, points, ups, state)
+    locks = tuple(t for t in problem.terms if not isinstance(t, AimTask))
+    problem = dataclasses.replace(
+        problem, mechanism=proxy_mechanism, frames=(*problem.frames[:k], *proxies), terms=locks
+    )
+    positions = np.concatenate([targets.positions[:, :k], positions], axis=1)
+    rotations = np.concatenate([targets.rotations[:, :k], rotations], axis=1)
+    return problem, Targets(positions, rotations, targets.com)
 
 
 def _released(result: RetargetResult, given, settings, progress, cancel) -> RetargetResult:

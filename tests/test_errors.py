@@ -26,9 +26,9 @@ def test_plural_of_the_last_word(noun, plural):
 def test_unknown_mapping_key_lists_the_mapping_keys():
     """The message a user got on d29a55b: "mapping keies are: ..."."""
     with pytest.raises(TargetError) as caught:
-        RetargetMapping.from_dict({"targets": [], "aims": []}, "shot.map.json")
+        RetargetMapping.from_dict({"targets": [], "look_at": []}, "shot.map.json")
     message = str(caught.value)
-    assert message.startswith("shot.map.json: no mapping key 'aims'; mapping keys are: ")
+    assert message.startswith("shot.map.json: no mapping key 'look_at'; mapping keys are: ")
     assert "keies" not in message and "acceleration_weight" in message
 
 

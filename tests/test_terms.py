@@ -37,6 +37,8 @@ from looprig.core.rotations import (
 from looprig.core.step import build_step
 from looprig.core.terms import (
     ActuatorBarrier,
+    AimObjective,
+    AimTask,
     ActuatorLimits,
     ComTask,
     FrameTask,
@@ -54,6 +56,7 @@ from looprig.core.terms import (
     TermKind,
     VelocityBarrier,
 )
+from looprig.core.terms.aim import up_rotation
 from looprig.core.terms.curvature import ConstraintCurvature
 
 
@@ -85,6 +88,20 @@ def case_frame_task(rng):
     states = _random_states(m, rng, 0.4)
     targets = Targets(rng.normal(size=(2, 2, 3)), matrix_from_rotvec(rng.normal(size=(2, 2, 3))))
     return term, _point(problem, states, states, targets)
+
+
+def case_aim_task(rng):
+    """Aims with and without an up axis, one turning about a lock axis, on two bodies."""
+    m = build("two_link_arm")
+    aims = [
+        AimObjective("tip", (1, 0, 0), weight=2.0),
+        AimObjective("tip", (0, 1, 0), up=(0, 0, 1), weight=0.5),
+        AimObjective("upper_arm", (0, 0, 1), lock=(1, 0, 0)),
+    ]
+    term = AimTask(m, aims, [0, 1, 2])
+    states = _random_states(m, rng, 0.4)
+    targets = Targets(rng.normal(size=(2, 3, 3)), up_rotation(rng.normal(size=(2, 3, 3))))
+    return term, _point(IKProblem(m), states, states, targets)
 
 
 def case_com_task(rng):
@@ -172,6 +189,7 @@ def case_joint_constraints(rng):
 
 CASES = [
     case_frame_task,
+    case_aim_task,
     case_minimal_motion,
     case_motor_rest,
     case_motor_lock,

@@ -3,6 +3,7 @@
 See :mod:`.base` for the protocol; one module per family.
 """
 
+from .aim import AimObjective, AimTask
 from .base import LeastSquaresTerm, Linearization, Point, Reference, Targets, Term, TermKind
 from .curvature import ConstraintCurvature
 from .equality import JointConstraints, MotorLock
@@ -20,6 +21,8 @@ from .tasks import ComObjective, ComTask, FrameObjective, FrameTask, robot_mask
 __all__ = [
     "ActuatorBarrier",
     "ActuatorLimits",
+    "AimObjective",
+    "AimTask",
     "ComObjective",
     "ComTask",
     "ConstraintCurvature",

@@ -9,7 +9,7 @@ One module although long: every subcommand's parser and handler, thin, side by s
     looprig export CURVES --format FORMAT -o OUT [--allow-violations]
     looprig plot CURVES -o PNG
     looprig batch JOBS [--scheduler ADDRESS] [--workers N] [--summary FILE]
-    looprig play CURVES --port PORT [--baud BAUD] [--record FILE] [--dry-run]
+    looprig play CURVES --port PORT [--baud BAUD] [--record FILE] [--dry-run] [--live] [--audio FILE]
     looprig demo [-o OUTDIR]
 
 MECHANISM is a reference mechanism name or a URDF, MJCF or native file; TRACKS
@@ -282,9 +282,14 @@ def cmd_batch(args) -> int:
 def cmd_play(args) -> int:
     from . import play
 
+    if args.live:
+        return cmd_play_live(args)
     plan = play.load_plan(args.curves, args.homing_fraction)
     if args.record:
         play.check_record_path(args.record, args.curves)
+    sound = None
+    if args.audio and not args.dry_run:
+        sound = play_sound(args, float(plan.asked.times[0]))
     if args.dry_run:
         for line in play.dry_run_lines(plan, args.port or "(--port)", args.baud, args.on_stop):
             print(line)
@@ -300,12 +305,19 @@ def cmd_play(args) -> int:
             args.settle,
             console.Progress("playing", args.quiet),
             record=bool(args.record),
+            sound=sound,
         )
     except KeyboardInterrupt:
         state = "hold their last goal, torque on" if args.on_stop == "hold" else "torque off"
         print(f"looprig: interrupted; the servos {state}", file=sys.stderr)
         return EXIT_INTERRUPTED
     console.print_tracking(report, args.on_stop)
+    if sound is not None and not args.quiet:
+        print(
+            f"sound {Path(args.audio).name} from clip time {sound.offset_s:.3f} s: first packet "
+            f"{1e3 * report.first_packet_s:.1f} ms after its first sample "
+            f"({1e3 * sound.buffer_s:.0f} ms buffers)"
+        )
     if args.record:
         broken = play.write_record(plan, report, args.record)
         if not args.quiet:
@@ -316,6 +328,57 @@ def cmd_play(args) -> int:
                 "listed in the file (looprig check)",
                 file=sys.stderr,
             )
+    return 0
+
+
+def play_sound(args, start_s: float):
+    """The SoundClock of ``--audio`` (its reference's offset kept as ``offset_s``)."""
+    from .audio import clip_sound
+
+    sound, reference = clip_sound(args.audio, args.audio_offset, args.curves, start_s, args.audio_device)
+    sound.offset_s = reference.offset_s
+    return sound
+
+
+def cmd_play_live(args) -> int:
+    """``play --live``: the file streamed through the live link (looprig.live.play_file)."""
+    from . import live
+
+    if args.record or args.dry_run:
+        raise LooprigError("play --live: --record and --dry-run play the file as it is; drop --live")
+    if not args.port:
+        raise LooprigError("play --live: give the servos' serial port with --port")
+    settings = live.LiveSettings(rate=args.rate, on_stop=args.on_stop)
+    sound = None
+    if args.audio:
+        from .core.export import read_written
+
+        sound = play_sound(args, float(read_written(args.curves).curves.times[0]))
+    try:
+        report, broken, outside = live.play_file(
+            args.curves, args.port, args.baud, settings, sound, console.Progress("streaming", args.quiet)
+        )
+    except KeyboardInterrupt:
+        state = "hold their last goal, torque on" if args.on_stop == "hold" else "torque off"
+        print(f"looprig: interrupted; the servos {state}", file=sys.stderr)
+        return EXIT_INTERRUPTED
+    if not args.quiet:
+        work = 1e3 * report.work_s
+        within = "every one within the limits" if not outside else f"{len(outside)} limit violation(s)"
+        print(
+            f"{len(report.sent)} packets at {args.rate:g} Hz, {within}; work per period median "
+            f"{sorted(work)[len(work) // 2]:.2f} ms, max {work.max():.2f} ms ({report.status.late} over a "
+            f"period); largest lag {report.lag_s.max():.3f} s; "
+            + ("servos hold the last goal" if args.on_stop == "hold" else "torque off")
+        )
+    for v in outside:
+        print(f"looprig: warning: packets sent: {v.describe()}", file=sys.stderr)
+    if broken:
+        print(
+            f"looprig: warning: {args.curves}: the clip breaks {len(broken)} limit(s); the live link kept "
+            "its packets within them, so the servos fell behind the clip there (looprig check lists them)",
+            file=sys.stderr,
+        )
     return 0
 
 
@@ -523,6 +586,23 @@ def build_parser() -> argparse.ArgumentParser:
         help="read Present Position(132) after every frame's goal and write it as a curves .csv/.json",
     )
     player.add_argument("--dry-run", action="store_true", help="print what would be sent; open nothing")
+    player.add_argument(
+        "--live",
+        action="store_true",
+        help="stream through the live link: from where the servos are, every packet moved within the "
+        "velocity and acceleration limits (ruckig), --rate packets per second",
+    )
+    player.add_argument(
+        "--rate", type=float, default=100.0, help="packets per second with --live [Hz] (default 100)"
+    )
+    player.add_argument("--audio", metavar="FILE", help="play this sound with the motion, from one clock")
+    player.add_argument(
+        "--audio-offset",
+        type=float,
+        metavar="SECONDS",
+        help="clip time at which the sound's first sample plays (default: the curves file's, else 0)",
+    )
+    player.add_argument("--audio-device", help="sound output device (index or name; default: the system's)")
     player.add_argument("--quiet", action="store_true")
     player.set_defaults(func=cmd_play)
 

@@ -337,8 +337,10 @@ class LiveLink:
         settings: LiveSettings | None = None,
         frame_rate: float = 100.0,
         last_frame: float | None = None,
+        clock: Callable[[], float] = time.monotonic,
     ):
         self.motors, self.source, self.port, self.baud = motors, source, port, baud
+        self.clock = clock  # [s] the clock played frames follow (a SoundClock's now: the sound's)
         self.settings = settings or LiveSettings()
         self.frame_rate, self.last_frame = float(frame_rate), last_frame
         self.status = LiveStatus()
@@ -353,6 +355,7 @@ class LiveLink:
         self._stopped = math.nan
         self._error: LooprigError | None = None
         self.first_source_s = math.nan  # [s] the source's first call, in :meth:`open`
+        self.present_ticks: np.ndarray | None = None  # (A,) where the servos were at :meth:`open`
 
     # ---------------------------------------------------------------- host side
     def open(self, frame: float = 0.0, payload=None) -> None:
@@ -369,7 +372,8 @@ class LiveLink:
             values = np.asarray(self.source(frame, payload), float)
             self.first_source_s = time.perf_counter() - start
             bus.torque(True)
-            present = self.motors.values(_retried(bus.present))
+            self.present_ticks = _retried(bus.present)
+            present = self.motors.values(self.present_ticks)
         except BaseException:
             bus.close()
             raise
@@ -387,12 +391,13 @@ class LiveLink:
         with self._lock:
             self._wanted, self._playing = (float(frame), payload), None
 
-    def play(self, frame: float | None = None) -> None:
-        """Advance the wanted frame on the link's own clock at ``frame_rate`` from ``frame``
-        (default: the frame wanted now) until :meth:`seek`, :meth:`stop` or ``last_frame``."""
+    def play(self, frame: float | None = None, at: float | None = None) -> None:
+        """Advance the wanted frame at ``frame_rate`` on :attr:`clock` from ``frame`` (default:
+        the frame wanted now) at clock time ``at`` [s] (default: now; frames before it stay at
+        ``frame``) until :meth:`seek`, :meth:`stop` or ``last_frame``."""
         with self._lock:
             start = self._wanted[0] if frame is None else float(frame)
-            self._wanted, self._playing = (start, None), (start, time.monotonic())
+            self._wanted, self._playing = (start, None), (start, self.clock() if at is None else at)
 
     @property
     def running(self) -> bool:
@@ -427,11 +432,11 @@ class LiveLink:
         )
 
     # -------------------------------------------------------------- the thread
-    def _frame_now(self, now: float) -> tuple[float, object]:
+    def _frame_now(self) -> tuple[float, object]:
         with self._lock:
             (frame, payload), playing = self._wanted, self._playing
         if playing is not None:
-            frame = playing[0] + (now - playing[1]) * self.frame_rate
+            frame = playing[0] + max(0.0, self.clock() - playing[1]) * self.frame_rate
             if self.last_frame is not None:
                 frame = min(frame, self.last_frame)
         return frame, payload
@@ -463,7 +468,7 @@ class LiveLink:
         try:
             while not self._stop.is_set():
                 start = time.monotonic()
-                frame, payload = self._frame_now(start)
+                frame, payload = self._frame_now()
                 if frame != last_frame or payload is not last_payload:
                     values = np.clip(np.asarray(self.source(frame, payload), float), m.lower, m.upper)
                     step = frame - last_frame
@@ -550,3 +555,52 @@ class LiveLink:
                 bus.close()
             except Exception:  # a port already gone cannot be closed again
                 pass
+
+
+def play_file(
+    path,
+    port: str,
+    baud: int = 57600,
+    settings: LiveSettings | None = None,
+    sound=None,
+    progress: Callable[[int, int], None] | None = None,
+) -> tuple[LiveReport, list, list]:
+    """``looprig play --live``: a curves file (a tick export or SI curves) streamed through a
+    :class:`LiveLink` from its first frame to its last at its own rate, then stopped. The
+    servos start from where they are (the first move is limited like any other: no homing
+    ramp). A file that breaks a limit is played within the limits (the servos fall behind
+    where it asks too much); its violations are returned for the caller to say so, then the
+    packets' own (:func:`sent_violations`, from the servos' start: none is the claim). With
+    ``sound`` (a :class:`~looprig.audio.SoundClock` laid on the clip's timeline), the sound's
+    clock plays the frames. Ctrl-C stops the link (within a period) and re-raises."""
+    from .core.export import DynamixelSettings, read_written, written_violations
+
+    written = read_written(path)
+    curves = written.curves
+    if curves.rate_hz is None or curves.n_frames < 2:
+        raise PlayError(f"{path}: play needs samples at a uniform rate (at least two)")
+    dynamixel = written.dynamixel or DynamixelSettings()
+    settings = settings or LiveSettings()
+    motors = LiveMotors.of(curves, dynamixel, settings)
+    last = curves.n_frames - 1
+    clock = time.monotonic if sound is None else sound.now
+    link = LiveLink(motors, curve_source(curves), port, baud, settings, curves.rate_hz, last, clock)
+    link.open(0)
+    present = link.present_ticks
+    try:
+        if sound is not None:
+            sound.start()
+        link.play(0, at=0.0 if sound is not None else None)
+        while link.running and not (link.status.frame >= last and link.status.lag_s == 0.0):
+            if progress is not None:
+                progress(round(link.status.frame) + 1, last + 1)
+            time.sleep(0.05)
+    except BaseException:
+        link.stop()
+        raise
+    finally:
+        if sound is not None:
+            sound.close()
+    report = link.stop()
+    packets = sent_violations(motors, np.vstack([present, report.sent]), settings.rate)
+    return report, written_violations(written), packets

@@ -271,6 +271,9 @@ class TrackingReport:
     late_frames: int
     read_frames: np.ndarray
     present_ticks: np.ndarray
+    #: [s] when the first frame's packet left, on the playback clock: with a sound
+    #: (:class:`~looprig.audio.SoundClock`), after the DAC time of the sound's first sample
+    first_packet_s: float = math.nan
 
 
 def tracking_report(plan: PlayPlan, read: list, late: int, missed: int = 0) -> TrackingReport:
@@ -367,11 +370,15 @@ def play(
     settle: float = 0.25,
     progress: Callable[[int, int], None] | None = None,
     record: bool = False,
+    sound=None,
 ) -> TrackingReport:
     """Home, stream and stop as the module docstring says; Ctrl-C stops cleanly and re-raises.
 
     With ``record``, Present Position(132) is read after every frame's goal (not only when
-    the frame leaves time), so :func:`recorded_curves` has one row per frame."""
+    the frame leaves time), so :func:`recorded_curves` has one row per frame. With ``sound``
+    (a :class:`~looprig.audio.SoundClock` holding the sound laid on the clip's timeline from
+    its first frame), the sound starts once the servos are home and its device's clock times
+    the frames: frame f leaves when the sound has played f / rate seconds."""
     if on_stop not in STOP_ACTIONS:
         raise PlayError(f"on_stop must be one of {STOP_ACTIONS}, got {on_stop!r}")
     bus = DynamixelBus(port, baud, plan.ids)
@@ -380,14 +387,20 @@ def play(
         bus.torque(True)
         ramp = homing_ramp(_retried(bus.present), plan.ticks[0], plan.max_speed, plan.rate)
         hold = np.repeat(plan.ticks[:1], max(1, round(settle * plan.rate)), axis=0)
-        _stream(bus, np.concatenate([ramp, hold]), plan.rate, readback="never")
+        _stream(bus, np.concatenate([ramp, hold]), plan.rate, "never")
         readback = "every" if record else "spare"
-        read, late, missed = _stream(bus, plan.ticks, plan.rate, readback, progress=progress)
+        clock = None
+        if sound is not None:
+            sound.start()
+            clock = sound.now
+        read, late, missed, first = _stream(bus, plan.ticks, plan.rate, readback, progress, clock)
     except BaseException:
-        _stop(bus, on_stop)
+        _stop(bus, on_stop, sound)
         raise
-    _stop(bus, on_stop)
-    return tracking_report(plan, read, late, missed)
+    _stop(bus, on_stop, sound)
+    report = tracking_report(plan, read, late, missed)
+    report.first_packet_s = first
+    return report
 
 
 def check_servos(bus: "DynamixelBus", names: Sequence[str], mode: int) -> None:
@@ -412,20 +425,25 @@ def _retried(call, *args, attempts: int = 3):
                 raise
 
 
-def _stream(bus, ticks, rate, readback: str, progress=None):
+def _stream(bus, ticks, rate, readback: str, progress=None, clock=None):
     """Send ``ticks`` (F, A) one frame per 1/rate [Hz]; read back ``readback`` = "never",
     "spare" (when the frame leaves half a period) or "every" frame (a lost status packet
-    tried again, up to three reads)."""
-    period, start = 1.0 / rate, time.perf_counter()
-    read, late, missed = [], 0, 0
+    tried again, up to three reads). ``clock``: the time [s] frame f is sent at f / rate of
+    (default: ``time.perf_counter`` from now). Returns the read-backs, the late frames, the
+    missed read-backs and the clock's time when the first packet left."""
+    period = 1.0 / rate
+    clock, start = (time.perf_counter, time.perf_counter()) if clock is None else (clock, 0.0)
+    read, late, missed, first = [], 0, 0, math.nan
     for f, frame in enumerate(ticks):
-        wait = start + f * period - time.perf_counter()
+        wait = start + f * period - clock()
         if wait > 0:
             time.sleep(wait)
         elif wait < -period:
             late += 1
         bus.send_goals(frame)
-        spare = time.perf_counter() + 0.5 * period < start + (f + 1) * period
+        if f == 0:
+            first = clock()
+        spare = clock() + 0.5 * period < start + (f + 1) * period
         if readback == "every" or (readback == "spare" and spare):
             try:
                 read.append((f, _retried(bus.present) if readback == "every" else bus.present()))
@@ -433,11 +451,13 @@ def _stream(bus, ticks, rate, readback: str, progress=None):
                 missed += 1
         if progress is not None and (f % 50 == 0 or f == len(ticks) - 1):
             progress(f + 1, len(ticks))
-    return read, late, missed
+    return read, late, missed, first
 
 
-def _stop(bus: DynamixelBus, on_stop: str) -> None:
+def _stop(bus: DynamixelBus, on_stop: str, sound=None) -> None:
     """Leave the servos in the documented state (best effort: the bus may be what failed)."""
+    if sound is not None:
+        sound.close()
     try:
         if on_stop == "torque-off":
             # a Ctrl-C inside an SDK call leaves its transaction open: free the port first

@@ -34,6 +34,7 @@ import dataclasses
 from dataclasses import dataclass
 
 import numpy as np
+from scipy.interpolate import CubicSpline
 
 from .banded import NewtonSystem, RowSet, StencilRows, converged_kkt
 from .ik import IKProblem
@@ -68,7 +69,10 @@ class SpaceTimeSettings:
     how far a limit row may end outside its bound, relative to the bound's size (a speed
     limit's ``v / rate``); max_iterations: interior-point iterations of a stage;
     initial_slack, initial_barrier: the least slack of a limit row at the start and the
-    start's barrier parameter (slack times multiplier).
+    start's barrier parameter (slack times multiplier); coarse_rate: the least rate [Hz]
+    of the coarse clip that starts a long one (:func:`coarse_stride`; infinite: none);
+    warm_barrier: the barrier parameter the whole clip starts with from the coarse
+    answer.
     """
 
     limit_tolerance: float = 1e-9
@@ -77,6 +81,8 @@ class SpaceTimeSettings:
     initial_slack: float = 1.0
     initial_barrier: float = 1e-1
     initial_damping: float = 1e-4
+    coarse_rate: float = 100.0
+    warm_barrier: float = 1e-6
 
 
 @dataclass
@@ -102,6 +108,8 @@ class SpaceTimeSolution:
     converged: bool
     start: str = "exact"
     changed: np.ndarray | None = None  # (F,) bool: the frames solved again (:func:`hold_limits`)
+    travelled: np.ndarray | None = None  # (F, D): the joint coordinates' steps summed from the start
+    multipliers: list | None = None  # per limit-row family (:func:`limit_rows`): (K, R) at the end
 
 
 @dataclass
@@ -232,27 +240,104 @@ def solve_spacetime(
     screws = JointScrews(problem.tree, len(problem.mechanism.bodies))
     families = limit_rows(limits, len(states), rate, frozen, ends)
 
-    def solve(start_states, start_values) -> SpaceTimeSolution:
-        first = _interior_point(
-            problem, screws, targets, start_states, start_values, families, settings, frozen
-        )
+    def solve(
+        start_states, start_values, clip=(targets, families, frozen), stage=settings
+    ) -> SpaceTimeSolution:
+        asked, rows, where = clip
+        first = _interior_point(problem, screws, asked, start_states, start_values, rows, stage, where)
         if first.converged:
             return first
         second = _interior_point(
-            problem, screws, targets, start_states, start_values, families, settings, frozen, gentle=True
+            problem, screws, asked, start_states, start_values, rows, stage, where, gentle=True
         )
         second.iterations += first.iterations
         return second
 
-    best = solve(states, actuators)
+    starts = {"exact": (np.asarray(states, dtype=float), np.asarray(actuators, dtype=float))}
     rewound = rewound_start(problem, states, actuators, rate, limits)
     if rewound is not None:
-        other = solve(*rewound)
-        other.start, other.iterations = "rewound", other.iterations + best.iterations
-        if other.converged and (not best.converged or other.objective < best.objective):
-            return other
-        best.iterations = other.iterations
-    return best
+        starts["rewound"] = rewound
+    F, iterations = len(states), 0
+    stride = coarse_stride(F, rate, settings.coarse_rate)
+    if stride > 1:  # every start on every stride-th frame; the best answer starts the whole clip
+        coarse = np.arange(0, F, stride)
+        coarse_frozen = None if frozen is None else frozen[coarse]
+        coarse_ends = (ends[0], ends[1] and coarse[-1] == F - 1)
+        coarse_rows = limit_rows(limits, len(coarse), rate / stride, coarse_frozen, coarse_ends)
+        clip = (targets.take(coarse), coarse_rows, coarse_frozen)
+        tried = {name: solve(S[coarse], V[coarse], clip) for name, (S, V) in starts.items()}
+        iterations = sum(t.iterations for t in tried.values())
+        name = _best(tried)
+        if tried[name].converged:
+            S, V = starts[name]
+            warm_states, warm_values = _refined(problem, tried[name], S, V, coarse, frozen)
+            z = _refined_multipliers(families, coarse_rows, tried[name].multipliers, stride)
+            warm = dataclasses.replace(settings, initial_barrier=settings.warm_barrier)
+            solution = _interior_point(
+                problem, screws, targets, warm_states, warm_values, families, warm, frozen, multipliers=z
+            )
+            iterations += solution.iterations
+            if solution.converged:
+                solution.start, solution.iterations = name, iterations
+                return solution
+    # the clip as it is from every start (a short clip, or where the coarse start failed)
+    tried = {name: solve(*start) for name, start in starts.items()}
+    name = _best(tried)
+    solution = tried[name]
+    solution.start, solution.iterations = name, iterations + sum(t.iterations for t in tried.values())
+    return solution
+
+
+def _refined(problem, coarse_solution: SpaceTimeSolution, states, values, coarse, frozen):
+    """The clip's start (states (F, n, 7), motors (F, A)) moved to the answer found on its
+    ``coarse`` frames: the tree motors to that answer's values, other tree joints by its
+    joint coordinates' travel, both as cubic splines through the coarse frames (frames
+    past the last coarse one keep its travel); ``frozen`` frames stay."""
+    frames = np.minimum(np.arange(len(values)), coarse[-1])
+    theta = CubicSpline(coarse, coarse_solution.travelled, bc_type="natural")(frames)
+    motors = CubicSpline(coarse, coarse_solution.actuators, bc_type="natural")(frames)
+    for a, (column, sign) in tree_motor_columns(problem, states[:1]).items():
+        theta[:, column] = (motors[:, a] - values[:, a]) * sign
+    if frozen is not None:
+        theta[frozen] = 0.0
+    moved = problem.tree.retract(states, quat_to_matrix(states[..., 3:]), theta)
+    return moved, problem.readout.read(moved, previous=np.where(np.isfinite(motors), motors, values))
+
+
+def _refined_multipliers(families: list[_Rows], coarse_families: list[_Rows], multipliers, stride: int):
+    """The limit rows' multipliers (m,) on the whole clip from those on every ``stride``-th
+    frame, interpolated in time per channel: the rows are normalised by their bounds, so
+    a multiplier is about the same function of time at any rate. A family the coarse
+    clip lacks (an end it does not reach) gets zeros."""
+    coarse = {(c.quantity, c.stencil): (c, z) for c, z in zip(coarse_families, multipliers, strict=True)}
+    parts = []
+    for rows in families:
+        c, z = coarse.get((rows.quantity, rows.stencil), (None, None))
+        if c is None or c.runs < 2 or rows.runs < 2 or not np.array_equal(c.motor, rows.motor):
+            parts.append(np.zeros((rows.runs, len(rows.motor))))
+            continue
+        centre = (len(rows.stencil) - 1) / 2
+        fine_t = rows.first + np.arange(rows.runs) + centre
+        coarse_t = (c.first + np.arange(c.runs) + centre) * stride
+        parts.append(np.stack([np.interp(fine_t, coarse_t, column) for column in z.T], axis=1))
+    return np.concatenate([p.ravel() for p in parts]) if parts else np.zeros(0)
+
+
+def coarse_stride(frames: int, rate: float, coarse_rate: float) -> int:
+    """Every how many frames the starts are compared and the answer first sought: the
+    largest of 8, 4 or 2 that keeps at least ``coarse_rate`` [Hz] and 64 frames; 1 (the
+    clip as it is) for short or slow clips."""
+    for stride in (8, 4, 2):
+        if rate / stride >= coarse_rate and frames // stride >= 64:
+            return stride
+    return 1
+
+
+def _best(tried: dict) -> str:
+    """The start whose solve converged with the least tracking cost (the first if none
+    converged)."""
+    converged = [name for name, t in tried.items() if t.converged]
+    return min(converged, key=lambda name: tried[name].objective) if converged else next(iter(tried))
 
 
 #: The frames around a broken limit first solved again, each side [s]; a window whose
@@ -395,22 +480,31 @@ def rewound_start(problem: IKProblem, states, actuators, rate: float, limits: Ac
         shifted[span] = (1 - w)[:, None] * shifted[start] + w[:, None] * shifted[end]
     if np.array_equal(shifted, values):
         return None
-    tree = problem.tree
-    R = quat_to_matrix(states[..., 3:])
-    Z = tree.joint_basis(states[:1], R[:1])
-    P = problem.readout.jacobian(
-        states[:1], R[:1], problem.constraints.column_of_body, problem.constraints.n_vars
-    )
-    PZ = (P @ Z)[0]  # (A, D): a tree motor's row is one +-1
-    theta = np.zeros((len(values), tree.dof))
+    theta = np.zeros((len(values), problem.tree.dof))
+    columns = tree_motor_columns(problem, states[:1])
     for a in range(values.shape[1]):
-        column = int(np.argmax(np.abs(PZ[a])))
-        if np.isclose(abs(PZ[a, column]), 1.0) and np.isclose(np.abs(PZ[a]).sum(), 1.0):
-            theta[:, column] = (shifted[:, a] - values[:, a]) * PZ[a, column]
+        if a in columns:
+            column, sign = columns[a]
+            theta[:, column] = (shifted[:, a] - values[:, a]) * sign
         else:
             shifted[:, a] = values[:, a]
-    moved = tree.retract(np.asarray(states, float), R, theta)
+    moved = problem.tree.retract(np.asarray(states, float), quat_to_matrix(states[..., 3:]), theta)
     return moved, problem.readout.read(moved, previous=shifted)
+
+
+def tree_motor_columns(problem: IKProblem, state: np.ndarray) -> dict[int, tuple[int, float]]:
+    """The motors that are tree joints: motor index -> (its joint coordinate, +-1: the
+    motor's value per unit of the coordinate), read at ``state`` (1, n, 7)."""
+    R = quat_to_matrix(state[..., 3:])
+    Z = problem.tree.joint_basis(state, R)
+    P = problem.readout.jacobian(state, R, problem.constraints.column_of_body, problem.constraints.n_vars)
+    PZ = (P @ Z)[0]  # (A, D): a tree motor's row is one +-1
+    columns = {}
+    for a, row in enumerate(PZ):
+        column = int(np.argmax(np.abs(row)))
+        if np.isclose(abs(row[column]), 1.0) and np.isclose(np.abs(row).sum(), 1.0):
+            columns[a] = (column, float(np.sign(row[column])))
+    return columns
 
 
 @dataclass
@@ -528,6 +622,7 @@ def _interior_point(
     settings: SpaceTimeSettings,
     frozen: np.ndarray | None = None,
     gentle: bool = False,
+    multipliers: np.ndarray | None = None,
 ) -> SpaceTimeSolution:
     """:func:`solve_spacetime`'s primal-dual interior point on the whole problem under
     the limit rows ``families`` (``frozen``: as :func:`limit_rows`).
@@ -573,6 +668,7 @@ def _interior_point(
     loop_multipliers = None
     damping = settings.initial_damping
     iterations, converged = 0, False
+    travelled = np.zeros((F, tree.dof))
     at = evaluate(states)
     tolerance = problem.settings.constraint_tolerance * cs.length_scale
     loops = np.r_[tree.loop_rows, np.arange(tree.cs_rows, at.constraint.shape[1])]
@@ -593,7 +689,11 @@ def _interior_point(
         rows = RowSet([_stencil(r, lin.b, lin.B) for r in families], F, lin.W.shape[-1])
         if weight is None:
             weight = row_stiffness(rows, lin.H) if gentle else 1.0
-            z = barrier * weight / slack
+            if multipliers is None:
+                z = barrier * weight / slack
+            else:  # a warm start: each row's multiplier as given, its slack on the barrier's path
+                z = np.maximum(multipliers, barrier * weight)
+                slack = np.maximum(-row_excess(values), barrier * weight / z)
         Gz = rows.transpose(z)
         r_d = lin.g + Gz
         r_p = slack - rows.bound  # G u + s - h at u = 0
@@ -678,6 +778,7 @@ def _interior_point(
         damping = max(damping / 10.0, 1e-12) if alpha == alpha_max else min(max(damping, 1e-8) * 4.0, 1.0)
         states, values, at = trial_states, trial_values, trial
         displacement = displacement + alpha * theta
+        travelled += alpha * theta
         slack = trial_slack
         # the multipliers stay within a factor 1e10 of the barrier's central path
         z = np.clip(z_next, barrier * weight / (1e10 * slack), 1e10 * barrier * weight / slack)
@@ -694,6 +795,8 @@ def _interior_point(
         np.abs(at.constraint).max(-1, initial=0.0),
         iterations,
         converged,
+        travelled=travelled,
+        multipliers=z_parts,
     )
 
 

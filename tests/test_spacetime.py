@@ -11,7 +11,15 @@ from looprig.core.joint_space import JointScrews
 from looprig.core.library import build
 from looprig.core.retarget import RetargetMapping, TargetSpec, TrackSamples, retarget
 from looprig.core.rotations import quat_to_matrix
-from looprig.core.spacetime import _linearize, excess, limit_rows, rewound_start, solve_spacetime
+from looprig.core.spacetime import (
+    SpaceTimeSettings,
+    _linearize,
+    coarse_stride,
+    excess,
+    limit_rows,
+    rewound_start,
+    solve_spacetime,
+)
 from looprig.core.step import build_step
 from looprig.core.terms import Reference, Targets
 from test_nlp_reference import CASES, looprig_curve, targets_of
@@ -194,6 +202,27 @@ def test_random_clips_hold_every_limit_at_the_optimum(name, seed):
     )
     # within 10 %, or a micrometre where the limits hardly bind (both meet the targets)
     assert np.sqrt(solution.objective) <= 1.10 * np.sqrt(reference.objective) + 1e-6
+
+
+@pytest.mark.parametrize(("name", "seed"), [("boxer", 1), ("fourbar", 0), ("stewart", 2)])
+def test_a_long_clip_started_from_its_coarse_answer_finds_the_same_optimum(name, seed):
+    """A long clip at a high rate is first solved on every 4th frame (each start), then
+    as a whole from that answer: every limit held and the same optimum as the whole clip
+    solved from its exact answer directly, or better (the Boxer's passes its singular
+    roll, the four-bar's stops dead)."""
+    mechanism, objective, positions, rotations, states, truth, rate = random_clip(name, seed, 320, 400.0)
+    problem = IKProblem(mechanism, [objective])
+    targets = Targets(positions, rotations)
+    assert coarse_stride(len(truth), rate, SpaceTimeSettings().coarse_rate) == 4
+    warm = solve_spacetime(problem, targets, states, truth, rate)
+    cold = solve_spacetime(
+        problem, targets, states, truth, rate, settings=SpaceTimeSettings(coarse_rate=np.inf)
+    )
+    assert warm.converged and cold.converged
+    for rows in limit_rows(problem.actuator_limits, len(truth), rate):
+        assert excess(rows, warm.actuators).max() <= 1e-8, rows.quantity
+    assert warm.start == cold.start
+    assert warm.objective <= cold.objective * (1 + 1e-5) + 1e-10  # as good (here and there better)
 
 
 def test_the_demo_dance_is_the_same_held_or_reported():

@@ -10,8 +10,10 @@ import numpy as np
 import pytest
 from dxl_emulator import SYNC_WRITE, TORQUE_ENABLE, EmulatedBus, Servo
 from looprig.core.curves import ActuatorCurves
+from looprig.core.export import write_json
 
 from looprig import live
+from looprig.cli import main
 from looprig.play import PlayError
 
 pytest.importorskip("dynamixel_sdk")
@@ -175,3 +177,31 @@ def test_motors_without_limits_get_the_documented_defaults_and_say_so():
     np.testing.assert_allclose(
         [motors.lower[0], motors.upper[0]], np.array([-2048, 2047]) * 2 * math.pi / 4096
     )
+
+
+def test_play_live_streams_a_file_too_fast_for_its_limits_within_them(tmp_path, capsys):
+    """A 1 s clip asking 2.4 rad/s of servos limited to 2 rad/s: `play` refuses it, `play --live`
+    plays it within the limits (behind the clip where it asks too much) and says both."""
+    t = np.arange(round(RATE) + 1) / RATE
+    values = np.column_stack([0.75 * np.sin(np.pi * t), 0.2 * np.sin(np.pi * t)])
+    curves = ActuatorCurves(
+        t,
+        values,
+        ("hip", "knee"),
+        velocity_limit=VELOCITY,
+        acceleration_limit=ACCELERATION,
+        hardware_ids=(1, 2),
+    )
+    path = tmp_path / "fast.json"
+    write_json(curves, path, allow_violations=True)
+    motors = live.LiveMotors.of(curves)
+    with EmulatedBus(servos_at(motors.ticks(values[0]))) as bus:
+        assert main(["play", str(path), "--port", bus.port]) == 3
+        assert main(["play", str(path), "--port", bus.port, "--live", "--rate", str(RATE)]) == 0
+        snapshot = bus.snapshot()
+    out, err = capsys.readouterr()
+    assert "packets at 100 Hz, every one within the limits" in out
+    assert "the clip breaks" in err and "fell behind the clip" in err
+    _, sent = goals(snapshot)
+    assert live.sent_violations(motors, np.vstack([motors.ticks(values[0]), sent]), RATE) == []
+    np.testing.assert_allclose(sent[-1], motors.ticks(values[-1]), atol=1)

@@ -7,7 +7,7 @@ PY     := $(VENV)/bin/python
 VENV2  := .venv-numpy2
 PY2    := $(VENV2)/bin/python
 
-.PHONY: demo test test-numpy2 bench bench-peers lint format clean extension blender-demo blender-screenshots
+.PHONY: demo test test-numpy2 sound-libraries bench bench-peers lint format clean extension blender-demo blender-screenshots
 
 $(PY):
 	@command -v $(PYTHON) >/dev/null || { echo "error: $(PYTHON) not found; install Python 3.11 or run 'make PYTHON=/path/to/python3.11 ...'"; exit 1; }
@@ -26,13 +26,22 @@ $(VENV)/.demo: pyproject.toml | $(PY)
 	$(PY) -m pip install --quiet -e ".[cad,plot]"
 	touch $@ $(VENV)/.runtime
 
-# + every extra, the test tools and the bpy module for the Blender add-on tests (the dev extra)
-$(VENV)/.dev: pyproject.toml | $(PY)
+# + every extra, the test tools and the bpy module for the Blender add-on tests (the dev extra);
+# the sound tests need the PortAudio library (sounddevice loads it) and a JACK server on its dummy
+# driver (a real-time clock without sound hardware): installed with apt-get where there is one
+$(VENV)/.dev: pyproject.toml | $(PY) sound-libraries
 	$(PY) -m pip install --quiet -e ".[dev]"
 	touch $@ $(VENV)/.runtime $(VENV)/.demo
 
+sound-libraries:
+	@if ! ldconfig -p | grep -q libportaudio.so.2 || ! command -v jackd >/dev/null; then \
+		if command -v apt-get >/dev/null && [ "$$(id -u)" = 0 ]; then \
+			apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends libportaudio2 jackd2 >/dev/null; \
+		else echo "note: install PortAudio and jackd for the sound tests (they skip without them)"; fi; \
+	fi
+
 # every extra but bpy (the test extra), with numpy 2.x
-$(VENV2)/.test: pyproject.toml
+$(VENV2)/.test: pyproject.toml | sound-libraries
 	@command -v $(PYTHON) >/dev/null || { echo "error: $(PYTHON) not found"; exit 1; }
 	test -x $(PY2) || $(PYTHON) -m venv $(VENV2)
 	$(PY2) -m pip install --quiet --upgrade pip

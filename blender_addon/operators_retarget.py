@@ -16,10 +16,12 @@ import bpy
 import numpy as np
 from looprig.core.constraints import mean_joint_distance
 from looprig.core.errors import LooprigError
-from looprig.core.retarget import ComSpec, RetargetCancelled, RetargetMapping, TargetSpec, retarget
+from looprig.core.retarget import ComSpec, RetargetCancelled, RetargetMapping, TargetSpec
 from mathutils import Euler
 
-from . import animation, bake, frame_status, motion, status_display
+from looprig.retime import retiming_lines, solve_timed
+
+from . import aims, animation, bake, frame_status, motion, retime, status_display
 from .operators_robot import RobotError, checked_model, robot_collection
 from .properties import solver_settings
 from .robot_records import RobotModel
@@ -39,6 +41,7 @@ class RetargetInputs:
     samples: object  # looprig.core.retarget.TrackSamples
     bake: bool
     tint: bool
+    pins: tuple[float, ...] = ()  # clip times [s] kept at their times (timing stretch: the markers)
 
 
 def track_name(ob, bone: str = "") -> str:
@@ -61,6 +64,7 @@ def read_mapping(context, model: RobotModel, rate: float) -> tuple[RetargetMappi
     robot_objects = {b.object_name for b in model.record.bodies}
     valid = sorted(set(mechanism.body_names) | {f.name for f in mechanism.frames})
     specs, sources = [], {}
+    aim_specs, aim_sources, aimed = aims.read_aims(settings, valid, robot_objects)
     for i, t in enumerate(settings.targets):
         if not t.enabled:
             continue
@@ -85,7 +89,7 @@ def read_mapping(context, model: RobotModel, rate: float) -> tuple[RetargetMappi
                 track=name,
                 frame=t.frame,
                 position_weight=tuple(t.position_weight),
-                orientation_weight=tuple(t.orientation_weight),
+                orientation_weight=(0.0, 0.0, 0.0) if i in aimed else tuple(t.orientation_weight),
                 offset_position=tuple(float(x) * s for x in t.offset_location),
                 offset_rotation=(q.w, q.x, q.y, q.z),
             )
@@ -97,10 +101,12 @@ def read_mapping(context, model: RobotModel, rate: float) -> tuple[RetargetMappi
         name = track_name(settings.com_target)
         sources[name] = Source(name, settings.com_target.name)
         com = ComSpec(weight=tuple(settings.com_weight), track=name)
-    if not specs and com is None:
+    sources.update({s.name: s for s in aim_sources})
+    if not specs and com is None and not aim_specs:
         raise RobotError("no targets: add a target (robot frame <- animated object) in the looprig panel")
     mapping = RetargetMapping(
         targets=tuple(specs),
+        aims=tuple(aim_specs),
         com=com,
         rate=rate,
         **solver_settings(settings),
@@ -126,15 +132,30 @@ def read_inputs(context, sample: bool = True) -> tuple[RetargetInputs, list[Sour
     mapping, sources = read_mapping(context, model, clip.rate)
     samples = track_samples(context, sources, clip) if sample else None
     settings = scene.looprig
+    pins = retime.marker_pins(scene, clip) if mapping.timing == "stretch" else ()
     inputs = RetargetInputs(
-        collection.name, model, clip, mapping, samples, settings.bake_after_retarget, settings.tint_motors
+        collection.name,
+        model,
+        clip,
+        mapping,
+        samples,
+        settings.bake_after_retarget,
+        settings.tint_motors,
+        pins,
     )
     return inputs, sources
 
 
 def solve(inputs: RetargetInputs, progress=None, cancel=None):
-    """The pure part: core's retarget on plain inputs (safe in a worker thread)."""
-    return retarget(inputs.model.mechanism, inputs.samples, inputs.mapping, progress=progress, cancel=cancel)
+    """The pure part: core's retarget on plain inputs (safe in a worker thread), retimed
+    with the markers as pins when the timing is stretch (``inputs.samples`` becomes the
+    tracks solved, along the new timing)."""
+    mechanism = inputs.model.mechanism
+    timed = solve_timed(
+        mechanism, inputs.samples, inputs.mapping, inputs.pins, progress=progress, cancel=cancel
+    )
+    inputs.samples = timed.samples
+    return timed.result
 
 
 #: Length of the ghost triads drawn on limited and unreachable frames, as a fraction of the
@@ -175,6 +196,9 @@ def apply_result(context, inputs: RetargetInputs, result) -> str:
         status += f"; {summary['limited_frames']} sample(s) limited"
     if summary["unreachable_frames"]:
         status += f"; {summary['unreachable_frames']} sample(s) unreachable"
+    retimed = retime.retiming_status(result.retiming, clip)
+    if retimed:
+        status += f"; {retimed}"
     if baked is not None:
         bake.write_bake(context, collection, inputs.model, baked, tint=inputs.tint)
         status += (
@@ -320,6 +344,8 @@ class LOOPRIG_OT_retarget(bpy.types.Operator):
         lines = [line for line in (held, limited) if line] + unreachable_warnings(inputs, result)
         for line in lines:
             self.report({"WARNING"}, line)
+        for line in retiming_lines(result.retiming):
+            self.report({"INFO"}, line)
         self.report({"INFO"}, status)
         return {"FINISHED"}
 

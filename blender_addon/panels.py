@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import bpy
 
+from . import retime
 from .armature import bone_joint_name
 from .bake import time_label
 from .frame_status import LIMIT_LABELS
@@ -252,6 +253,8 @@ class LOOPRIG_PT_solve(_Sidebar, bpy.types.Panel):
         col = layout.column()
         for setting in SOLVER_SETTINGS:
             col.prop(settings, setting.name)
+            if setting.name == "timing":
+                retime.draw_pins(col, context)
         col.prop(settings, "use_scene_range")
         if not settings.use_scene_range:
             row = col.row(align=True)

@@ -38,6 +38,9 @@ MAX_CATCH_UP = 4.0
 #: A catch-up is searched until the stretch's duration is within this fraction of its
 #: original one (then scaled to it exactly).
 DURATION_TOLERANCE = 1e-4
+#: A last stretch that ends within this fraction of a frame past a whole frame ends on
+#: that frame (played faster by at most this much over the stretch).
+FRAME_TOLERANCE = 1e-3
 #: Path speeds within this of 1 everywhere leave the clip's timing as it is.
 SPEED_TOLERANCE = 1e-6
 
@@ -225,17 +228,23 @@ def plan_retiming(
     pins: Sequence[float],
     profile: ProfileSolver,
     speed_at: Callable[[float], float],
+    rate: float | None = None,
 ) -> Retiming:
     """The new timing of a clip [start, end] [s] with ``pins`` [s] (see the module docstring).
 
     profile: the fastest path-speed profile under the motors' limits (TOPP-RA); speed_at(t):
     the path speed the clip can keep at clip time t [s] (at most 1), where stretches meet.
+    rate: the clip's sample rate [Hz]; a last stretch that grows is slowed a little more,
+    by less than one frame, to end on a whole frame (the clip's last pose, sampled).
     """
     stretches, profiles = [], []
     new_start, speed_start = start, min(1.0, speed_at(start))
     for a, b, pinned in stretches_of(start, end, pins):
         speed_end = min(1.0, speed_at(b))
         found, cap, held = _stretch_profile(a, b, pinned, profile, speed_start, speed_end)
+        if rate is not None and not pinned:
+            frames = np.ceil((new_start - start + found.duration) * rate - FRAME_TOLERANCE)
+            found = found.scaled(found.duration / (start + frames / rate - new_start))
         new_end = new_start + (b - a if pinned else found.duration)
         stretches.append(Stretch(a, b, new_start, new_end, pinned, cap, float(found.speed.min()), held))
         profiles.append(found)

@@ -125,7 +125,8 @@ def retime(curves: ActuatorCurves, pins: Sequence[float] = ()) -> Retiming:
     """The new timing of the path ``curves`` (motors (F, A) at their clip times [s]) with
     ``pins`` [s] (:func:`looprig.core.retime.plan_retiming`)."""
     path = PathTiming(curves)
-    return plan_retiming(float(curves.times[0]), float(curves.times[-1]), pins, path.profile, path.speed_at)
+    start, end = float(curves.times[0]), float(curves.times[-1])
+    return plan_retiming(start, end, pins, path.profile, path.speed_at, curves.rate_hz)
 
 
 @dataclass

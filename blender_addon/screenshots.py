@@ -240,8 +240,8 @@ def draw_graph_editor(context, path: Path, size=(960, 440)) -> None:
             r = 3 if is_extreme else 2
             draw.ellipse([u - r, w - r, u + r, w + r], fill=(255, 220, 130) if is_extreme else (0, 0, 0))
     robot = context.scene.looprig.robot.name
-    for marker in context.scene.timeline_markers:
-        if marker.name.startswith(f"looprig {robot}: "):
+    for marker in context.scene.timeline_markers:  # the violations' and the animator's (pins)
+        if marker.name.startswith(f"looprig {robot}: ") or not marker.name.startswith("looprig "):
             u, _ = xy(marker.frame, 0)
             draw.line([(u, top), (u, height - bottom)], fill=MARKER_COLOUR)
             draw.text((u + 4, top + 4), marker.name, fill=MARKER_COLOUR, font=font, anchor="lt")
@@ -253,6 +253,19 @@ def draw_graph_editor(context, path: Path, size=(960, 440)) -> None:
     note = "frames (seconds from the first baked frame)"
     draw.text((width - right, 16), note, fill=GRAPH_TEXT, font=font, anchor="rm")
     image.convert("RGB").save(path)
+
+
+def draw_retimed(context, path: Path) -> None:
+    """The demo retimed (Timing Stretch) with markers at frames 7 and 19 pinned, as the
+    Graph Editor shows it after the bake (:func:`draw_graph_editor`): the crank held under
+    its 4 rad/s limit, its action ending after the scene's last frame."""
+    scene = context.scene
+    scene.looprig.timing = "stretch"
+    for name, frame in (("beat 1", 7), ("beat 2", 19)):
+        scene.timeline_markers.new(name, frame=frame)
+    if bpy.ops.looprig.retarget() != {"FINISHED"}:
+        raise SystemExit(f"retarget failed: {scene.looprig.status}")
+    draw_graph_editor(context, path)
 
 
 def main(argv=None) -> int:
@@ -282,6 +295,9 @@ def main(argv=None) -> int:
         raise SystemExit(f"bake failed: {bpy.context.scene.looprig.status}")
     render(out / "blender_demo_frame45_over_range.png", 45)
     written.append(out / "blender_demo_frame45_over_range.png")
+    build()
+    draw_retimed(bpy.context, out / "blender_retime_markers.png")
+    written.append(out / "blender_retime_markers.png")
     for path in written:
         print(path.relative_to(ROOT) if path.is_relative_to(ROOT) else path)
     addon.unregister()

@@ -5,11 +5,13 @@ This module only registers; the add-on's parts are laid out by role:
 ``scene_graph`` (scene -> robot), ``sampling`` (world transforms per frame),
 ``operators_robot`` / ``operators_retarget`` / ``operators_bake`` /
 ``operators_recording`` (workflows; ``recording``: a played clip's read-back),
-``panels`` (the "looprig" sidebar tab), ``status_display`` (per-frame status: markers,
+``panels`` (the "looprig" sidebar tab), ``live_link`` (the robot on real servos while the
+timeline plays or scrubs), ``status_display`` (per-frame status: markers,
 summary, ghost poses) and ``overlays`` (Graph Editor bands, the status band, the ghost).
 """
 
 from . import (
+    live_link,
     operators_bake,
     operators_recording,
     operators_retarget,
@@ -27,6 +29,7 @@ modules = (
     operators_bake,
     operators_recording,
     panels,
+    live_link,
     overlays,
 )
 

@@ -205,14 +205,15 @@ def sent_violations(motors: LiveMotors, ticks: np.ndarray, rate: float) -> list:
     return written_violations(WrittenCurves("looprig-live-packets", curves, quantum))
 
 
-def curve_source(curves: ActuatorCurves) -> Source:
+def curve_source(curves: ActuatorCurves, frame_start: float = 0.0, fps: float | None = None) -> Source:
     """A source reading ``curves`` (linear between samples, held past the ends): frame f is
-    time ``times[0] + f / rate`` (the curves' own rate) [s]; the payload is ignored."""
+    time ``times[0] + (f - frame_start) / fps`` [s] (``fps`` default: the curves' own rate, so
+    frame f is sample f); the payload is ignored."""
     times, values = np.asarray(curves.times, float), np.asarray(curves.values, float)
-    rate = curves.rate_hz or 1.0 / float(np.median(np.diff(times)))
+    rate = fps or curves.rate_hz or 1.0 / float(np.median(np.diff(times)))
 
     def values_at(frame: float, payload=None) -> np.ndarray:
-        t = times[0] + frame / rate
+        t = times[0] + (frame - frame_start) / rate
         return np.array([np.interp(t, times, values[:, a]) for a in range(values.shape[1])])
 
     return values_at
@@ -258,6 +259,15 @@ class FrameSolver:
         if samples is not None:
             samples = samples.resampled(mapping.rate)
             self.targets = _target_arrays(mapping, samples)
+
+    def targets_of(self, samples):
+        """The :class:`~looprig.core.IKTargets` of the first frame of ``samples``
+        (:class:`~looprig.core.retarget.TrackSamples`, e.g. a host's scene read at its frame)."""
+        from .core import IKTargets
+        from .core.retarget import _target_arrays
+
+        positions, rotations, com = _target_arrays(self.mapping, samples)
+        return IKTargets(positions[0], rotations[0], None if com is None else com[0])
 
     @property
     def frames(self) -> int:

@@ -11,6 +11,7 @@ summary, ghost poses) and ``overlays`` (Graph Editor bands, the status band, the
 """
 
 from . import (
+    aims,
     live_link,
     operators_bake,
     operators_recording,
@@ -30,6 +31,7 @@ modules = (
     operators_recording,
     panels,
     live_link,
+    aims,
     overlays,
 )
 

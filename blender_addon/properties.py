@@ -1,7 +1,7 @@
 """Everything the add-on stores, under namespaced pointers.
 
 * ``Scene.looprig`` (:class:`LOOPRIG_PG_scene`): the robot collection, the
-  retarget targets and settings, the last check report, bake summary and
+  retarget targets, the aims picked by hand and the settings, the last check report, bake summary and
   per-frame status of each robot's last retarget.
 * ``Object.looprig_joint`` / ``PoseBone.looprig_joint`` (:class:`LOOPRIG_PG_joint`):
   actuator settings of a Rigid Body Constraint object (or a bone).
@@ -175,6 +175,50 @@ class LOOPRIG_PG_target(bpy.types.PropertyGroup):
     )
 
 
+#: Axes of a robot frame an aim can name: (identifier, label, vector in the frame's axes).
+AIM_AXES = (
+    ("X", "X", (1.0, 0.0, 0.0)),
+    ("Y", "Y", (0.0, 1.0, 0.0)),
+    ("Z", "Z", (0.0, 0.0, 1.0)),
+    ("NEGATIVE_X", "-X", (-1.0, 0.0, 0.0)),
+    ("NEGATIVE_Y", "-Y", (0.0, -1.0, 0.0)),
+    ("NEGATIVE_Z", "-Z", (0.0, 0.0, -1.0)),
+)
+
+
+class LOOPRIG_PG_aim(bpy.types.PropertyGroup):
+    """An aim picked by hand: a robot frame's axis looks at an object (an Empty the animator
+    keys), as a Damped Track does, or a Track To with an up axis."""
+
+    enabled: BoolProperty(name="Enabled", default=True)
+    frame: StringProperty(
+        name="Robot Frame",
+        description="Robot body or named frame that looks at the target",
+        search=_robot_frame_names,
+    )
+    target: PointerProperty(
+        name="Look At", type=bpy.types.Object, description="The object it looks at (its origin)"
+    )
+    axis: EnumProperty(
+        name="Axis",
+        description="The robot frame's axis that points at the target",
+        items=[(i, label, f"The frame's {label} axis") for i, label, _ in AIM_AXES],
+        default="X",
+    )
+    up: EnumProperty(
+        name="Up",
+        description="The frame's axis kept up (as Track To); None: the roll is left to the "
+        "minimal-motion metric (as Damped Track)",
+        items=[("NONE", "None", "No up axis")]
+        + [(i, label, f"The frame's {label} axis") for i, label, _ in AIM_AXES],
+        default="NONE",
+    )
+    use_target_z: BoolProperty(
+        name="Target Z", description="Up is the target's Z axis instead of the world's", default=False
+    )
+    weight: FloatProperty(name="Weight", min=0.0, default=1.0)
+
+
 class LOOPRIG_PG_problem(bpy.types.PropertyGroup):
     """A line of the robot check: severity, message and the object to click."""
 
@@ -269,6 +313,8 @@ class LOOPRIG_PG_scene(bpy.types.PropertyGroup):
     )
     targets: CollectionProperty(type=LOOPRIG_PG_target)
     active_target: IntProperty(name="Active Target")
+    aims: CollectionProperty(type=LOOPRIG_PG_aim)
+    active_aim: IntProperty(name="Active Aim")
     use_com: BoolProperty(name="Centre of Mass", description="Add a centre-of-mass target")
     com_target: PointerProperty(name="CoM Target", type=bpy.types.Object)
     com_weight: FloatVectorProperty(name="CoM Weight", size=3, min=0.0, default=(1.0, 1.0, 0.0))
@@ -362,6 +408,7 @@ classes = (
     LOOPRIG_PG_joint,
     LOOPRIG_PG_body,
     LOOPRIG_PG_target,
+    LOOPRIG_PG_aim,
     LOOPRIG_PG_problem,
     LOOPRIG_PG_actuator_summary,
     LOOPRIG_PG_violation,

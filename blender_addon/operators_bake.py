@@ -18,7 +18,7 @@ from looprig.core.export import (
     write_json,
 )
 
-from . import bake, motion
+from . import bake, motion, sound
 from .operators_retarget import frame_range
 from .operators_robot import RobotError, checked_model, robot_collection
 from .sampling import make_clip
@@ -81,10 +81,13 @@ FORMATS = [
 _SUFFIX = {f[0]: f[3] for f in FORMATS}
 
 
-def export_curves(curves, path: str, fmt: str, dynamixel, allow_violations: bool, source: str = ""):
-    """Write baked curves in one of ``FORMATS``; refuses on limit violations unless allowed."""
+def export_curves(
+    curves, path: str, fmt: str, dynamixel, allow_violations: bool, source: str = "", audio=None
+):
+    """Write baked curves in one of ``FORMATS``; refuses on limit violations unless allowed.
+    ``audio``: the scene's sound (:func:`.sound.scene_sound`), recorded by the JSON format."""
     if fmt == "JSON":
-        return write_json(curves, path, allow_violations=allow_violations)
+        return write_json(curves, path, allow_violations=allow_violations, audio=audio)
     if fmt == "CSV":
         return write_csv(curves, path, allow_violations=allow_violations)
     if fmt == "DXL_JSON":
@@ -132,6 +135,7 @@ class LOOPRIG_OT_export_curves(bpy.types.Operator, ExportHelper):
             model = checked_model(context)
             curves = bake.read_baked_curves(context, model)
             dynamixel = bake.dynamixel_settings(model, self.dynamixel_mode)
+            record = bake.bake_record(bake.baked_root(model.record.name))
             violations = export_curves(
                 curves,
                 self.filepath,
@@ -139,6 +143,7 @@ class LOOPRIG_OT_export_curves(bpy.types.Operator, ExportHelper):
                 dynamixel,
                 self.allow_violations,
                 source=f"Blender scene {context.scene.name!r}, robot {model.mechanism.name!r}",
+                audio=sound.scene_sound(context.scene, record["frame_start"], record["fps"]),
             )
         except LimitViolationError as error:
             count = len(error.violations)

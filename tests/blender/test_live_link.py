@@ -146,3 +146,29 @@ def test_a_link_that_cannot_start_says_why_and_leaves_nothing_running(demo, tmp_
     assert "Operating Mode(11) is 3" in message and not live_link.running()
     assert scene.looprig_live.status == f"live link not started: {message.removeprefix('Error: ').strip()}"
     assert live_link.on_frame not in bpy.app.handlers.frame_change_post
+
+
+def test_the_scene_sound_travels_with_the_json_export(demo, tmp_path):
+    """A sound strip starting at frame 13 of a 24 fps scene whose bake starts at frame 1 plays
+    its first sample 0.5 s into the exported clip; a muted strip is no sound."""
+    import soundfile
+    from looprig.core.export.curves_json import read_audio
+
+    assert bpy.ops.looprig.retarget() == {"FINISHED"}
+    scene = bpy.context.scene
+    assert scene.render.fps == 24 and scene.render.fps_base == 1
+    wav = tmp_path / "beat.wav"
+    soundfile.write(str(wav), np.zeros(4800, np.float32), 48000)
+    exported = tmp_path / "clip.json"
+
+    def export(path):  # the demo's clip breaks its crank's velocity limit (limit_mode report)
+        return bpy.ops.looprig.export_curves(filepath=str(path), format="JSON", allow_violations=True)
+
+    assert export(exported) == {"FINISHED"}
+    assert read_audio(exported) is None
+    strip = scene.sequence_editor_create().strips.new_sound("beat", str(wav), 1, 13)
+    assert export(exported) == {"FINISHED"}
+    assert read_audio(exported) == {"path": str(wav), "offset_s": 0.5}
+    strip.mute = True
+    assert export(exported) == {"FINISHED"}
+    assert read_audio(exported) is None

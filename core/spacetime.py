@@ -81,7 +81,7 @@ class SpaceTimeSettings:
     initial_slack: float = 1.0
     initial_barrier: float = 1e-1
     initial_damping: float = 1e-4
-    coarse_rate: float = 100.0
+    coarse_rate: float = 60.0
     warm_barrier: float = 1e-6
 
 
@@ -325,9 +325,9 @@ def _refined_multipliers(families: list[_Rows], coarse_families: list[_Rows], mu
 
 def coarse_stride(frames: int, rate: float, coarse_rate: float) -> int:
     """Every how many frames the starts are compared and the answer first sought: the
-    largest of 8, 4 or 2 that keeps at least ``coarse_rate`` [Hz] and 64 frames; 1 (the
+    largest of 16, 8, 4 or 2 that keeps at least ``coarse_rate`` [Hz] and 64 frames; 1 (the
     clip as it is) for short or slow clips."""
-    for stride in (8, 4, 2):
+    for stride in (16, 8, 4, 2):
         if rate / stride >= coarse_rate and frames // stride >= 64:
             return stride
     return 1
@@ -549,8 +549,8 @@ def _linearize(
         pull, displacement = anchor
         H_theta = H_theta + pull * np.eye(tree.dof)
         g_theta = g_theta + pull * displacement
-    loop = np.r_[tree.loop_rows, tree.cs_rows + np.arange(at.loop_jacobian.shape[1] - len(tree.loop_rows))]
-    if len(loop):
+    if _loop_count(problem, at):  # (the joints' Jacobian only then)
+        loop = np.r_[tree.loop_rows, np.arange(tree.cs_rows, at.constraint.shape[1])]
         ALZ = at.loop_jacobian @ Z  # (F, m_L, D)
         _, sv, Vt = np.linalg.svd(ALZ)
         rank = int((sv[0] > 1e-9 * max(float(sv[0].max(initial=0.0)), 1e-300)).sum())
@@ -572,6 +572,11 @@ def _linearize(
         H[frozen] = np.abs(np.diagonal(H, axis1=1, axis2=2)).max() * np.eye(H.shape[-1])
         g[frozen], B = 0.0, np.where(frozen[:, None, None], 0.0, B)
     return _Linearization(at, Z, W, q0, H, g, b, B, PZ, H_theta, g_theta)
+
+
+def _loop_count(problem, at) -> int:
+    """How many rows the tree leaves to close: its loops' and the further equality terms'."""
+    return len(problem.tree.loop_rows) + at.constraint.shape[1] - problem.tree.cs_rows
 
 
 def _objective_curvature(problem, screws: JointScrews, point) -> np.ndarray:
@@ -861,7 +866,7 @@ def _loop_multipliers(problem, lin: _Linearization, theta: np.ndarray, force: np
     stationarity in joint coordinates, ``g + H theta + PZ^T force + (A_L Z)^T lam = 0``;
     None without loop rows."""
     tree, at = problem.tree, lin.at
-    n_loop = at.loop_jacobian.shape[1]
+    n_loop = _loop_count(problem, at)
     if not n_loop:
         return None
     ALZ = at.loop_jacobian @ lin.Z  # (F, m_L, D)

@@ -28,6 +28,11 @@ mirrored transform (negative determinant) is written with all three axes
 negated, and the export lists it in ``ExportResult.warnings``. Quaternions
 are made continuous (each sample in the hemisphere of the previous one).
 
+**Aim constraints.** A node driven by an aim constraint brings the node it looks at (and
+its world up object, for ``objectrotation``) into the export as tracks, and the file's
+``aims`` list gets the mapping entry that says the same (:func:`aim_entries`): copied
+into a mapping, the robot frame looks at the target from where the robot's head is.
+
 **Efficiency.** One evaluation per sample time for all nodes (an API
 ``MDGContext`` per time, see :class:`~looprig.maya_scripts.maya_facade.WorldMatrixSampler`),
 no per-attribute queries. The current time and selection are restored
@@ -385,6 +390,76 @@ def track_names_for(chosen) -> dict[str, str]:
     return dict(sorted(names.items(), key=lambda item: order[item[1]]))
 
 
+# ----------------------------------------------------------------------------- aim constraints
+def with_aim_targets(host, chosen):
+    """``chosen`` ``[(dag_path, track or None)]`` with the nodes the aim constraints driving
+    them look at (and their world up objects, for ``objectrotation``) added, and those
+    constraints ``[(dag_path, constraint)]`` (see ``maya_facade.aim_constraints``)."""
+    aimed, extra = [], []
+    for path, _track in chosen:
+        for constraint in host.aim_constraints(path):
+            aimed.append((path, constraint))
+            extra += [(target, None) for target in constraint["targets"][:1]]
+            if constraint["world_up_type"] == "objectrotation" and constraint["world_up_object"]:
+                extra.append((constraint["world_up_object"], None))
+    return _unique(list(chosen) + extra), aimed
+
+
+def _z_up(vector, up_axis: str):
+    """A world direction of the scene in looprig's Z-up axes (Y up: ``(x, y, z) -> (x, -z, y)``)."""
+    x, y, z = vector
+    return [x, -z, y] if up_axis.upper() == "Y" else [x, y, z]
+
+
+def aim_entries(aimed, names: dict, up_axis: str):
+    """The mapping's ``aims`` entries of aim constraints ``[(dag_path, constraint)]``, and
+    warnings for what they cannot say.
+
+    Each entry aims the constrained node's track (``frame``: looprig resolves it to the robot
+    frame the mapping's target of that track drives, its axes turned by the target's
+    offset) along ``aimVector`` at the first target's track; ``upVector`` (made
+    perpendicular to the aim) is kept towards the scene's up (``scene``), a world vector
+    (``vector``, in looprig's Z-up axes) or the up object's axes (``objectrotation``);
+    ``none`` leaves the roll free. ``object`` (up towards a point) is written as the
+    scene's up, with a warning.
+    """
+    tracks = {path: name for name, path in names.items()}
+    entries, warnings = [], []
+    for path, constraint in aimed:
+        label = f"aim constraint {_short(constraint['name'])!r} on {path!r}"
+        targets = constraint["targets"]
+        aim = [float(v) for v in constraint["aim"]]
+        norm = math.sqrt(sum(v * v for v in aim))
+        if not targets or norm == 0.0:
+            warnings.append(f"{label}: {'no target' if not targets else 'a zero aim vector'}; left out")
+            continue
+        if len(targets) > 1:
+            warnings.append(
+                f"{label} has {len(targets)} targets: its aim entry looks at the first, {targets[0]!r}"
+            )
+        entry = {"frame": tracks[path], "axis": aim, "track": tracks[targets[0]]}
+        kind = constraint["world_up_type"]
+        if kind != "none":
+            up = [float(v) for v in constraint["up"]]
+            along = sum(u * a for u, a in zip(up, aim)) / (norm * norm)  # noqa: B905 (Python 3.7)
+            up = [u - along * a for u, a in zip(up, aim)]  # noqa: B905
+            if math.sqrt(sum(u * u for u in up)) <= 1e-9 * norm:
+                warnings.append(f"{label}: its up vector is along its aim vector; the roll is left free")
+            else:
+                entry["up"] = up
+                if kind == "objectrotation" and constraint["world_up_object"]:
+                    entry["up_direction"] = [float(v) for v in constraint["world_up_vector"]]
+                    entry["up_track"] = tracks[constraint["world_up_object"]]
+                elif kind == "vector":
+                    entry["up_direction"] = _z_up([float(v) for v in constraint["world_up_vector"]], up_axis)
+                else:
+                    if kind != "scene":
+                        warnings.append(f"{label}: world up type {kind!r} is written as the scene's up")
+                    entry["up_direction"] = [0.0, 0.0, 1.0]
+        entries.append(entry)
+    return entries, warnings
+
+
 # ----------------------------------------------------------------------------- files
 def file_length_unit(maya_unit: str) -> str:
     """The tracks-file unit for a Maya linear unit: the same when the format has it, else ``m``."""
@@ -502,6 +577,7 @@ class ExportResult:
     length_unit: str
     up_axis: str
     warnings: list = field(default_factory=list)
+    aims: list = field(default_factory=list)  # the mapping's aims entries its aim constraints give
 
     @property
     def samples(self) -> int:
@@ -513,6 +589,7 @@ class ExportResult:
             f"wrote {len(self.tracks)} track(s) x {p.count} samples at {p.rate:g} Hz "
             f"(Maya frames {p.frame(p.first):g}..{p.frame(p.last):g}, {self.length_unit}, "
             f"{self.up_axis} up) to {self.path}"
+            + (f", with {len(self.aims)} aim(s) from aim constraints" if self.aims else "")
         )
 
 
@@ -555,7 +632,7 @@ def export_tracks(
     saved_selection = host.selection()
     suspended = False
     try:
-        chosen = resolve_nodes(host, nodes, use_selection, set_name)
+        chosen, aimed = with_aim_targets(host, resolve_nodes(host, nodes, use_selection, set_name))
         names = track_names_for(chosen)
         first_frame, last_frame = host.playback_range()
         plan = plan_samples(
@@ -612,13 +689,17 @@ def export_tracks(
             "evaluation": evaluation,
             "nodes": dict(names),
         }
+        aims, aim_warnings = aim_entries(aimed, names, up)
+        warnings += aim_warnings
         if warnings:
             source["warnings"] = list(warnings)
         document = tracks_document(
             plan, {n: (positions[n], quaternions[n]) for n in track_list}, unit, up, source
         )
+        if aims:
+            document["aims"] = aims
         written = write_tracks_file(document, path)
-        return ExportResult(written, dict(names), plan, unit, up, warnings)
+        return ExportResult(written, dict(names), plan, unit, up, warnings, aims)
     finally:
         if suspended:
             host.suspend_refresh(False)

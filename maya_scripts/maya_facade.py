@@ -163,6 +163,37 @@ def add_to_set(set_name: str, nodes) -> str:
     return cmds.sets(list(nodes), name=set_name)
 
 
+def aim_constraints(node: str) -> list:
+    """The aim constraints driving transform ``node`` (its ``aimConstraint`` children), each a
+    dict: ``name``; ``targets`` (long names); ``aim`` and ``up`` (3 floats, the node's axes);
+    ``world_up_type`` (scene, vector, object, objectrotation or none); ``world_up_vector``
+    (3 floats: world axes, or the up object's for objectrotation); ``world_up_object`` (a
+    long name or None)."""
+    found = cmds.listRelatives(node, children=True, type="aimConstraint", fullPath=True) or []
+    out = []
+    for constraint in found:
+
+        def query(constraint=constraint, **flag):
+            return cmds.aimConstraint(constraint, query=True, **flag)
+
+        up_object = query(worldUpObject=True)
+        if isinstance(up_object, (list, tuple)):
+            up_object = up_object[0] if up_object else None
+        targets = [path for t in (query(targetList=True) or []) for path in cmds.ls(t, long=True) or []]
+        out.append(
+            {
+                "name": constraint,
+                "targets": targets,
+                "aim": [float(v) for v in query(aimVector=True)],
+                "up": [float(v) for v in query(upVector=True)],
+                "world_up_type": str(query(worldUpType=True)),
+                "world_up_vector": [float(v) for v in query(worldUpVector=True)],
+                "world_up_object": (cmds.ls(up_object, long=True) or [None])[0] if up_object else None,
+            }
+        )
+    return out
+
+
 class WorldMatrixSampler:
     """World matrices of many transforms at any time, in one evaluation per time.
 

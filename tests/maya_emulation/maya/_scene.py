@@ -16,6 +16,10 @@ computed here from a small stateful model:
   ``step``; before the first key and after the last it is constant. Times are
   kept in seconds, so changing the time unit keeps keys at the same seconds
   (Maya's ``currentUnit -updateAnimation true``).
+* **Aim constraints** (``aimConstraint`` nodes, children of the transform they drive)
+  hold what ``cmds.aimConstraint -query`` answers: targets, aim and up vectors, world up
+  type, vector and object. They do not move the matrices here (the exporter reads what
+  they aim at, not how Maya evaluates them).
 * **Transform matrix**: ``local = S · R · T`` in Maya's row-vector convention
   (``p_world = p_local · local · parent_world``), with ``R`` the product of the
   elementary rotations in ``rotateOrder`` (``xyz`` → ``Rx · Ry · Rz``: x is
@@ -31,7 +35,11 @@ Scene files (``cmds.file(path, open=True)``) are JSON::
      "nodes": [{"name": "base", "type": "transform", "parent": null,
                 "rotateOrder": "yzx",
                 "values": {"translateX": 10},
-                "keys": {"rotateY": [[1, 0], [24, 90]]}}],
+                "keys": {"rotateY": [[1, 0], [24, 90]]}},
+               {"name": "aim1", "type": "aimConstraint", "parent": "base",
+                "aim": {"targets": ["look"], "aimVector": [1, 0, 0], "upVector": [0, 1, 0],
+                        "worldUpType": "scene", "worldUpVector": [0, 1, 0],
+                        "worldUpObject": null}}],
      "sets": {"looprig_tracks": ["tip"]}, "selection": ["tip"]}
 
 Values and keys are in the file's units, key times in frames of its time unit.
@@ -196,12 +204,24 @@ class Attribute:
         self.keys.sort(key=lambda k: k[0])
 
 
+#: What an aim constraint answers when the scene file does not say (Maya's defaults).
+AIM_DEFAULTS = {
+    "targets": [],
+    "aimVector": [1.0, 0.0, 0.0],
+    "upVector": [0.0, 1.0, 0.0],
+    "worldUpType": "scene",
+    "worldUpVector": [0.0, 1.0, 0.0],
+    "worldUpObject": None,
+}
+
+
 class Node:
     def __init__(self, name: str, node_type: str, parent: Node | None):
         self.name, self.type, self.parent = name, node_type, parent
         self.children: list[Node] = []
         self.attrs: dict[str, Attribute] = {}
         self.members: list[Node] = []  # objectSet members
+        self.aim: dict = {}  # aimConstraint: what cmds.aimConstraint -query answers
         if parent is not None:
             parent.children.append(self)
         if node_type in TRANSFORM_TYPES:
@@ -391,6 +411,8 @@ class Session:
                 order = ROTATE_ORDERS.index(order)
             if node.type in TRANSFORM_TYPES:
                 node.attrs["rotateOrder"].value = float(order)
+            if node.type == "aimConstraint":
+                node.aim = dict(AIM_DEFAULTS, **entry.get("aim", {}))
             for attr_name, value in entry.get("values", {}).items():
                 attr = node.attribute(attr_name)
                 attr.value = self.to_internal(attr.kind, value)

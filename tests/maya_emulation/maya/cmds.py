@@ -196,6 +196,32 @@ def sets(state, *members, name=None, add=None, query=False, **_):
     return node.name
 
 
+@_command("children", "type", "fullPath")
+def listRelatives(state, name, children=True, type=None, fullPath=False, **_):
+    """The children of ``name`` (of ``type``); None when there are none, as in Maya."""
+    found = [n for n in state.one(name).children if _is_type(n, type)]
+    return [n.path if fullPath else state.short_name(n) for n in found] or None
+
+
+_AIM_FLAGS = ("targetList", "aimVector", "upVector", "worldUpType", "worldUpVector", "worldUpObject")
+
+
+@_command(*_AIM_FLAGS)
+def aimConstraint(state, name, query=False, **flags):
+    """Query one flag of an aim constraint (creating and editing them is not emulated)."""
+    node = state.one(name)
+    asked = [flag for flag, value in flags.items() if value]
+    if not query or len(asked) != 1 or node.type != "aimConstraint":
+        raise RuntimeError("emulated cmds.aimConstraint: query one flag of an aimConstraint node")
+    key = "targets" if asked[0] == "targetList" else asked[0]
+    value = node.aim[key]
+    if key == "targets":
+        return [state.short_name(state.one(t)) for t in value]
+    if key == "worldUpObject":
+        return None if value is None else state.short_name(state.one(value))
+    return list(value) if isinstance(value, list | tuple) else value
+
+
 @_command("name")
 def spaceLocator(state, name=None, **_):
     transform = state.add_node(state.unique_name(name or "locator1"), "transform")

@@ -295,11 +295,13 @@ class RetargetMapping(RetargetSettings):
                 driven = by_track.get(frame, [])
                 if len(driven) != 1:
                     extra = "" if not driven else f" (the track drives {len(driven)} targets: name the frame)"
-                    raise TargetError(f"{where}: " + did_you_mean("frame or body", frame, names) + extra)
+                    choices = did_you_mean("frame or body", frame, names, "frames and bodies")
+                    raise TargetError(f"{where}: {choices}{extra}")
                 target = driven[0]
                 if target.frame not in names:
                     raise TargetError(
-                        f"{where}: its track's target: " + did_you_mean("frame or body", target.frame, names)
+                        f"{where}: its track's target: "
+                        + did_you_mean("frame or body", target.frame, names, "frames and bodies")
                     )
                 frame = target.frame
                 turn = quat_to_matrix(np.asarray(target.offset_rotation, dtype=float)).T  # track -> target

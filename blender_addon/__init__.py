@@ -4,7 +4,8 @@ This module only registers; the add-on's parts are laid out by role:
 ``properties`` (``scene.looprig``, ``object.looprig_joint``/``looprig_body``),
 ``scene_graph`` (scene -> robot), ``sampling`` (world transforms per frame),
 ``operators_robot`` / ``operators_retarget`` / ``operators_bake`` /
-``operators_recording`` (workflows; ``recording``: a played clip's read-back),
+``operators_recording`` / ``chains`` (workflows; ``recording``: a played clip's read-back;
+``chains``: NLA strips played in sequence),
 ``panels`` (the "looprig" sidebar tab), ``live_link`` (the robot on real servos while the
 timeline plays or scrubs), ``status_display`` (per-frame status: markers,
 summary, ghost poses) and ``overlays`` (Graph Editor bands, the status band, the ghost).
@@ -12,6 +13,7 @@ summary, ghost poses) and ``overlays`` (Graph Editor bands, the status band, the
 
 from . import (
     aims,
+    chains,
     live_link,
     operators_bake,
     operators_recording,
@@ -29,6 +31,7 @@ modules = (
     operators_retarget,
     operators_bake,
     operators_recording,
+    chains,
     panels,
     live_link,
     aims,

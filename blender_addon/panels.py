@@ -266,6 +266,7 @@ class LOOPRIG_PT_solve(_Sidebar, bpy.types.Panel):
         row.scale_y = 1.4
         row.operator("looprig.retarget", icon="PLAY")
         row.operator("looprig.clear", text="", icon="X")
+        layout.operator("looprig.retarget_strips", icon="NLA")
         if settings.status:
             box = layout.box()
             box.alert = settings.status.startswith("retarget failed")

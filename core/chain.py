@@ -102,19 +102,27 @@ def _body_rate(R: np.ndarray, rate: float, at_end: bool) -> np.ndarray:
 
 
 def chain_clips(
-    clips: Sequence[TrackSamples], transition: float, rate: float, names: Sequence[str] | None = None
+    clips: Sequence[TrackSamples],
+    transition: float | Sequence[float],
+    rate: float,
+    names: Sequence[str] | None = None,
 ) -> Chain:
-    """The clips played in sequence with ``transition`` [s] between each pair, sampled at
-    ``rate`` [Hz] (see the module docstring); every clip must have the same tracks.
-    names: one per clip, for the report (default ``clip 1``, ``clip 2``, ...)."""
+    """The clips played in sequence with ``transition`` [s] between each pair (one length,
+    or one per pair), sampled at ``rate`` [Hz] (see the module docstring); every clip must
+    have the same tracks. names: one per clip, for the report (default ``clip 1``, ...)."""
     names = list(names) if names is not None else [f"clip {k + 1}" for k in range(len(clips))]
     if len(clips) < 2:
         raise ChainError(f"a chain needs two or more clips, got {len(clips)}")
     if len(names) != len(clips):
         raise ChainError(f"{len(names)} names for {len(clips)} clips")
-    if not np.isfinite(transition) or transition <= 0.0:
-        raise ChainError(f"a transition lasts a positive number of seconds, got {transition!r}")
-    steps = max(2, round(transition * rate))  # at least one frame between the clips
+    lengths = np.broadcast_to(np.asarray(transition, dtype=float), (len(clips) - 1,))
+    for k, length in enumerate(lengths):
+        if not np.isfinite(length) or length <= 0.0:
+            raise ChainError(
+                f"{names[k]} -> {names[k + 1]}: a transition lasts a positive number of seconds, "
+                f"got {length:g}"
+            )
+    steps_of = [max(2, round(length * rate)) for length in lengths]  # at least one frame between
     tracks = set(clips[0].positions)
     for name, clip in zip(names[1:], clips[1:], strict=True):
         if set(clip.positions) != tracks:
@@ -130,6 +138,7 @@ def chain_clips(
         pieces.append(TrackSamples(times, sampled.positions, sampled.rotations))
         parts.append(ChainPart(name, "clip", float(times[0]), float(times[-1])))
         if k + 1 < len(clips):
+            steps = steps_of[k]
             gap = _transition(clip, sampled, clips[k + 1], rate, steps, float(times[-1]))
             pieces.append(gap)
             parts.append(

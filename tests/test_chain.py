@@ -76,7 +76,7 @@ def test_clips_that_cannot_be_chained_are_one_line():
     first, second = two_clips()
     with pytest.raises(ChainError, match="two or more clips, got 1"):
         chain_clips([first], 0.3, 600.0)
-    with pytest.raises(ChainError, match="positive number of seconds"):
+    with pytest.raises(ChainError, match="clip 1 -> clip 2: a transition lasts a positive number of seconds"):
         chain_clips([first, second], 0.0, 600.0)
     other = TrackSamples(second.times, {"hand": second.positions["tip"]}, {"hand": second.rotations["tip"]})
     with pytest.raises(

@@ -373,6 +373,13 @@ class LiveLink:
         :attr:`first_source_s` [s], is done here, before the first packet), switch the torque
         on, read where the servos are and start streaming from there towards ``frame``; a
         failure before the thread starts closes the port."""
+        try:
+            import ruckig  # noqa: F401  (the thread's moves; missing: say so before the port opens)
+        except ImportError:
+            raise PlayError(
+                "the live link needs the ruckig package (pip install 'looprig[live]'; in Blender: "
+                "<blender python> -m pip install ruckig dynamixel-sdk)"
+            ) from None
         frame = float(frame)
         self._wanted = (frame, payload)
         bus = DynamixelBus(self.port, self.baud, self.motors.ids)
@@ -487,17 +494,17 @@ class LiveLink:
                         velocity = np.clip(
                             (values - last_values) * self.frame_rate / step, -m.velocity, m.velocity
                         )
-                        velocity *= 0.999
+                        velocity *= 0.999  # a hair inside: ruckig raises on a target speed past the limit
                     state.target_position = values.tolist()
                     state.target_velocity = velocity.tolist()
                     state.target_acceleration = [0.0] * a
                     last_frame, last_payload, last_values = frame, payload, values
                 elif any(state.target_velocity):  # the frame stays: the move ends at rest there
                     state.target_velocity = [0.0] * a
-                result = otg.update(state, out)
+                result = _update(otg, state, out)
                 if result not in (ruckig.Result.Working, ruckig.Result.Finished):
                     state.target_velocity = [0.0] * a  # a target speed the state cannot reach: end at rest
-                    result = otg.update(state, out)
+                    result = _update(otg, state, out)
                     if result not in (ruckig.Result.Working, ruckig.Result.Finished):
                         raise PlayError(
                             f"live link: no move within the limits towards frame {frame:g} ({result})"
@@ -565,6 +572,17 @@ class LiveLink:
                 bus.close()
             except Exception:  # a port already gone cannot be closed again
                 pass
+
+
+def _update(otg, state, out):
+    """One ruckig step; its refusals of an input (raised as RuckigError) come back as its
+    error result, for the caller's fallback."""
+    import ruckig
+
+    try:
+        return otg.update(state, out)
+    except ruckig.RuckigError:
+        return ruckig.Result.ErrorInvalidInput
 
 
 def play_file(

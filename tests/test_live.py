@@ -205,3 +205,10 @@ def test_play_live_streams_a_file_too_fast_for_its_limits_within_them(tmp_path, 
     _, sent = goals(snapshot)
     assert live.sent_violations(motors, np.vstack([motors.ticks(values[0]), sent]), RATE) == []
     np.testing.assert_allclose(sent[-1], motors.ticks(values[-1]), atol=1)
+
+
+def test_without_ruckig_the_link_says_how_to_install_it_before_opening_the_port(monkeypatch, tmp_path):
+    monkeypatch.setitem(__import__("sys").modules, "ruckig", None)  # import ruckig raises ImportError
+    link = live.LiveLink(live.LiveMotors.of(clip()), jump_source, str(tmp_path / "no-such-port"))
+    with pytest.raises(PlayError, match=r"needs the ruckig package \(pip install 'looprig\[live\]'"):
+        link.open(0)

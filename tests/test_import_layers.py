@@ -113,5 +113,5 @@ def test_the_graph_sees_function_local_and_relative_imports():
     """The parser behind the two tests above, on a known case: the CLI's lazy imports."""
     internal, external = _import_graph()
     assert {"looprig.app", "looprig.core", "looprig.core.library"} <= internal["looprig.cli"]
-    assert "looprig.core.retarget" in internal["looprig.app"]  # imported inside a function
+    assert "looprig.core.chain" in internal["looprig.app"]  # imported inside a function (load_chain)
     assert "matplotlib" in external["looprig.plotting"]

@@ -481,7 +481,7 @@ class LiveLink:
         state.target_position = np.clip(last_values, m.lower, m.upper).tolist()
         state.target_velocity = [0.0] * a
         state.target_acceleration = [0.0] * a
-        next_tick = time.monotonic()
+        next_tick = changed_at = time.monotonic()
         try:
             while not self._stop.is_set():
                 start = time.monotonic()
@@ -498,8 +498,11 @@ class LiveLink:
                     state.target_position = values.tolist()
                     state.target_velocity = velocity.tolist()
                     state.target_acceleration = [0.0] * a
-                    last_frame, last_payload, last_values = frame, payload, values
-                elif any(state.target_velocity):  # the frame stays: the move ends at rest there
+                    last_frame, last_payload, last_values, changed_at = frame, payload, values, start
+                elif any(state.target_velocity) and start - changed_at > 1.5 / self.frame_rate:
+                    # no next frame when one was due (paused): the move ends at rest on the frame;
+                    # until then the servos go on at the clip's speed (a host that shows fewer
+                    # frames per second than the link sends, as Blender playing at 24 fps)
                     state.target_velocity = [0.0] * a
                 result = _update(otg, state, out)
                 if result not in (ruckig.Result.Working, ruckig.Result.Finished):

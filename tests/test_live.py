@@ -212,3 +212,27 @@ def test_without_ruckig_the_link_says_how_to_install_it_before_opening_the_port(
     link = live.LiveLink(live.LiveMotors.of(clip()), jump_source, str(tmp_path / "no-such-port"))
     with pytest.raises(PlayError, match=r"needs the ruckig package \(pip install 'looprig\[live\]'"):
         link.open(0)
+
+
+def test_a_host_showing_fewer_frames_than_packets_is_followed_without_stopping_between_frames():
+    """A host showing 10 frames a second (as Blender plays at its frame rate, below the link's
+    100 packets a second): between two frames the servos go on at the clip's speed (1 rad/s
+    here) instead of stopping on each frame, and stop on the last one once no next frame comes."""
+    fps = 10.0
+    motors = live.LiveMotors.of(clip())
+    with EmulatedBus(servos_at(motors.ticks([0.0, 0.0]))) as bus:
+        link = live.LiveLink(motors, lambda f, p=None: np.array([f / fps, 0.0]), bus.port, frame_rate=fps)
+        link.open(0)
+        start = time.monotonic()
+        for frame in range(1, 31):  # three seconds shown frame by frame, as the handler does
+            time.sleep(max(0.0, start + frame / fps - time.monotonic()))
+            link.seek(frame)
+        time.sleep(0.5)
+        report = link.stop()
+    hip = motors.values(report.sent)[:, 0]
+    speed = np.diff(hip) * RATE
+    shown = (report.sent_at[1:] > start + 0.5) & (report.sent_at[1:] < start + 3.0)
+    # never slowing between frames (stopping on each would dip to about 0.3 rad/s and catch up
+    # past 1.5); the catch-up after a late frame stays within a few ticks per period
+    assert speed[shown].min() > 0.75 and speed[shown].max() < 1.45
+    assert abs(hip[-1] - 30 / fps) < 2 * math.pi / 4096 and abs(speed[-5:]).max() < 0.01

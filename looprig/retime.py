@@ -82,13 +82,34 @@ class PathTiming:
         grid = self._gridpoints(start, end)
         path = _Window(self.path, start, end)
         solver = ta.algorithm.TOPPRA(constraints, path, gridpoints=grid, solver_wrapper="seidel")
-        _, speed, _ = solver.compute_parameterization(speed_start, speed_end)
+        speed_end = self._controllable_end(solver, speed_end)
+        _, speed, _, K = solver.compute_parameterization(speed_start, speed_end, return_data=True)
+        if speed is None and np.all(np.isfinite(K)) and speed_start**2 > K[0, 1]:
+            # too fast to brake in time for what follows: start as fast as still controllable
+            # (at the clip's start nothing precedes; at a pin the space-time solve mends the jump)
+            _, speed, _ = solver.compute_parameterization(np.sqrt(max(K[0, 1], 0.0)) * (1 - 1e-9), speed_end)
         if speed is None or not np.all(np.isfinite(speed)):
             return None
         speed = np.maximum(speed, 0.0)
         if np.any(speed[1:-1] <= 0.0):
             return None
         return SpeedProfile(grid, speed)
+
+    @staticmethod
+    def _controllable_end(solver, speed_end: float, steps: int = 16) -> float:
+        """``speed_end``, or the fastest end speed from which the stretch is controllable
+        (bisection): a path that cannot speed up in time to end as fast as it could
+        stand ends slower (the next stretch then starts so)."""
+        if np.all(np.isfinite(solver.compute_controllable_sets(speed_end, speed_end))):
+            return speed_end
+        low, high = 0.0, speed_end
+        for _ in range(steps):
+            middle = 0.5 * (low + high)
+            if np.all(np.isfinite(solver.compute_controllable_sets(middle, middle))):
+                low = middle
+            else:
+                high = middle
+        return low
 
     def speed_at(self, t: float) -> float:
         """The most path speed the limits allow at clip time t [s] with no path

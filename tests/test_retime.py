@@ -191,3 +191,23 @@ def _fourbar():
     from looprig.core.library import build
 
     return build("fourbar")
+
+
+def test_an_acceleration_limit_is_kept_along_the_new_timing():
+    """A motor swinging x = A sin(w t) asks A w^2 = 4x its acceleration limit a (its speed
+    unlimited): retimed, the curve along the new timing keeps |x''| <= a (central
+    differences at the clip's rate), and at a turning point, where x' = 0, the path speed
+    is the closed form sqrt(margin a / (A w^2))."""
+    rate, a, A, w = 600.0, 10.0, 1.0, np.sqrt(40.0)
+    times = np.arange(round(2.0 * rate) + 1) / rate
+    curves = ActuatorCurves(times, A * np.sin(w * times), ("arm",), acceleration_limit=a)
+    path = PathTiming(curves)
+    turn = np.pi / (2 * w)  # x' = 0, |x''| = A w^2
+    assert path.speed_at(turn) == pytest.approx(np.sqrt(LIMIT_MARGIN * a / (A * w**2)), rel=1e-4)
+    plan = plan_retiming(0.0, 2.0, [], path.profile, path.speed_at, rate)
+    new_times = np.arange(round(plan.duration * rate) + 1) / rate
+    clip_times = plan.clip_times(new_times)
+    retimed = ActuatorCurves(new_times, A * np.sin(w * clip_times), ("arm",), acceleration_limit=a)
+    assert plan.stretches[0].time_factor > 1.5
+    assert np.abs(retimed.accelerations()).max() <= a
+    assert clip_times[-1] == pytest.approx(2.0)

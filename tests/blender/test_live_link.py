@@ -172,3 +172,16 @@ def test_the_scene_sound_travels_with_the_json_export(demo, tmp_path):
     strip.mute = True
     assert export(exported) == {"FINISHED"}
     assert read_audio(exported) is None
+
+
+def test_closing_blender_stops_the_link(demo):
+    """What the add-on registers with atexit for when Blender closes (a headless test cannot
+    close its own Blender)."""
+    scene = bpy.context.scene
+    with EmulatedBus([Servo(1, mode=4, position=2048)]) as bus:
+        scene.looprig_live.port, scene.looprig_live.on_stop = bus.port, "torque-off"
+        assert bpy.ops.looprig.live_start() == {"FINISHED"}
+        link = live_link._Session.link
+        live_link._stop_on_exit()
+        assert not live_link.running() and not link.running
+        assert bus.snapshot()["servos"][1]["torque"] == 0

@@ -145,3 +145,18 @@ def test_a_batch_job_plays_its_tracks_in_sequence(tmp_path):
     transition = report["chain"]["parts"][1]
     assert transition["end_s"] - transition["start_s"] == pytest.approx(0.25)
     assert result.violations == 0
+
+
+def test_chains_keep_their_timing(tmp_path, capsys):
+    """Clips in sequence are not retimed: --pin and timing stretch are refused in one line."""
+    files = []
+    for name, clip in zip(("walk", "wave"), two_clips(), strict=True):
+        track = Track(clip.positions["tip"], quat_from_matrix(clip.rotations["tip"]))
+        files.append(str(write_tracks(Clip(FPS, 0, {"tip": track}), tmp_path / f"{name}.tracks.json")))
+    mapping().save(tmp_path / "arm.map.json")
+    args = ["retarget", "two_link_arm", *files, "--map", str(tmp_path / "arm.map.json"), "-o", str(tmp_path)]
+    assert main([*args, "--timing", "stretch", "--pin", "30"]) == 2
+    assert "--pin: clips played in sequence are not retimed" in capsys.readouterr().err
+    assert main([*args, "--timing", "stretch"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "solved with timing 'keep'" in err

@@ -145,7 +145,8 @@ def compute_frame_status(result, frames) -> FrameStatus:
     bool or None), ``result.unreachable``, ``result.binding`` ((F, A) str or None), the (F, K)
     position [m] and orientation [rad] errors, ``result.curves.names`` (A motors) and
     ``result.target_names`` (K targets); the orientation miss counts for targets whose
-    mapping gives them orientation weights.
+    mapping gives them orientation weights. Aims count as targets named ``<frame> aim``,
+    missed by ``result.aim_miss`` [m] (how far the aim ray passes from its point).
     """
     frames = np.asarray(frames, dtype=float)
     times = np.asarray(result.times, dtype=float) - float(result.times[0])
@@ -156,6 +157,12 @@ def compute_frame_status(result, frames) -> FrameStatus:
     position = np.asarray(result.position_error, dtype=float)
     oriented = np.array([any(w > 0 for w in t.orientation_weight) for t in result.mapping.targets], bool)
     turn = np.where(oriented, np.asarray(result.orientation_error, dtype=float), 0.0)
+    names = list(result.target_names)
+    aim_miss = getattr(result, "aim_miss", None)
+    if aim_miss is not None:
+        position = np.concatenate([position, np.asarray(aim_miss, dtype=float)], axis=1)
+        turn = np.concatenate([turn, np.zeros(np.shape(aim_miss))], axis=1)
+        names += [f"{name} aim" for name in result.aim_names]
     tolerance = result.mapping.reach_tolerance
     motors = list(result.curves.names)
     binding = result.binding
@@ -174,7 +181,7 @@ def compute_frame_status(result, frames) -> FrameStatus:
                 time=float(times[first]),
                 end_time=float(times[last]),
                 limits=limits,
-                targets=tuple(name for name, m in zip(result.target_names, missed, strict=True) if m),
+                targets=tuple(name for name, m in zip(names, missed, strict=True) if m),
                 miss=float(position[span].max(initial=0.0)),
                 turn=float(turn[span].max(initial=0.0)),
             )

@@ -224,6 +224,16 @@ def unreachable_warnings(inputs: RetargetInputs, result) -> list[str]:
                 f"target {spec.frame!r} <- {spec.track!r} out of reach at {len(missed)} sample(s), "
                 f"from {bake.time_label(frame, seconds)}, by up to {worst:.3g} mm"
             )
+    for k, aim in enumerate(inputs.mapping.aims):
+        missed = np.flatnonzero((result.aim_miss[:, k] > tolerance) & unreachable)
+        if len(missed):
+            seconds = result.times[missed[0]] - result.times[0]
+            frame = inputs.clip.frame_start + seconds * inputs.clip.fps
+            worst = np.degrees(result.aim_error[missed, k].max())
+            lines.append(
+                f"aim {aim.frame!r} -> {aim.source} out of reach at {len(missed)} sample(s), "
+                f"from {bake.time_label(frame, seconds)}, by up to {worst:.3g} degrees"
+            )
     return lines
 
 

@@ -72,9 +72,7 @@ def _core(inputs, aims, tracks):
     for name, value in tracks.items():
         p, R = value if isinstance(value, tuple) else (value, np.tile(np.eye(3), (len(times), 1, 1)))
         positions[name], rotations[name] = p, R
-    mapping = RetargetMapping(
-        (), aims=tuple(aims), **{k: v for k, v in inputs.mapping.settings().items()}
-    )
+    mapping = RetargetMapping((), aims=tuple(aims), **{k: v for k, v in inputs.mapping.settings().items()})
     return retarget(inputs.model.mechanism, TrackSamples(times, positions, rotations), mapping)
 
 
@@ -269,3 +267,33 @@ def test_reachy_mini_damped_track_rig_gives_the_core_curves():
         values = result.curves.values[:, names.index(name)]
         assert np.abs(values - values[0]).max() < 1e-9
     assert Vector(tuple(origin)).length > 0
+
+
+def test_an_aim_out_of_reach_is_named_in_the_frame_status_and_the_warnings(neck_robot):
+    """The eye's orientation held by a still Empty (a target row with orientation weights)
+    and an aim by hand at a moving one: the two cannot both be met, so the samples are
+    unreachable (but where the point passes straight ahead), the frame status stretches
+    name ``eye aim`` and the retarget's warning names the aim."""
+    from blender_addon import frame_status
+    from blender_addon.operators_retarget import unreachable_warnings
+
+    times, points = circle()
+    _scene(len(times))
+    look, _ = _keyed("look", points)
+    still = _empty("still", tuple(CENTRE + [EYE, 0, 0]))
+    _row("eye", still)
+    item = bpy.context.scene.looprig.aims.add()
+    item.frame, item.target = "eye", look
+    bpy.context.scene.looprig.limit_mode = "report"
+    inputs, _ = read_inputs(bpy.context)
+    assert inputs.mapping.targets[0].orientation_weight == (1.0, 1.0, 1.0)  # no constraint: kept
+    result = solve(inputs)
+    missed = result.aim_miss[:, 0] > inputs.mapping.reach_tolerance
+    assert np.array_equal(result.unreachable, missed) and missed.sum() > 90
+    frames = inputs.clip.frame_start + result.times * inputs.clip.fps
+    status = frame_status.compute_frame_status(result, frames)
+    assert len(status.stretches) >= 2 and all("eye aim" in s.targets for s in status.stretches)
+    assert status.worst_miss == pytest.approx(max(result.aim_miss.max(), result.position_error.max()))
+    lines = unreachable_warnings(inputs, result)
+    expected = f"aim 'eye' -> track 'look' out of reach at {missed.sum()} sample(s)"
+    assert any(line.startswith(expected) for line in lines)

@@ -211,3 +211,19 @@ def test_an_acceleration_limit_is_kept_along_the_new_timing():
     assert plan.stretches[0].time_factor > 1.5
     assert np.abs(retimed.accelerations()).max() <= a
     assert clip_times[-1] == pytest.approx(2.0)
+
+
+def test_the_terminal_lists_each_stretchs_factor():
+    """One line for the whole retiming, one per stretch, each with its factor as the report has it."""
+    from looprig.retime import retiming_lines
+
+    times = np.linspace(0.0, 1.0, 301)
+    curves = ActuatorCurves(times, 3.0 * times**2, ("m",), velocity_limit=2.0)
+    path = PathTiming(curves)
+    report = plan_retiming(0.0, 1.0, [0.25], path.profile, path.speed_at, 300.0).to_dict()
+    first, *stretches = retiming_lines(report)
+    assert first.startswith(f"retimed 1.000 s -> {report['duration_s']:.3f} s, pins at 0.250 s")
+    assert len(stretches) == len(report["stretches"]) == 2
+    for line, stretch in zip(stretches, report["stretches"], strict=True):
+        assert f"time x{stretch['time_factor']:.3f}" in line
+    assert "slowed to" in stretches[1] and stretches[1].startswith("stretch 0.250-1.000 s")

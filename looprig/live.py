@@ -11,7 +11,9 @@ sync write every period (``LiveSettings.rate``, 50-100 Hz). Each period it
    targets (:class:`FrameSolver`), solved in this thread when the frame changes;
 3. moves every motor one period along an online time-optimal trajectory towards those
    values within its velocity and acceleration limits (``ruckig``), so a jump of the
-   timeline becomes a limited move, never a snap;
+   timeline becomes a limited move, never a snap; a frame one or two after the last is
+   reached at the clip's speed, kept until the next frame is overdue (a host showing
+   fewer frames a second than the link sends packets), a jump or a pause ends at rest;
 4. sends the ticks and records how long the period's work took and the lag: the time
    the servos still need to reach the wanted pose (0 while they follow it).
 
@@ -300,7 +302,8 @@ class LiveStatus:
     """What the link is doing, for a panel or a console line: ``frame`` wanted; ``lag_s`` [s]
     the time the servos still need to reach its pose (0 while they follow it); ``packets``
     sent; ``late`` periods whose work overran the period; ``last_ms``, ``max_ms`` [ms] one
-    period's work (source, move, packet); ``running``; ``error``: why it stopped, if it failed."""
+    period's work (source, move, packet); ``running``; ``error``: why it stopped, if it failed;
+    ``at_rest``: the servos' goals are on the frame's pose and not moving."""
 
     frame: float = 0.0
     lag_s: float = 0.0
@@ -310,6 +313,7 @@ class LiveStatus:
     max_ms: float = 0.0
     running: bool = False
     error: str = ""
+    at_rest: bool = False
 
 
 @dataclass
@@ -530,6 +534,7 @@ class LiveLink:
                     max(self.status.max_ms, 1e3 * work),
                     True,
                     "",
+                    result == ruckig.Result.Finished and not any(state.target_velocity),
                 )
                 next_tick += period
                 if next_tick < sent:  # a period overran: start the next one now
@@ -622,7 +627,7 @@ def play_file(
         if sound is not None:
             sound.start()
         link.play(0, at=0.0 if sound is not None else None)
-        while link.running and not (link.status.frame >= last and link.status.lag_s == 0.0):
+        while link.running and not (link.status.frame >= last and link.status.at_rest):
             if progress is not None:
                 progress(round(link.status.frame) + 1, last + 1)
             time.sleep(0.05)

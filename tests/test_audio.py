@@ -108,9 +108,10 @@ def test_the_first_tone_sample_and_the_first_motion_packet_leave_within_one_buff
     assert report.frames_sent == len(plan.ticks) and report.late_frames == 0
 
 
-def test_play_audio_takes_the_offset_the_curves_file_records(tmp_path, jack_device, capsys):
+@pytest.mark.parametrize("live", [[], ["--live"]])
+def test_play_audio_takes_the_offset_the_curves_file_records(tmp_path, jack_device, capsys, live):
     """A curves JSON whose sound starts 0.2 s into the clip: `play --audio` (no offset given)
-    lays 0.2 s of silence before the tone."""
+    lays 0.2 s of silence before the tone; with --live the sound's clock plays the frames."""
     tone(tmp_path / "tone.wav")
     t = np.arange(round(0.6 * RATE) + 1) / RATE
     values = 0.1 * np.sin(np.pi * t)[:, None]
@@ -120,11 +121,16 @@ def test_play_audio_takes_the_offset_the_curves_file_records(tmp_path, jack_devi
     with EmulatedBus([Servo(1)]) as bus:
         code = main(
             ["play", str(path), "--port", bus.port, "--settle", "0.05", "--audio", str(tmp_path / "tone.wav")]
-            + ["--audio-device", str(jack_device)]
+            + ["--audio-device", str(jack_device), *live]
         )
+        goals = [p["goals"][1] for p in bus.snapshot()["packets"] if "goals" in p]
     out = capsys.readouterr().out
     assert code == 0
-    assert "sound tone.wav from clip time 0.200 s" in out and "first packet" in out
+    if live:
+        assert "every one within the limits" in out
+        assert abs(goals[-1] - (2048 + round(0.1 * np.sin(0.6 * np.pi) * 4096 / (2 * np.pi)))) <= 1
+    else:
+        assert "sound tone.wav from clip time 0.200 s" in out and "first packet" in out
 
 
 def test_a_sound_is_laid_on_the_clip_timeline():

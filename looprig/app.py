@@ -159,18 +159,26 @@ def write_curves(
 
 
 def export_curves(
-    curves_path, format: str, output, allow_violations: bool = False, dynamixel_mode: str = "auto"
+    curves_path,
+    format: str,
+    output,
+    allow_violations: bool = False,
+    dynamixel_mode: str = "auto",
+    audio: dict | None = None,
 ):
-    """Convert a curves file to an export format.
+    """Convert a curves file to an export format; ``audio`` (``{"path", "offset_s"}``: the
+    clip's sound) is recorded by the json format only.
 
     Returns (the violations recorded in it, why the ticks are in extended position
     mode or None; see :func:`~looprig.core.export.resolve_mode`).
     """
     from .core import export
 
+    if audio is not None and format != "json":
+        raise LooprigError(f"--audio: the sound is recorded by the json format, not {format}")
     curves = load_curves(curves_path)
     writer, _ = EXPORT_FORMATS[format]
-    options, reason = {}, None
+    options, reason = ({"audio": audio} if audio is not None else {}), None
     if format in TICK_FORMATS:
         servos = dynamixel_settings(curves, mode=dynamixel_mode)
         reason = export.plan_ticks(curves, servos).mode_reason
@@ -395,6 +403,8 @@ def retarget_to_folder(
     summary = result.summary()
     if chain is not None:
         summary["chain"] = {**chain.to_dict(), "transition_frames": released}
+        if summary["limited_frames"]:
+            summary["limited_by"] = chain.limited_by(result)
     if any(f in TICK_FORMATS for f in formats):
         from .core.export import plan_ticks
 

@@ -6,7 +6,7 @@ One module although long: every subcommand's parser and handler, thin, side by s
     looprig convert IN OUT
     looprig retarget MECHANISM TRACKS [TRACKS ...] --map MAP -o OUTDIR [--strict] [--formats ...] [--plot]
     looprig check CURVES [--strict] [--cyclic]
-    looprig export CURVES --format FORMAT -o OUT [--allow-violations]
+    looprig export CURVES --format FORMAT -o OUT [--allow-violations] [--audio FILE]
     looprig plot CURVES -o PNG
     looprig batch JOBS [--scheduler ADDRESS] [--workers N] [--summary FILE]
     looprig play CURVES --port PORT [--baud BAUD] [--record FILE] [--dry-run] [--live] [--audio FILE]
@@ -239,9 +239,15 @@ def cmd_export(args) -> int:
     from .outputs import check_output
 
     check_output(args.output, inputs=[args.curves])
+    audio = None
+    if args.audio:
+        from .audio import SoundReference, read_sound
+
+        read_sound(args.audio)  # a sound that cannot be read is refused before anything is written
+        audio = SoundReference(str(Path(args.audio).resolve()), args.audio_offset).to_dict()
     try:
         recorded, why = app.export_curves(
-            args.curves, args.format, args.output, args.allow_violations, args.dynamixel_mode
+            args.curves, args.format, args.output, args.allow_violations, args.dynamixel_mode, audio
         )
     except LimitViolationError as error:
         error.override_hint = "--allow-violations"  # named in the message when it would help
@@ -546,6 +552,14 @@ def build_parser() -> argparse.ArgumentParser:
         help="write despite limit violations (recorded in the file)",
     )
     add_dynamixel_mode_option(exp)
+    exp.add_argument("--audio", metavar="FILE", help="the clip's sound, recorded in a json export")
+    exp.add_argument(
+        "--audio-offset",
+        type=float,
+        default=0.0,
+        metavar="SECONDS",
+        help="clip time at which the sound's first sample plays (default 0)",
+    )
     exp.set_defaults(func=cmd_export)
 
     plot = sub.add_parser("plot", help="plot position and velocity with limit bands")

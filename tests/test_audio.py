@@ -19,7 +19,7 @@ import numpy as np
 import pytest
 from dxl_emulator import EmulatedBus, Servo
 from looprig.core.curves import ActuatorCurves
-from looprig.core.export import write_dynamixel_json, write_json
+from looprig.core.export import write_csv, write_dynamixel_json, write_json
 from looprig.core.retime import Stretch
 
 from looprig import audio, play
@@ -187,3 +187,28 @@ def test_a_sound_drifts_where_an_unpinned_stretch_grows_and_not_over_pinned_ones
     lines = audio.drift_warnings(stretches, sounds, tolerance_s=1 / 24)
     assert len(lines) == 1 and lines[0].startswith("sound all.wav: the retimed motion drifts +1.000 s")
     assert math.isclose(audio.sound_drift(retimed((0.0, 4.0, 0.0, 4.0, True)), sounds[0][0], 4.0)[0], 0.0)
+
+
+def test_export_records_a_sound_given_on_the_command_line(tmp_path, capsys):
+    tone(tmp_path / "tone.wav", seconds=0.1)
+    t = np.arange(3) / RATE
+    source = tmp_path / "clip.csv"
+    write_csv(ActuatorCurves(t, np.zeros((3, 1)), ("hip",)), source)
+    out = tmp_path / "clip.json"
+    command = [
+        "export",
+        str(source),
+        "--format",
+        "json",
+        "-o",
+        str(out),
+        "--audio",
+        str(tmp_path / "tone.wav"),
+    ]
+    assert main([*command, "--audio-offset", "-0.25"]) == 0
+    assert audio.SoundReference.of_curves_file(out) == audio.SoundReference(str(tmp_path / "tone.wav"), -0.25)
+    assert main([*command[:3], "csv", "-o", str(tmp_path / "c2.csv"), *command[6:]]) == 2
+    assert "the sound is recorded by the json format, not csv" in capsys.readouterr().err
+    (tmp_path / "bad.wav").write_bytes(b"no")
+    assert main([*command[:-1], str(tmp_path / "bad.wav")]) == 2
+    assert "not a sound file" in capsys.readouterr().err

@@ -403,8 +403,6 @@ def retarget_to_folder(
     summary = result.summary()
     if chain is not None:
         summary["chain"] = {**chain.to_dict(), "transition_frames": released}
-        if summary["limited_frames"]:
-            summary["limited_by"] = chain.limited_by(result)
     if any(f in TICK_FORMATS for f in formats):
         from .core.export import plan_ticks
 

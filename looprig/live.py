@@ -321,14 +321,16 @@ class LiveReport:
     """A finished stream: ``work_s`` (P,) [s] each period's work from its start to its packet
     sent (source + move + send); ``sent`` (P, A) the ticks sent; ``sent_at`` (P,) [s,
     ``time.monotonic``] when each packet left; ``lag_s`` (P,) [s] the lag after each packet
-    (:attr:`LiveStatus.lag_s`); ``stop_requested`` / ``stopped`` [s, monotonic] when
-    :meth:`LiveLink.stop` was called and when the servos were left as set."""
+    (:attr:`LiveStatus.lag_s`); ``wanted`` (P, A) [rad | m] the frame's values each packet
+    moved towards; ``stop_requested`` / ``stopped`` [s, monotonic] when :meth:`LiveLink.stop`
+    was called and when the servos were left as set."""
 
     period: float
     work_s: np.ndarray
     sent: np.ndarray
     sent_at: np.ndarray
     lag_s: np.ndarray
+    wanted: np.ndarray
     stop_requested: float
     stopped: float
     status: LiveStatus = field(default_factory=LiveStatus)
@@ -364,7 +366,7 @@ class LiveLink:
         self._playing: tuple[float, float] | None = None  # (frame, monotonic start)
         self._thread: threading.Thread | None = None
         self._bus: DynamixelBus | None = None
-        self._log: list[tuple[float, float, np.ndarray]] = []
+        self._log: list[tuple] = []  # per packet: sent at, work, ticks, lag, wanted values
         self._stop_requested = math.nan
         self._stopped = math.nan
         self._error: LooprigError | None = None
@@ -443,10 +445,11 @@ class LiveLink:
         a = len(self.motors.names)
         return LiveReport(
             1.0 / self.settings.rate,
-            np.array([w for _, w, _, _ in log]),
-            np.array([t for _, _, t, _ in log], dtype=np.int64).reshape(len(log), a),
-            np.array([s for s, _, _, _ in log]),
-            np.array([lag for _, _, _, lag in log]),
+            np.array([w for _, w, _, _, _ in log]),
+            np.array([t for _, _, t, _, _ in log], dtype=np.int64).reshape(len(log), a),
+            np.array([s for s, _, _, _, _ in log]),
+            np.array([lag for _, _, _, lag, _ in log]),
+            np.array([v for _, _, _, _, v in log], dtype=float).reshape(len(log), a),
             self._stop_requested,
             self._stopped,
             self.status,
@@ -524,7 +527,7 @@ class LiveLink:
                 remaining = (
                     max(0.0, out.trajectory.duration - out.time) if result == ruckig.Result.Working else 0.0
                 )
-                self._log.append((sent, work, ticks, remaining))
+                self._log.append((sent, work, ticks, remaining, last_values))
                 self.status = LiveStatus(
                     frame,
                     remaining,

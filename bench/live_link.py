@@ -18,7 +18,11 @@ packet's arrival after the call [ms]. The motor limits are the servo
 catalogue's (Reachy Mini's servos: XC330-M288 body yaw, XL330-M288 Stewart motors, XL330-M077
 antennas) with accelerations derived from their stall torque (derive_acceleration).
 
-    python bench/live_link.py [--seconds 10] [--rate 100] [--jump 90]
+With ``--plot PNG``, draws the jump for the motor it moves most: the frame's value each
+packet moved towards and the value sent, and the speed sent against the motor's limit
+(docs/images/live_link_jump.png is this picture).
+
+    python bench/live_link.py [--seconds 10] [--rate 100] [--jump 90] [--plot PNG]
 """
 
 import argparse
@@ -51,6 +55,7 @@ def main(argv=None) -> int:
     parser.add_argument("--seconds", type=float, default=10.0)
     parser.add_argument("--rate", type=float, default=100.0)
     parser.add_argument("--jump", type=int, default=90)
+    parser.add_argument("--plot", metavar="PNG", help="draw the jump for the motor it moves most")
     args = parser.parse_args(argv)
     frames = round(args.seconds * args.rate) + 1
     warnings.simplefilter("ignore", UserWarning)  # the file names no servos: the mapping does
@@ -121,7 +126,39 @@ def main(argv=None) -> int:
         "last_goal_after_stop_ms": round(1e3 * (goal_times.max() - report.stop_requested), 3),
     }
     print(json.dumps(line), flush=True)
+    if args.plot and caught.size:
+        plot_jump(args.plot, report, motors, values, first_after, int(caught[0]), args.jump)
     return 0
+
+
+def plot_jump(path, report, motors, values, first: int, caught: int, jump: int) -> None:
+    """The jump's packets, 0.1 s either side: wanted and sent value, sent speed and its limit."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    a = int(np.argmax(np.abs(values[caught] - values[first - 1])))
+    window = slice(max(first - 10, 0), min(caught + 10, len(values)))
+    t = 1e3 * report.period * (np.arange(len(values))[window] - first)  # packet times as the servos see them
+    speed = np.gradient(values[window, a], report.period)
+    figure, (top, bottom) = plt.subplots(2, 1, figsize=(7, 4.5), sharex=True)
+    top.step(t, report.wanted[window, a], where="post", label="frame's value (wanted)", color="0.5")
+    top.plot(t, values[window, a], ".-", label="Goal Position sent", color="C0")
+    top.set_ylabel(f"{motors.names[a]} [{motors.units[a]}]")
+    top.set_title(
+        f"Reachy Mini: a {jump}-frame scrub as a limited move, one packet every {1e3 * report.period:g} ms"
+    )
+    top.legend(loc="best")
+    limit = motors.velocity[a]
+    bottom.axhspan(-limit, limit, color="C2", alpha=0.12, label=f"velocity limit ±{limit:.2f} rad/s")
+    bottom.plot([], [], " ", label=f"acceleration limit {motors.acceleration[a]:.0f} rad/s²")
+    bottom.plot(t, speed, ".-", color="C0", label="speed sent")
+    bottom.set_ylabel(f"[{motors.units[a]}/s]")
+    bottom.set_xlabel("time from the jump [ms], one packet per period")
+    bottom.legend(loc="best")
+    figure.tight_layout()
+    figure.savefig(path, dpi=110)
 
 
 if __name__ == "__main__":

@@ -268,6 +268,25 @@ def draw_retimed(context, path: Path) -> None:
     draw_graph_editor(context, path)
 
 
+def draw_strips(context, path: Path) -> None:
+    """The demo's target pushed into two NLA strips, the whole turn (frames 1-49) and its
+    frames 13-37 from frame 57 on, solved by Retarget NLA Strips (the 8-frame gap a
+    transition), as the Graph Editor shows it after the bake, the gap marked."""
+    scene = context.scene
+    hand = scene.objects["hand"]
+    action, hand.animation_data.action = hand.animation_data.action, None
+    track = hand.animation_data.nla_tracks.new()
+    track.strips.new("walk", 1, action)
+    wave = track.strips.new("wave", 57, action)
+    wave.action_frame_start, wave.action_frame_end = 13, 37
+    scene.frame_end = 81
+    for name, frame in (("walk ends", 49), ("wave starts", 57)):
+        scene.timeline_markers.new(name, frame=frame)
+    if bpy.ops.looprig.retarget_strips() != {"FINISHED"}:
+        raise SystemExit(f"retarget failed: {scene.looprig.status}")
+    draw_graph_editor(context, path)
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description="Render the docs images of the Blender add-on")
     parser.add_argument("--output", default=str(ROOT / "docs" / "images"), help="folder for the PNGs")
@@ -298,6 +317,9 @@ def main(argv=None) -> int:
     build()
     draw_retimed(bpy.context, out / "blender_retime_markers.png")
     written.append(out / "blender_retime_markers.png")
+    build()
+    draw_strips(bpy.context, out / "blender_nla_strips.png")
+    written.append(out / "blender_nla_strips.png")
     for path in written:
         print(path.relative_to(ROOT) if path.is_relative_to(ROOT) else path)
     addon.unregister()

@@ -10,6 +10,7 @@ One module although long: every subcommand's parser and handler, thin, side by s
     looprig plot CURVES -o PNG
     looprig batch JOBS [--scheduler ADDRESS] [--workers N] [--summary FILE]
     looprig play CURVES --port PORT [--baud BAUD] [--record FILE] [--dry-run] [--live] [--audio FILE]
+    looprig play MECHANISM --live --tracks TRACKS --map MAP --port PORT [--ids MOTOR=ID ...]
     looprig demo [-o OUTDIR]
 
 MECHANISM is a reference mechanism name or a URDF, MJCF or native file; TRACKS
@@ -290,6 +291,8 @@ def cmd_play(args) -> int:
 
     if args.live:
         return cmd_play_live(args)
+    if args.tracks:
+        raise LooprigError("play --tracks: a clip solved frame by frame is played with --live")
     plan = play.load_plan(args.curves, args.homing_fraction)
     if args.record:
         play.check_record_path(args.record, args.curves)
@@ -346,24 +349,60 @@ def play_sound(args, start_s: float):
     return sound
 
 
+def motor_ids(pairs) -> dict[str, int] | None:
+    """``--ids NAME=ID ...`` as {motor: servo id}."""
+    if not pairs:
+        return None
+    ids = {}
+    for pair in pairs:
+        name, _, value = pair.partition("=")
+        if not name or not value.strip().isdigit():
+            raise LooprigError(f"--ids: expected MOTOR=ID (a whole number), got {pair!r}")
+        ids[name] = int(value)
+    return ids
+
+
 def cmd_play_live(args) -> int:
-    """``play --live``: the file streamed through the live link (looprig.live.play_file)."""
+    """``play --live``: a file (looprig.live.play_file), or a robot and tracks solved frame by frame
+    (looprig.live.play_solved), streamed through the live link."""
     from . import live
 
     if args.record or args.dry_run:
         raise LooprigError("play --live: --record and --dry-run play the file as it is; drop --live")
     if not args.port:
         raise LooprigError("play --live: give the servos' serial port with --port")
+    if args.tracks and not args.map:
+        raise LooprigError("play --tracks: give the mapping with --map")
     settings = live.LiveSettings(rate=args.rate, on_stop=args.on_stop)
-    sound = None
-    if args.audio:
-        from .core.export import read_written
-
-        sound = play_sound(args, float(read_written(args.curves).curves.times[0]))
+    progress = console.Progress("streaming", args.quiet)
+    sound, broken = None, []
     try:
-        report, broken, outside = live.play_file(
-            args.curves, args.port, args.baud, settings, sound, console.Progress("streaming", args.quiet)
-        )
+        if args.tracks:  # the positional is the robot: every frame solved as it is played
+            from .core.retarget import RetargetMapping
+
+            mapping = RetargetMapping.load(args.map)
+            samples = app.load_samples(args.tracks)
+            if args.audio:
+                sound = play_sound(args, float(samples.times[0]))
+            report, outside = live.play_solved(
+                app.load_mechanism(args.curves),
+                samples,
+                mapping,
+                args.port,
+                args.baud,
+                settings,
+                motor_ids(args.ids),
+                sound,
+                progress,
+            )
+        else:
+            if args.audio:
+                from .core.export import read_written
+
+                sound = play_sound(args, float(read_written(args.curves).curves.times[0]))
+            report, broken, outside = live.play_file(
+                args.curves, args.port, args.baud, settings, sound, progress
+            )
     except KeyboardInterrupt:
         state = "hold their last goal, torque on" if args.on_stop == "hold" else "torque off"
         print(f"looprig: interrupted; the servos {state}", file=sys.stderr)
@@ -608,6 +647,18 @@ def build_parser() -> argparse.ArgumentParser:
     )
     player.add_argument(
         "--rate", type=float, default=100.0, help="packets per second with --live [Hz] (default 100)"
+    )
+    player.add_argument(
+        "--tracks",
+        help="with --live: CURVES is a robot (file or reference name) and each frame of these tracks is "
+        "solved by the per-frame solver as it is played (needs --map)",
+    )
+    player.add_argument("--map", help="the mapping file of --tracks")
+    player.add_argument(
+        "--ids",
+        nargs="+",
+        metavar="MOTOR=ID",
+        help="servo ids of --tracks' motors (default: the robot file's)",
     )
     player.add_argument("--audio", metavar="FILE", help="play this sound with the motion, from one clock")
     player.add_argument(

@@ -497,7 +497,8 @@ class LiveLink:
                     values = np.clip(np.asarray(self.source(frame, payload), float), m.lower, m.upper)
                     step = frame - last_frame
                     velocity = np.zeros(a)
-                    if 0.0 < step <= 2.0:  # played on (a frame or two): follow at the clip's speed
+                    if 0.0 < step <= max(2.0, 2.0 * self.frame_rate / settings.rate):
+                        # played on (a frame or two, or two periods' worth): follow at the clip's speed
                         velocity = np.clip(
                             (values - last_values) * self.frame_rate / step, -m.velocity, m.velocity
                         )
@@ -618,12 +619,42 @@ def play_file(
     curves = written.curves
     if curves.rate_hz is None or curves.n_frames < 2:
         raise PlayError(f"{path}: play needs samples at a uniform rate (at least two)")
-    dynamixel = written.dynamixel or DynamixelSettings()
     settings = settings or LiveSettings()
-    motors = LiveMotors.of(curves, dynamixel, settings)
-    last = curves.n_frames - 1
+    motors = LiveMotors.of(curves, written.dynamixel or DynamixelSettings(), settings)
+    source, last = curve_source(curves), curves.n_frames - 1
+    report, packets = play_through(
+        motors, source, curves.rate_hz, last, port, baud, settings, sound, progress
+    )
+    return report, written_violations(written), packets
+
+
+def play_solved(
+    mechanism,
+    samples,
+    mapping,
+    port: str,
+    baud: int = 57600,
+    settings: LiveSettings | None = None,
+    ids: dict[str, int] | None = None,
+    sound=None,
+    progress: Callable[[int, int], None] | None = None,
+) -> tuple[LiveReport, list]:
+    """``looprig play ROBOT --live --tracks T --map M``: the clip's frames solved one by one by
+    the per-frame solver (:class:`FrameSolver`) as the link plays them at the mapping's rate,
+    streamed as :func:`play_file` streams a file (``ids``: servo id per motor, over the robot
+    file's hardware ids). Returns the report and the packets' violations (none is the claim)."""
+    settings = settings or LiveSettings()
+    solver = FrameSolver(mechanism, mapping, samples)
+    motors = LiveMotors.of(solver.curves, solver.dynamixel, settings, ids)
+    last = solver.frames - 1
+    return play_through(motors, solver, solver.mapping.rate, last, port, baud, settings, sound, progress)
+
+
+def play_through(motors, source, frame_rate, last, port, baud, settings, sound=None, progress=None):
+    """Open a link, play frames 0..``last`` on its clock (the sound's, with ``sound``) until
+    the servos are at rest on the last one, stop; (report, the packets' violations)."""
     clock = time.monotonic if sound is None else sound.now
-    link = LiveLink(motors, curve_source(curves), port, baud, settings, curves.rate_hz, last, clock)
+    link = LiveLink(motors, source, port, baud, settings, frame_rate, last, clock)
     link.open(0)
     present = link.present_ticks
     try:
@@ -641,5 +672,4 @@ def play_file(
         if sound is not None:
             sound.close()
     report = link.stop()
-    packets = sent_violations(motors, np.vstack([present, report.sent]), settings.rate)
-    return report, written_violations(written), packets
+    return report, sent_violations(motors, np.vstack([present, report.sent]), settings.rate)

@@ -236,3 +236,25 @@ def test_a_host_showing_fewer_frames_than_packets_is_followed_without_stopping_b
     # past 1.5); the catch-up after a late frame stays within a few ticks per period
     assert speed[shown].min() > 0.75 and speed[shown].max() < 1.45
     assert abs(hip[-1] - 30 / fps) < 2 * math.pi / 4096 and abs(speed[-5:]).max() < 0.01
+
+
+def test_play_live_solves_each_frame_of_a_clip_as_it_plays(capsys):
+    """The demo's dancer and groove (8 servos, ids 1-8, 3.1 rad/s and 30 rad/s^2), the servos
+    at the start pose: every frame the link plays is solved by the per-frame solver; the
+    servos end on the last frame's solution (solved here straight from the start pose), every
+    packet within the limits."""
+    from looprig.demo import CLIP_FILE, MAP_FILE, demo_inputs
+
+    mechanism, samples, mapping, _ = demo_inputs()
+    solver = live.FrameSolver(mechanism, mapping, samples)
+    motors = live.LiveMotors.of(solver.curves, solver.dynamixel)
+    start = motors.ticks(solver.actuators)
+    last = solver(solver.frames - 1)
+    assert motors.ids == tuple(range(1, 9))
+    with EmulatedBus([Servo(i, position=int(t)) for i, t in zip(motors.ids, start, strict=True)]) as bus:
+        command = ["play", "dancer", "--live", "--tracks", str(CLIP_FILE), "--map", str(MAP_FILE)]
+        assert main([*command, "--port", bus.port]) == 0
+        snapshot = bus.snapshot()
+    assert "every one within the limits" in capsys.readouterr().out
+    final = [p["goals"] for p in snapshot["packets"] if "goals" in p][-1]
+    np.testing.assert_allclose([final[i] for i in motors.ids], motors.ticks(last), atol=1)

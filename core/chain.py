@@ -169,7 +169,7 @@ def _transition(
     after = following.resampled(rate) if len(following.times) > 1 else following
     for name in clip.positions:
         ends = []
-        for source, at in ((clip, clip.times[-1]), (following, following.times[0])):
+        for source, at in ((clip, sampled.times[-1]), (following, following.times[0])):
             if len(source.times) > 1:
                 spline = CubicSpline(source.times, source.positions[name], axis=0)
                 ends.append((spline(at), spline(at, 1), spline(at, 2)))

@@ -80,7 +80,7 @@ class PathTiming:
             ta.constraint.JointAccelerationConstraint(np.column_stack([-acceleration, acceleration])),
         ]
         grid = self._gridpoints(start, end)
-        path = _Window(self.path, start, end)
+        path = _window(self.path, start, end)
         solver = ta.algorithm.TOPPRA(constraints, path, gridpoints=grid, solver_wrapper="seidel")
         speed_end = self._controllable_end(solver, speed_end)
         _, speed, _, K = solver.compute_parameterization(speed_start, speed_end, return_data=True)
@@ -122,7 +122,7 @@ class PathTiming:
         return float(np.min(speeds))
 
 
-def _Window(path, start: float, end: float):
+def _window(path, start: float, end: float):
     """``path`` (a toppra path) between path positions ``start`` and ``end``: TOPP-RA
     parametrises a whole path, and a stretch's ends (pins) need not be samples."""
     base = _toppra().interpolator.AbstractGeometricPath

@@ -185,3 +185,19 @@ def test_closing_blender_stops_the_link(demo):
         live_link._stop_on_exit()
         assert not live_link.running() and not link.running
         assert bus.snapshot()["servos"][1]["torque"] == 0
+
+
+def test_the_panel_draws_the_settings_then_the_stop_button_and_the_lag(demo):
+    """Drawn against test_panels' recording layout (panels need a window to draw)."""
+    from test_panels import _draw
+
+    log = _draw(live_link.LOOPRIG_PT_live, bpy.context)
+    assert ("operator", "looprig.live_start") in log
+    assert {("prop", p) for p in ("port", "baud", "rate", "source", "on_stop")} <= set(log)
+    with EmulatedBus([Servo(1, mode=4, position=2048)]) as bus:
+        bpy.context.scene.looprig_live.port = bus.port
+        assert bpy.ops.looprig.live_start() == {"FINISHED"}
+        log = _draw(live_link.LOOPRIG_PT_live, bpy.context)
+        assert bpy.ops.looprig.live_stop() == {"FINISHED"}
+    assert ("operator", "looprig.live_stop") in log
+    assert any(entry[0] == "label" and entry[1].startswith("frame 1.0, lag ") for entry in log)

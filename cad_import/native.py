@@ -153,6 +153,12 @@ NATIVE_SCHEMA = {
                     "anchor": {**_vec3, "description": "world, initial [m]"},
                     "axis": {**_vec3, "description": "world, initial; non-zero"},
                     "secondary_axis": {"type": ["array", "null"], "items": {"type": "number"}},
+                    "gap": {
+                        "type": "number",
+                        "minimum": 0,
+                        "description": "[m] how far apart the loop this joint closes is left by "
+                        "the file it came from (the solvers meet the constraints to it); default 0",
+                    },
                     "actuator": {
                         "type": ["object", "null"],
                         "properties": {
@@ -308,6 +314,8 @@ def mechanism_to_dict(mechanism: Mechanism, meshes=None, base_dir=None) -> dict:
             "secondary_axis": None if j.secondary_axis is None else _floats(j.secondary_axis),
             "actuator": None,
         }
+        if j.gap > 0:
+            entry["gap"] = float(j.gap)
         a = j.actuator
         if a is not None:
             hardware = a.hardware_id
@@ -584,6 +592,9 @@ class _Reader:
                 rotor_inertia=rotor,
             )
         secondary = entry.get("secondary_axis")
+        gap = entry.get("gap", 0.0)
+        if isinstance(gap, bool) or not isinstance(gap, (int, float)) or not 0 <= gap < math.inf:
+            self.fail(f"{where}.gap", f"expected a finite number of metres >= 0, got {gap!r}")
         return Joint(
             name=self.name(entry, "name", where),
             kind=JointKind(kind),
@@ -595,6 +606,7 @@ class _Reader:
             if secondary is None
             else self.numbers(secondary, (3,), f"{where}.secondary_axis"),
             actuator=actuator,
+            gap=float(gap),
         )
 
     def number_list(self, value, where) -> tuple[float, ...]:

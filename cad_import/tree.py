@@ -593,7 +593,8 @@ def build_mechanism(model: TreeModel, settings: ImportSettings = DEFAULT_SETTING
     if gap > 0:
         notes.append(
             f"the loop closures keep a gap of {gap:.3g} m after assembly (the file's own at its zero "
-            f"configuration: {residual0:.3g} m); accepted, and closed exactly in the initial configuration"
+            f"configuration: {residual0:.3g} m); accepted, closed exactly in the initial configuration, and "
+            f"met to {residual0:.3g} m elsewhere"
         )
 
     bodies, meshes = [], {}
@@ -707,6 +708,7 @@ def build_mechanism(model: TreeModel, settings: ImportSettings = DEFAULT_SETTING
                 child=closure.link2,
                 anchor=T1[:3, 3],
                 axis=T1[:3, :3] @ closure.axis,
+                gap=residual0 if gap > 0 else 0.0,  # the loops close no better than the file
             )
         )
 

@@ -27,7 +27,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .fk import FKSettings, solve_constraints
-from .ik import IKProblem, IKSettings, IKTargets, solve_ik
+from .ik import IKProblem, IKSettings, IKTargets, dual_regularization, solve_ik
 from .rotations import (
     quat_conjugate,
     quat_from_rotvec,
@@ -154,7 +154,8 @@ def _solve_block(
 ) -> ClipSolution:
     """:func:`solve_clip` on one block of frames."""
     cs = problem.constraints
-    tol = settings.constraint_tolerance * cs.length_scale
+    tol = cs.tolerance(settings.constraint_tolerance)
+    compliance = dual_regularization(problem, settings)
     states = np.array(starts, dtype=float)
     F = len(states)
     inverse_limit = problem.step_scale / settings.max_step
@@ -182,7 +183,7 @@ def _solve_block(
                 problem, gauss_newton, step_at.point, multipliers[active]
             )
             kkt, kkt_frames = (
-                step_kkt(problem, step_at, damping[active], settings.dual_regularization),
+                step_kkt(problem, step_at, damping[active], compliance),
                 active,
             )
             step = kkt.solve(step_at.gradient, step_at.constraint)
@@ -192,7 +193,7 @@ def _solve_block(
                 step_at.model = with_constraint_curvature(
                     problem, gauss_newton, step_at.point, multipliers[active]
                 )
-                kkt = step_kkt(problem, step_at, damping[active], settings.dual_regularization)
+                kkt = step_kkt(problem, step_at, damping[active], compliance)
                 step = kkt.solve(step_at.gradient, step_at.constraint)
         full_step = step.copy()
         step /= np.maximum(1.0, (np.abs(step) * inverse_limit).max(-1, initial=0.0))[:, None]

@@ -421,6 +421,12 @@ class ConstraintSet:
         blocks = bilinear_entries(W.reshape(batch + (-1,)), *self._block_entries)  # (..., m, 2, 6)
         return residual, JacobianBlocks(blocks, coupling_blocks)
 
+    def tolerance(self, relative: float) -> float:
+        """[m] the residual ``max|C|`` the solvers accept: ``relative`` times the mean joint
+        distance, or the mechanism's :attr:`~looprig.core.mechanism.Mechanism.closure_gap`
+        when larger (loops its file leaves open by that much close nowhere more tightly)."""
+        return max(relative * self.length_scale, self.mechanism.closure_gap)
+
     def residual(self, state, actuator_values=None) -> np.ndarray:
         """``C(s)``: (..., n, 7) -> (..., m) [m]."""
         return self.evaluate(state, actuator_values, jacobian=False)[0]

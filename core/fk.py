@@ -75,7 +75,7 @@ def solve_constraints(
     Levenberg-Marquardt with gain-ratio damping (Nielsen's rule) takes over.
     A residual that stops decreasing is reported as infeasible.
     """
-    tol = settings.tolerance * constraints.length_scale
+    tol = constraints.tolerance(settings.tolerance)
     state = np.array(state, dtype=float)
     C, blocks = constraints.evaluate(state, actuator_values)
     cost = 0.5 * C @ C

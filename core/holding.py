@@ -160,7 +160,8 @@ class _Linearization:
             rows.append(com_task.residual(point)[1][0])
         self.O = np.concatenate(rows) * scale
         self.state, self.R, self.L = state, R[0], L
-        self.assembled = _null_space(self.E)  # (N, d): the motions that keep the constraints
+        # (N, d): the motions that keep the constraints, to the precision of the loops' file
+        self.assembled = _null_space(self.E, problem.mechanism.closure_gap)
 
     def free_directions(self, locked) -> np.ndarray:
         """Orthonormal basis (N, d) of the motions that keep the constraints and the ``locked`` motors."""
@@ -186,13 +187,14 @@ class _Linearization:
         return _rank(self.O @ self.free_directions(locked))
 
 
-def _null_space(A: np.ndarray) -> np.ndarray:
+def _null_space(A: np.ndarray, floor: float = 0.0) -> np.ndarray:
     """Orthonormal basis (n, d) of the null space of A (m, n), singular values below 1e-10
-    of the largest counted as zero."""
+    of the largest, or below ``floor`` (absolute, A's units), counted as zero."""
     if A.shape[0] == 0:
         return np.eye(A.shape[1])
     _, sigma, Vt = np.linalg.svd(A)
-    rank = int((sigma > 1e-10 * sigma.max(initial=0.0)).sum()) if sigma.max(initial=0.0) > 0 else 0
+    largest = sigma.max(initial=0.0)
+    rank = int((sigma > max(1e-10 * largest, floor)).sum()) if largest > 0 else 0
     return Vt[rank:].T
 
 

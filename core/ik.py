@@ -67,7 +67,9 @@ class IKSettings:
     (relative to its largest diagonal entry); it shrinks tenfold after a full
     step whose objective decrease matches the model's prediction, and grows after
     a poorly predicted or cut step (a hundredfold when no step was found).
-    dual_regularization: the negative diagonal of the constraint block.
+    dual_regularization: the negative diagonal of the constraint block (a compliance of the
+    constraints [m^2 per unit objective]); larger for loops their file leaves open
+    (:func:`dual_regularization`).
     """
 
     constraint_tolerance: float = 1e-10
@@ -225,6 +227,21 @@ class IKProblem:
         return rows
 
 
+def dual_regularization(problem: IKProblem, settings: IKSettings) -> float:
+    """The constraint block's negative diagonal ``eps_d`` for ``problem``: a step meets the
+    linearised constraints up to ``eps_d`` times their multipliers, the pull of the
+    objectives on them [m per metre of target miss, at weight 1].
+
+    ``settings.dual_regularization`` (vanishing: exact constraints), or the mechanism's
+    :attr:`~looprig.core.mechanism.Mechanism.closure_gap` [m] when larger: loops that
+    close no better than that yield by at most the gap under the pull of a target a
+    metre away, and a motion that opens them by ``s`` [m per rad], far below the gap
+    (ToddlerBot's neck: 3.2e-9 m per rad, rigid in exact arithmetic), is held back by
+    only ``s^2 / eps_d`` of the objectives' curvature: its targets are met to ~1e-10.
+    """
+    return max(settings.dual_regularization, problem.mechanism.closure_gap)
+
+
 def floating_bodies(mechanism: Mechanism) -> np.ndarray:
     """Indices of the bodies a ``free`` joint carries (floating bases)."""
     return np.array(
@@ -332,7 +349,9 @@ def solve_ik(
     targets = problem.check_targets(targets)
     settings = settings or problem.settings
     cs = problem.constraints
-    tol = settings.constraint_tolerance * cs.length_scale
+    tol = cs.tolerance(settings.constraint_tolerance)
+    tight = settings.constraint_tolerance * cs.length_scale  # tol, unless the file's loops are open
+    compliance = dual_regularization(problem, settings)
     previous = np.asarray(previous_state, dtype=float)
     state = np.array(previous if initial_state is None else initial_state, dtype=float)
 
@@ -366,11 +385,11 @@ def solve_ik(
                 previous, d = last_step
                 lam = qp_multipliers(previous.step, d[None])
                 it.step.model = with_constraint_curvature(problem, gauss_newton, it.step.point, lam)
-            kkt = _FrameKKT(problem, it, damping, settings.dual_regularization)
+            kkt = _FrameKKT(problem, it, damping, compliance)
             step = kkt.solve(it.gradient, it.c)
             if it.step.model is not gauss_newton and it.step.model.curvature(step[None])[0] <= 0.0:
                 it.step.model = gauss_newton  # not a descent model here (far from the answer)
-                kkt = _FrameKKT(problem, it, damping, settings.dual_regularization)
+                kkt = _FrameKKT(problem, it, damping, compliance)
                 step = kkt.solve(it.gradient, it.c)
         full_step = step.copy()
         step /= max(1.0, float((np.abs(step) * inverse_limit).max(initial=0.0)))
@@ -454,16 +473,20 @@ def solve_ik(
             converges = _max_abs(estimate) * moved <= settings.step_tolerance
             chord = estimate if converges and not competing else None
             if _max_abs(estimate) <= settings.step_tolerance:
-                if it.violation <= tol:
+                if it.violation <= tight:
                     converged = True
                     break
                 # polish the constraints with the chord step; a Newton step this short
-                # leaves a residual of its square, so only the residual is checked
+                # leaves a residual of its square, so only the residual is checked (loops
+                # their file leaves open: the polish is kept where it closes them better)
                 polished = retract(it.state, cs.tangent_to_bodies(estimate))
                 R_polished = quat_to_matrix(polished[:, 3:])
                 c_polished = cs.evaluate(polished, jacobian=False, R=R_polished)[0]
-                if _max_abs(c_polished) <= tol:
+                if _max_abs(c_polished) <= min(tol, max(it.violation, tight)):
                     polished_result = (polished, c_polished, R_polished)
+                    converged = True
+                    break
+                if it.violation <= tol:
                     converged = True
                     break
     state, c, R = polished_result or (it.state, it.c, it.R)

@@ -196,6 +196,10 @@ class Joint:
     ``axis``); for other kinds the reference direction of zero angle (optional).
     In a loop, parent and child only fix the sign of the joint coordinate
     (child relative to parent).
+    gap: [m] how far apart a loop-closing joint's two sides are left by the file it
+    came from (a loop written to a few digits closes nowhere exactly: ToddlerBot's
+    neck, 3.6e-8 m); the largest is :attr:`Mechanism.closure_gap`, the precision
+    the solvers meet the constraints to. 0 (default): the joint closes exactly.
     """
 
     name: str
@@ -206,6 +210,7 @@ class Joint:
     axis: np.ndarray = field(default_factory=lambda: np.array([0.0, 0.0, 1.0]))
     secondary_axis: np.ndarray | None = None
     actuator: Actuator | None = None
+    gap: float = 0.0
 
     @property
     def actuator_name(self) -> str | None:
@@ -469,6 +474,8 @@ class Mechanism:
             secondary = _nonzero_axis(joint.secondary_axis, f"{what} secondary_axis")
             if abs(np.dot(axis, secondary)) > 1.0 - 1e-6:
                 raise MechanismError(f"{what}: secondary_axis is parallel to axis")
+        if not (isinstance(joint.gap, (int, float)) and 0.0 <= joint.gap < np.inf):
+            raise MechanismError(f"{what}: gap must be a finite number of metres >= 0, got {joint.gap!r}")
         if kind == JointKind.UNIVERSAL:
             if secondary is None:
                 raise MechanismError(f"{what}: a universal joint needs secondary_axis")
@@ -510,6 +517,7 @@ class Mechanism:
             axis=axis,
             secondary_axis=secondary,
             actuator=actuator,
+            gap=float(joint.gap),
         )
 
     def _checked_frame(self, frame: Frame) -> Frame:
@@ -707,6 +715,15 @@ class Mechanism:
             if j.kind != JointKind.FREE
         ]
         return cycle_rank(sorted(set(node)), [(a, b) for a, b in edges if a != b])
+
+    @property
+    def closure_gap(self) -> float:
+        """[m] the largest :attr:`Joint.gap`: the precision of the mechanism's loops as its
+        file wrote them (0: they close exactly). Solvers meet the constraints to
+        ``max(tolerance * L, closure_gap)`` (:meth:`ConstraintSet.tolerance`), and a
+        motion that opens the loops by less than it per radian is a motion
+        (:func:`~looprig.core.mobility.analyse_mobility`)."""
+        return max((j.gap for j in self.joints), default=0.0)
 
     def grubler_dof(self) -> int:
         """Spatial Grübler-Kutzbach count: 6 (moving bodies) - sum of joint constraints

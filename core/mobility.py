@@ -43,23 +43,34 @@ class MobilityReport:
         return asdict(self)
 
 
-def numerical_rank(J: np.ndarray, relative_tolerance: float = 1e-9) -> int:
-    """Rank of J from its singular values, relative to the largest."""
+def numerical_rank(J: np.ndarray, relative_tolerance: float = 1e-9, floor: float = 0.0) -> int:
+    """Rank of J from its singular values: those above ``relative_tolerance`` times the
+    largest and above ``floor`` (absolute, in J's units)."""
     if J.size == 0:
         return 0
     s = np.linalg.svd(J, compute_uv=False)
-    return int(np.sum(s > relative_tolerance * max(s[0], 1e-300)))
+    return int(np.sum(s > max(relative_tolerance * max(s[0], 1e-300), floor)))
 
 
 def analyse_mobility(mechanism: Mechanism, state: np.ndarray | None = None) -> MobilityReport:
-    """Mobility at ``state`` (default: the initial configuration, assumed assembled)."""
+    """Mobility at ``state`` (default: the initial configuration, assumed assembled).
+
+    The Jacobians' rows are in metres and their columns in body metres and radians,
+    so a singular value is how far a unit motion (one radian) opens the loops [m]. A
+    motion that opens them by less than the mechanism's
+    :attr:`~looprig.core.mechanism.Mechanism.closure_gap` per radian is one its file
+    cannot tell from free, and counts as a degree of freedom: ToddlerBot's neck, a
+    parallel linkage written to eight digits, is rigid in exact arithmetic (a
+    singular value of 3.2e-9 m per radian, the next 8e-3) but closes to 3e-10 m over
+    +-0.4 rad of its motor, far within its file's own gap (3.6e-8 m).
+    """
     state = mechanism.initial_state() if state is None else state
     passive = ConstraintSet(mechanism, actuated=False)
     actuated = ConstraintSet(mechanism, actuated=True)
     J = passive.jacobian(state)
-    rank = numerical_rank(J)
+    rank = numerical_rank(J, floor=mechanism.closure_gap)
     p0 = ActuatorReadout(mechanism).read(state)
-    rank_act = numerical_rank(actuated.jacobian(state, p0))
+    rank_act = numerical_rank(actuated.jacobian(state, p0), floor=mechanism.closure_gap)
     return MobilityReport(
         bodies=len(mechanism.bodies),
         joints=len(mechanism.joints),

@@ -11,7 +11,8 @@ import numpy as np
 import pytest
 from looprig.cad_import import FileFormatError, FileFormatWarning, load_model
 from looprig.core import ConstraintSet, solve_fk
-from looprig.core.mobility import numerical_rank
+from looprig.core.mechanism import Mechanism
+from looprig.core.mobility import analyse_mobility, numerical_rank
 from looprig.core.readoff import JointReadout
 from looprig.core.servos import RPM
 
@@ -73,34 +74,109 @@ def test_toddlerbots_closure_gap_is_accepted_and_said_and_the_mechanism_closes_e
     assert [n.split("'")[1] for n in said] == ["waist_roll_coupling", "waist_yaw_coupling"]
 
 
-def test_info_figures_count_the_waist_differential(capsys):
-    """``looprig info``: 11 couplings (9 gears, 2 differentials), Grübler 27, dof 35 at
-    info's rank tolerance (1e-9 of the largest singular value; 37 before the waist was
-    read). The rank is decided by singular values the file's own 8-digit geometry leaves
-    near 1e-9 (looprig: one at 1.1e-9; MuJoCo's equality rows: 5.6e-9 and 2.1e-8 at the
-    same pose), so the robust count is compared too: at 1e-7 looprig's mobility is
-    MuJoCo's (equality rows and the two tendons' rows at the assembled pose), 36 =
-    6 (floating base) + 30 motors."""
-    assert main(["info", str(TODDLERBOT), "--json"]) == 0
-    summary = json.loads(capsys.readouterr().out)
-    figures = ("coupling_rows", "grubler", "dof", "loops", "dof_with_actuators")
-    assert [summary[k] for k in figures] == [11, 27, 35, 4, 6]
-    assert summary["coupling_kinds"] == {"gear": 9, "differential": 2}
-    model, _ = load(TODDLERBOT)
-    m = model.mechanism
-    J = ConstraintSet(m, actuated=False).jacobian(m.initial_state())
+def mujoco_rows(model, assembled: bool):
+    """MuJoCo's equality rows (``efc_J``) and the two waist tendons' rows (``wrap_prm``),
+    (21 + 2, nv), at ``qpos0`` or at looprig's assembled joint values."""
     mj = mujoco.MjModel.from_xml_path(str(TODDLERBOT))
     data = mujoco.MjData(mj)
-    for j in range(mj.njnt):
-        data.qpos[mj.jnt_qposadr[j]] = model.joint_offsets.get(mj.joint(j).name, data.qpos[mj.jnt_qposadr[j]])
+    if assembled:
+        for j in range(1, mj.njnt):
+            data.qpos[mj.jnt_qposadr[j]] = model.joint_offsets[mj.joint(j).name]
     mujoco.mj_forward(mj, data)
     equality = data.efc_type == int(mujoco.mjtConstraint.mjCNSTR_EQUALITY)
     tendons = np.zeros((mj.ntendon, mj.nv))
     for t in range(mj.ntendon):
         for w in range(mj.tendon_adr[t], mj.tendon_adr[t] + mj.tendon_num[t]):
             tendons[t, mj.jnt_dofadr[mj.wrap_objid[w]]] += mj.wrap_prm[w]
-    rows = np.vstack([data.efc_J.reshape(data.nefc, mj.nv)[equality], tendons])
-    assert J.shape[1] - numerical_rank(J, 1e-7) == mj.nv - numerical_rank(rows, 1e-7) == 36
+    return mj, np.vstack([data.efc_J.reshape(data.nefc, mj.nv)[equality], tendons])
+
+
+def test_info_counts_36_dof_a_floating_base_and_30_motors(capsys):
+    """``looprig info``: 11 couplings (9 gears, 2 differentials), Grübler 27, dof 36 = 6
+    (the floating base) + 30 motors, 6 with the motors locked. The neck's parallel linkage,
+    written to eight digits, is rigid in exact arithmetic: one singular value of 3.2e-9 m
+    per radian, far below the file's own closure gap (3.6e-8 m) and far from the next
+    (8e-3): at the file's precision (:attr:`Mechanism.closure_gap`) it is the neck's motion."""
+    assert main(["info", str(TODDLERBOT), "--json"]) == 0
+    summary = json.loads(capsys.readouterr().out)
+    figures = ("coupling_rows", "grubler", "dof", "loops", "dof_with_actuators")
+    assert [summary[k] for k in figures] == [11, 27, 36, 4, 6]
+    assert summary["coupling_kinds"] == {"gear": 9, "differential": 2}
+    model, _ = load(TODDLERBOT)
+    m = model.mechanism
+    assert m.closure_gap == pytest.approx(3.61e-8, rel=0.01)
+    s = np.linalg.svd(ConstraintSet(m, actuated=False).jacobian(m.initial_state()), compute_uv=False)
+    lost = s[(s > 1e-12) & (s < m.closure_gap)]
+    assert len(lost) == 1 and 1e-10 < lost[0] < m.closure_gap / 5 and s[s > m.closure_gap].min() > 1e-3
+    # the two waist tendons, read as differentials, remove 2: 38 without them
+    gears = Mechanism(m.bodies, m.joints, m.frames, m.name, [c for c in m.couplings if c.kind == "gear"])
+    assert analyse_mobility(gears).dof == 38
+
+
+def test_mujocos_rank_agrees_at_the_files_precision_and_its_33_is_the_gap():
+    """MuJoCo's equality and tendon rows give nv - rank = 36 too, at the file's precision
+    (singular values above its closure gap) and looprig's assembled pose. Counted at
+    numpy's default tolerance at ``qpos0`` they give 33: the three extra singular values
+    (1e-8 to 6e-8) belong to motions of the joints above both sides of the neck's loops
+    (the floating base's rotations, the neck's yaw and its gear): a connect's rows are the
+    gap vector between its sites, which such a rigid turn rotates (rate: axis x gap)
+    without opening the loop. The gap's size, not a constraint."""
+    model, _ = load(TODDLERBOT)
+    gap = model.mechanism.closure_gap
+    mj, rows = mujoco_rows(model, assembled=True)
+    assert mj.nv - numerical_rank(rows, 1e-12, floor=gap) == 36
+    mj, rows = mujoco_rows(model, assembled=False)
+    assert mj.nv - np.linalg.matrix_rank(rows) == 33
+    _, s, Vt = np.linalg.svd(rows)
+    small = np.flatnonzero((s > 1e-12) & (s < 1e-6))
+    assert len(small) == 3 and s[small].max() < 2 * gap
+    above = [mj.jnt_dofadr[0] + k for k in range(3, 6)]  # the free joint's rotations
+    above += [mj.joint(n).dofadr[0] for n in ("neck_yaw_drive", "neck_yaw_driven")]
+    weight = (Vt[small][:, above] ** 2).sum(axis=1)
+    assert weight.min() > 0.98
+    # a rigid turn of the whole robot leaves every closure's gap as long as it was
+    data = mujoco.MjData(mj)
+    mujoco.mj_forward(mj, data)
+    equality = data.efc_type == int(mujoco.mjtConstraint.mjCNSTR_EQUALITY)
+    before = np.linalg.norm(data.efc_pos[equality][:12].reshape(4, 3), axis=1)
+    turn = np.zeros(mj.nv)
+    turn[above[:3]] = [0.3, -0.2, 0.5]
+    mujoco.mj_integratePos(mj, data.qpos, turn, 1.0)
+    mujoco.mj_forward(mj, data)
+    after = np.linalg.norm(data.efc_pos[equality][:12].reshape(4, 3), axis=1)
+    np.testing.assert_allclose(after, before, atol=1e-15)
+
+
+def test_the_gap_survives_the_native_file_and_a_negative_gap_is_refused(tmp_path):
+    """The closure joints' gap is written to the native file and read back (so its robot
+    keeps its precision: dof 36); a negative one is one line naming the joint."""
+    from looprig.cad_import import load_native, save_mechanism
+
+    model, _ = load(TODDLERBOT)
+    path = save_mechanism(model.mechanism, tmp_path / "toddlerbot.looprig.json")
+    again = load_native(path).mechanism
+    assert again.closure_gap == model.mechanism.closure_gap > 0
+    assert analyse_mobility(again).dof == 36
+    data = json.loads(path.read_text())
+    closure = next(j for j in data["joints"] if "gap" in j)
+    closure["gap"] = -1e-9
+    with pytest.raises(FileFormatError, match=r"joints\[\d+\]\.gap: expected a finite number of metres >= 0"):
+        load_native(path, json.dumps(data))
+
+
+def test_the_neck_moves_to_the_files_precision():
+    """Forward kinematics with the neck's motor turned: the loops close to far below the
+    file's gap (the linkage is rigid only below it), and the head pitches with the motor."""
+    model, _ = load(TODDLERBOT)
+    m = model.mechanism
+    slot = m.actuator_names.index("neck_pitch_act")
+    pitch = JointReadout(m, [m.joint("neck_pitch")])
+    for angle in (0.05, 0.4, -0.4):
+        values = np.zeros(len(m.actuator_names))
+        values[slot] = angle
+        result = solve_fk(m, values)
+        assert result.converged and result.residual < m.closure_gap / 10
+        assert pitch.read(result.state)[0] == pytest.approx(angle, rel=0.01)
 
 
 def test_the_waist_differential_holds_under_forward_kinematics():
@@ -169,6 +245,55 @@ def test_retarget_toddlerbot_exits_0(tmp_path, capsys):
     assert main([*argv, "-o", str(tmp_path / "out"), "--quiet"]) == 0
     report = json.loads((tmp_path / "out" / "report.json").read_text())
     assert report["frames"] == 7 and report["max_residual"] < 1e-6
+
+
+def test_a_head_nod_retargets_exactly_at_the_default_rate():
+    """A 0.1 s nod (0.01 rad, 0.63 rad/s at its fastest) at 1200 Hz, head and torso
+    targeted, every setting the default: the head meets its targets to 1e-8 m and
+    1e-7 rad at every frame, the loops close to the file's precision, every frame
+    converges, and the 28 motors neither target depends on (waist, legs, arms) hold.
+    MuJoCo's forward kinematics from looprig's joint values puts the head there too."""
+    from looprig.core.retarget import RetargetMapping, TargetSpec, TrackSamples, retarget
+    from scipy.spatial.transform import Rotation
+
+    model, _ = load(TODDLERBOT)
+    m = model.mechanism
+    head, torso, pitch = m.frame("head"), m.frame("torso"), m.joint("neck_pitch")
+    t = np.arange(121) / 1200.0
+    nod = Rotation.from_rotvec(np.outer(0.01 * np.sin(2 * np.pi * t / t[-1]), pitch.axis))
+    R_head = (nod * Rotation.from_quat(head.orientation[[1, 2, 3, 0]])).as_matrix()
+    R_torso = Rotation.from_quat(torso.orientation[[1, 2, 3, 0]]).as_matrix()
+    clip = TrackSamples(
+        t,
+        {
+            "head": pitch.anchor + nod.apply(head.position - pitch.anchor),
+            "torso": np.tile(torso.position, (121, 1)),
+        },
+        {"head": R_head, "torso": np.tile(R_torso, (121, 1, 1))},
+    )
+    targets = tuple(TargetSpec(k, k, (1, 1, 1), (1, 1, 1)) for k in ("head", "torso"))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        result = retarget(m, clip, RetargetMapping(targets))
+    assert result.position_error.max() < 1e-8 and result.orientation_error.max() < 1e-7
+    assert result.residual.max() < m.closure_gap and result.converged.all()
+    assert set(result.holding.motors) == set(m.actuator_names) - {"neck_yaw_drive", "neck_pitch_act"}
+    mj = mujoco.MjModel.from_xml_path(str(TODDLERBOT))
+    data = mujoco.MjData(mj)
+    names = [mj.joint(j).name for j in range(1, mj.njnt)]
+    readout = JointReadout(m, [m.joint(n) for n in names])
+    free = mj.joint("torso_freejoint").qposadr[0]
+    for f in (30, 60, 90):
+        state = result.states[f]
+        for name, value in zip(names, readout.read(state), strict=True):
+            data.qpos[mj.joint(name).qposadr[0]] = model.joint_offsets[name] + value
+        body = m.body_index("torso")  # the torso body's origin: its CoM less the file's offset
+        R = Rotation.from_quat(state[body, [4, 5, 6, 3]]).as_matrix()
+        data.qpos[free : free + 3] = state[body, :3] - R @ mj.body("torso").ipos
+        data.qpos[free + 3 : free + 7] = state[body, 3:]
+        mujoco.mj_kinematics(mj, data)
+        angle = Rotation.from_matrix(data.xmat[mj.body("head").id].reshape(3, 3).T @ R_head[f]).magnitude()
+        assert angle < 1e-7
 
 
 TENDONS = """

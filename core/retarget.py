@@ -38,7 +38,7 @@ from .clip import (
     solve_unconverged,
 )
 from .constraints import mean_joint_distance
-from .curves import ActuatorCurves, all_violations
+from .curves import ActuatorCurves, LimitCheckSettings, all_violations
 from .errors import LooprigError, LooprigWarning, TargetError, did_you_mean
 from .filevalues import limit_to_file
 from .holding import Holding, motors_to_hold
@@ -156,7 +156,7 @@ class RetargetResult:
     def summary(self) -> dict:
         """JSON-ready report: accuracy, per-actuator range, peak velocity, violations."""
         velocities = self.curves.velocities()
-        violations = all_violations(self.curves)
+        violations = all_violations(self.curves, LimitCheckSettings(cyclic=self.mapping.cyclic))
         actuators = []
         for a, name in enumerate(self.curves.names):
             values = self.curves.values[:, a]
@@ -492,7 +492,9 @@ def _hold_limits(problem, mechanism, targets: Targets, samples, mapping, out: _F
     ``converged``), or None when the exact answer already keeps every limit (and is
     kept as it is)."""
     limits = ActuatorLimits.of(mechanism)
-    solution = hold_limits(problem, targets, out.states, out.actuators, mapping.rate, limits)
+    solution = hold_limits(
+        problem, targets, out.states, out.actuators, mapping.rate, limits, cyclic=mapping.cyclic
+    )
     if solution is None:
         return None
     if not solution.converged:  # never a half-solved answer: the exact one, its violations listed

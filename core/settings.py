@@ -145,6 +145,14 @@ class RetargetSettings:
         kind=str,
         choices=("hold", "report"),
     )
+    cyclic: bool = _setting(
+        False,
+        "",
+        "the clip is played in a loop, its first frame one period after its last: with "
+        "limit_mode hold every motor limit holds across that seam too "
+        "(check it with looprig check --cyclic)",
+        kind=bool,
+    )
     timing: str = _setting(
         "keep",
         "",

@@ -355,6 +355,7 @@ def hold_limits(
     rate: float,
     limits: ActuatorLimits | None = None,
     settings: SpaceTimeSettings | None = None,
+    cyclic: bool = False,
 ) -> SpaceTimeSolution | None:
     """The clip's exact answer (states (F, n, 7), motors (F, A)) changed where it must be
     to keep every motor limit: None if it keeps them already; else the frames around
@@ -363,20 +364,39 @@ def hold_limits(
     doubled until their outermost moving frames end within :data:`WINDOW_EDGE` of the
     exact answer (or cover the clip). Frames outside the windows are the exact answer,
     bit for bit; a window that took its turns the other way round
-    (:func:`rewound_start`) shifts every later motor value by the same whole turns."""
+    (:func:`rewound_start`) shifts every later motor value by the same whole turns.
+
+    cyclic: the clip played in a loop, its first frame one period after its last: the
+    limits hold across that seam too (:func:`_hold_cyclic`)."""
     limits = limits or problem.actuator_limits
+    if cyclic and len(actuators) >= 8:
+        return _hold_cyclic(problem, targets, states, actuators, rate, limits, settings)
+    return _hold_windows(problem, targets, states, actuators, rate, limits, settings)
+
+
+def _hold_windows(
+    problem, targets, states, actuators, rate: float, limits, settings, end_rows=True, kept_ends=False
+) -> SpaceTimeSolution | None:
+    """:func:`hold_limits` of a clip; ``end_rows``: whether its first and last frames are
+    a clip's ends (the rows the checks read there: :func:`limit_rows`); ``kept_ends``:
+    its two outermost frames each side kept as they are (a loop's middle,
+    :func:`_hold_cyclic`)."""
     values = np.asarray(actuators, dtype=float)
     F = len(values)
+    ends = (end_rows, end_rows)
     broken = np.zeros(F, bool)
-    for rows in limit_rows(limits, F, rate):
+    for rows in limit_rows(limits, F, rate, ends=ends):
         over = (excess(rows, values) > 0.0).any(axis=1)  # (K,)
         for j in range(len(rows.stencil)):
             broken[rows.frames(j)] |= over
     if not broken.any():
         return None
+    movable = np.ones(F, bool)
+    if kept_ends:
+        movable[:2] = movable[-2:] = False
     margin = max(int(np.ceil(WINDOW_SECONDS * rate)), 3)
     while True:
-        window = np.convolve(broken, np.ones(2 * margin + 1))[margin : margin + F] > 0
+        window = (np.convolve(broken, np.ones(2 * margin + 1))[margin : margin + F] > 0) & movable
         sub, frozen = _with_frozen_edges(window)
         solution = solve_spacetime(
             problem,
@@ -387,15 +407,55 @@ def hold_limits(
             limits,
             settings,
             frozen,
-            (sub[0] == 0, sub[-1] == F - 1),
+            (sub[0] == 0 and end_rows, sub[-1] == F - 1 and end_rows),
         )
         moved = np.abs(solution.actuators - values[sub]).max(axis=1) > WINDOW_EDGE
         edges = frozen | np.r_[frozen[1:], True] | np.r_[True, frozen[:-1]]  # frozen or next to it
         edges &= ~frozen
-        if window.all() or not (moved & edges & (sub != 0) & (sub != F - 1)).any():
+        grow = (moved & edges & (sub != 0) & (sub != F - 1)).any()
+        if not solution.converged or window[movable].all() or not grow:
             break
         margin *= 2
     return _spliced(solution, sub, frozen, states, values)
+
+
+def _hold_cyclic(problem, targets, states, actuators, rate: float, limits, settings):
+    """:func:`hold_limits` of a clip played in a loop, in two passes: the clip as it is,
+    without the rows at its ends (every row inside it held), then the clip turned round
+    by half its length, so that the seam is inside, with the first pass's middle frames
+    as its ends, kept. Every row of the loop then holds: the second pass holds those
+    that read the seam, and those that read only the kept frames held in the first."""
+    values = np.asarray(actuators, dtype=float)
+    F = len(values)
+    first = _hold_windows(problem, targets, states, values, rate, limits, settings, end_rows=False)
+    S, V = (states, values) if first is None else (first.states, first.actuators)
+    if first is not None and not first.converged:
+        return first
+    order = np.r_[F // 2 : F, : F // 2]
+    turned = _hold_windows(
+        problem, targets.take(order), S[order], V[order], rate, limits, settings, False, kept_ends=True
+    )
+    if turned is None:
+        return first
+    back = np.argsort(order)
+    second = dataclasses.replace(
+        turned,
+        states=turned.states[back],
+        actuators=turned.actuators[back],
+        binding=turned.binding[back],
+        residual=turned.residual[back],
+        changed=turned.changed[back],
+    )
+    if first is None:
+        return second
+    again = second.changed
+    return dataclasses.replace(
+        second,
+        binding=np.where(again[:, None], second.binding, first.binding),
+        residual=np.where(again, second.residual, first.residual),
+        changed=again | first.changed,
+        iterations=first.iterations + second.iterations,
+    )
 
 
 def _with_frozen_edges(window: np.ndarray):

@@ -46,7 +46,13 @@ def print_retarget(outcome: app.RetargetOutcome) -> None:
     print(
         f"{summary['frames']} frames at {summary['rate_hz']:g} Hz: max position error "
         f"{app.number_text(summary['max_position_error_m'])} m, max orientation error "
-        f"{app.number_text(summary['max_orientation_error_rad'])} rad, max constraint residual "
+        f"{app.number_text(summary['max_orientation_error_rad'])} rad, "
+        + (
+            f"max aim error {app.number_text(summary['max_aim_error_rad'])} rad, "
+            if summary.get("max_aim_error_rad") is not None
+            else ""
+        )
+        + "max constraint residual "
         f"{app.number_text(summary['max_residual'])} m, unreachable frames {summary['unreachable_frames']}"
     )
     for path in outcome.written:

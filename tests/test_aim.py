@@ -345,3 +345,38 @@ def test_reachy_mini_looks_at_a_point_going_round_a_circle():
     assert np.abs(values[-1] - values[0]).max() < 1e-6  # back round the circle, back in place
     assert np.abs(values).max() < 0.5  # a head turn of 17 degrees, not a wander
     assert result.summary()["limit_solve"] is None  # no limit asked anything of it
+
+
+def test_the_command_line_retargets_an_aim_and_reports_it(tmp_path, capsys):
+    """``looprig retarget`` with a mapping of aims alone: the curves are written, report.json
+    has ``max_aim_error_rad`` and the terminal line says it."""
+    from looprig.cad_import import save_mechanism
+    from looprig.core.export import read_csv
+    from looprig.core.tracks import Clip, Track, write_tracks
+
+    from looprig.cli import main
+
+    robot = save_mechanism(neck(), tmp_path / "neck.looprig.json")
+    _, points = circle(21, 20.0)
+    write_tracks(
+        Clip(20.0, 0, {"look": Track(points, np.tile([1.0, 0, 0, 0], (21, 1)), False)}), tmp_path / "t.json"
+    )
+    (tmp_path / "m.json").write_text(json.dumps({"aims": [{"frame": "eye", "track": "look"}], "rate": 20.0}))
+    out = tmp_path / "out"
+    argv = [
+        "retarget",
+        str(robot),
+        str(tmp_path / "t.json"),
+        "--map",
+        str(tmp_path / "m.json"),
+        "-o",
+        str(out),
+    ]
+    assert main(argv) == 0
+    assert "max aim error" in capsys.readouterr().out
+    report = json.loads((out / "report.json").read_text())
+    assert report["max_aim_error_rad"] < 1e-9 and report["unreachable_frames"] == 0
+    curves = read_csv(out / "curves.csv")
+    pan, tilt = look_angles(points)
+    assert np.abs(curves.values[:, list(curves.names).index("pan")] - pan).max() < 1e-9
+    assert np.abs(curves.values[:, list(curves.names).index("tilt")] - tilt).max() < 1e-9

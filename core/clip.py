@@ -155,6 +155,7 @@ def _solve_block(
     """:func:`solve_clip` on one block of frames."""
     cs = problem.constraints
     tol = cs.tolerance(settings.constraint_tolerance)
+    tight = settings.constraint_tolerance * cs.length_scale  # tol, unless the file's loops are open
     compliance = dual_regularization(problem, settings)
     states = np.array(starts, dtype=float)
     F = len(states)
@@ -203,6 +204,11 @@ def _solve_block(
         undamped = damping[active] <= settings.undamped_below
         stalled = -(slope + 0.5 * curvature) <= settings.objective_tolerance * value
         done = undamped & ((size <= settings.step_tolerance) | stalled) & (violation <= tol)
+        short = done & (size <= settings.step_tolerance)  # a Newton step this short only polishes
+        if short.any():
+            states[active[short]], violation[short] = _polished(
+                cs, states[active[short]], step[short], violation[short], tight, tol
+            )
         converged[active[done]] = True
         residual[active[done]] = violation[done]
         keep = ~done
@@ -297,6 +303,9 @@ def _solve_block(
             if converges[~finished].all():
                 chords = estimate[~finished]
             if finished.any():
+                states[active[finished]], violation[finished] = _polished(
+                    cs, states[active[finished]], estimate[finished], violation[finished], tight, tol
+                )
                 converged[active[finished]] = True
                 residual[active[finished]] = violation[finished]
                 active = active[~finished]
@@ -311,6 +320,23 @@ def _solve_block(
         restored = solve_constraints(cs, states[f], None, FKSettings(tolerance=settings.constraint_tolerance))
         states[f], residual[f] = restored.state, restored.residual
     return ClipSolution(states, iterations, converged & (residual <= tol), residual)
+
+
+def _polished(cs, states, steps, violation, tight: float, tol: float):
+    """Converged frames' states (B, n, 7) and their ``max|C|`` (B,) [m], each moved by its
+    last Newton step (B, N) where the constraints hold looser than ``tight`` (loops their
+    file leaves open, met to ``tol``) and the step closes them better, as the per-frame
+    solver polishes them; the others unchanged."""
+    loose = violation > tight
+    if not loose.any():
+        return states, violation
+    states, violation = states.copy(), violation.copy()
+    moved = retract(states[loose], cs.tangent_to_bodies(steps[loose]))
+    closed = np.abs(cs.evaluate(moved, jacobian=False)[0]).max(-1, initial=0.0)
+    better = closed <= np.minimum(tol, np.maximum(violation[loose], tight))
+    rows = np.flatnonzero(loose)[better]
+    states[rows], violation[rows] = moved[better], closed[better]
+    return states, violation
 
 
 def _point(problem: IKProblem, states, targets: Targets, reference: Reference, frames: np.ndarray):

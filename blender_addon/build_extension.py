@@ -82,7 +82,7 @@ NOT_BUNDLED = ("numpy",)
 #: Left out of one platform's zip: MuJoCo publishes no Intel-macOS wheels, so MJCF import
 #: is unavailable there (it fails with one line naming MuJoCo; URDF and native files work).
 LEFT_OUT = {"macos-x64": ("mujoco_core",)}
-EXCLUDED_FILES = ("build_extension.py", "screenshots.py")
+EXCLUDED_FILES = ("build_extension.py", "screenshots.py", "screenshots_gaze.py")
 CACHE = Path(os.environ.get("LOOPRIG_WHEEL_CACHE", Path.home() / ".cache" / "looprig-wheels"))
 
 

@@ -380,3 +380,54 @@ def test_the_command_line_retargets_an_aim_and_reports_it(tmp_path, capsys):
     pan, tilt = look_angles(points)
     assert np.abs(curves.values[:, list(curves.names).index("pan")] - pan).max() < 1e-9
     assert np.abs(curves.values[:, list(curves.names).index("tilt")] - tilt).max() < 1e-9
+
+
+def eyes(separation: float = 0.06) -> Mechanism:
+    """Two pan-tilt eyes side by side (each its own chain from the base, axes meeting at
+    its centre), frames ``left`` and ``right`` EYE ahead of their centres."""
+    motor = Actuator(motion="angle")
+    bodies, joints, frames = [Body("base", position=np.zeros(3), grounded=True)], [], []
+    for side, y in (("left", separation / 2), ("right", -separation / 2)):
+        centre = CENTRE + [0, y, 0]
+        bodies += [
+            Body(f"{side}_pan", position=centre - [0, 0, 0.05], mass=0.1),
+            Body(f"{side}_tilt", position=centre + [0.01, 0, 0], mass=0.05),
+        ]
+        joints += [
+            Joint(
+                f"{side}_pan",
+                JointKind.REVOLUTE,
+                "base",
+                f"{side}_pan",
+                centre - [0, 0, 0.1],
+                np.array([0.0, 0, 1]),
+                actuator=motor,
+            ),
+            Joint(
+                f"{side}_tilt",
+                JointKind.REVOLUTE,
+                f"{side}_pan",
+                f"{side}_tilt",
+                centre,
+                np.array([0.0, 1, 0]),
+                actuator=motor,
+            ),
+        ]
+        frames.append(Frame(side, f"{side}_tilt", position=centre + [EYE, 0, 0]))
+    return Mechanism(bodies, joints, frames, name="eyes")
+
+
+def test_two_eyes_aim_at_once_and_converge():
+    """A list of aims: both eyes look at the same near point, each along its own line of
+    sight (they converge: the pans differ), each to 1e-9 rad of its closed form."""
+    times, points = circle()
+    points = points * [0.5, 1, 1]  # nearer: 0.25-0.35 m ahead
+    aims = (AimSpec("left", track="look"), AimSpec("right", track="look"))
+    result = retarget(eyes(), samples_of(times, look=points), RetargetMapping((), aims=aims, rate=100.0))
+    curves = curves_of(result)
+    for side, y in (("left", 0.03), ("right", -0.03)):
+        d = points - (CENTRE + [0, y, 0])
+        assert np.abs(curves[f"{side}_pan"] - np.arctan2(d[:, 1], d[:, 0])).max() < 1e-9
+        assert np.abs(curves[f"{side}_tilt"] + np.arctan2(d[:, 2], np.hypot(d[:, 0], d[:, 1]))).max() < 1e-9
+    assert result.aim_error.shape == (len(times), 2) and result.aim_error.max() < 1e-9
+    assert (curves["right_pan"] - curves["left_pan"]).min() > 0.05  # converging on a near point

@@ -14,15 +14,14 @@ targets [m, rad] when MuJoCo's own equality and tendon rows decide the passive
 joints from the motors' values, and the same at rest (the motors where the file
 assembles) against the head looprig assembled. Then the same nod on ToddlerBot with
 the motors the default held welded by hand (their joints fixed where the clip starts,
-the initial configuration; couplings on them fixed too: :func:`welded`), the cost a
-solve would have that dropped held motors' bodies instead of locking them. Last
+the initial configuration: :func:`looprig.core.holding.welded`), the cost a solve would
+have that merged held motors' bodies instead of locking them. Last
 line: the ratios of the times per frame to Reachy Mini's.
 
     python bench/toddlerbot.py [--seconds 2] [--rate 1200] [--amplitude 0.2]
 """
 
 import argparse
-import dataclasses
 import json
 import sys
 import time
@@ -32,7 +31,7 @@ from pathlib import Path
 import numpy as np
 from looprig.cad_import import load_model
 from looprig.core.errors import LooprigWarning
-from looprig.core.mechanism import JointKind, Mechanism
+from looprig.core.holding import welded
 from looprig.core.retarget import RetargetMapping, TargetSpec, TrackSamples, retarget
 from scipy.spatial.transform import Rotation
 
@@ -139,22 +138,6 @@ def mujoco_head_errors(model, result, clip: TrackSamples, stride: int) -> dict:
         "mujoco_rest_head_error_m": float(f"{np.linalg.norm(p - head_frame.position):.3g}"),
         "mujoco_rest_head_error_rad": float(f"{angle_between(R, R_head):.3g}"),
     }
-
-
-def welded(mechanism: Mechanism, motors) -> Mechanism:
-    """``mechanism`` with the joints of ``motors`` fixed in the initial configuration, and
-    every coupling one of them drives with its follower fixed too (the held values are
-    the start's: a clip that starts in the initial configuration)."""
-    fixed = {mechanism.actuated_joint(m).name for m in motors}
-    couplings = list(mechanism.couplings)
-    while dropped := [c for c in couplings if {c.joint, *c.sources} & fixed]:
-        fixed |= {c.joint for c in dropped}
-        couplings = [c for c in couplings if c not in dropped]
-    joints = [
-        dataclasses.replace(j, kind=JointKind.FIXED, actuator=None) if j.name in fixed else j
-        for j in mechanism.joints
-    ]
-    return Mechanism(mechanism.bodies, joints, mechanism.frames, mechanism.name, couplings)
 
 
 def timed(mechanism, clip: TrackSamples, mapping: RetargetMapping):

@@ -51,9 +51,10 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from .clip import coarse_then_clip, solve_clip
+from .errors import MechanismError
 from .fk import solve_fk
 from .ik import IKProblem, IKTargets
-from .mechanism import JointKind, cycle_rank
+from .mechanism import JointKind, Mechanism, cycle_rank
 from .readoff import ActuatorReadout, unwrap_sequence, unwrap_to
 from .rotations import quat_to_matrix
 from .start import solve_first_frame
@@ -281,6 +282,42 @@ def _on_loops(mechanism) -> set[str]:
         for name in edges
         if cycle_rank(nodes, [edge for other, edge in edges.items() if other != name]) < rank
     }
+
+
+def welded(mechanism: Mechanism, motors) -> Mechanism:
+    """``mechanism`` with the joints of ``motors`` (actuator names) fixed in the initial
+    configuration: what holding them there means, with their bodies left to be merged
+    into those they are welded to (:class:`~looprig.core.rigid.RigidGroups`) instead of
+    locked by a row each. A coupling loses its welded sources (their values stay 0, where
+    every ``P_k`` vanishes); one left with none fixes its joint too (its offset is 0 in an
+    assembled mechanism), and so on down the couplings. A welded motor that follows a
+    coupling is refused (``MechanismError``)."""
+    fixed = {mechanism.actuated_joint(m).name for m in motors}
+    followers = {c.joint: c.name for c in mechanism.couplings}
+    clash = sorted(fixed & set(followers))
+    if clash:
+        raise MechanismError(
+            f"motor on joint {clash[0]!r} follows coupling {followers[clash[0]]!r}: it cannot be welded"
+        )
+    couplings = list(mechanism.couplings)
+    while True:
+        kept = []
+        for c in couplings:
+            live = [k for k, source in enumerate(c.sources) if source not in fixed]
+            if not live:
+                fixed.add(c.joint)
+                continue
+            polynomial = tuple(c.polynomial[k] for k in live) if c.polynomial else ()
+            sources, ratios = tuple(c.sources[k] for k in live), tuple(c.ratios[k] for k in live)
+            kept.append(dataclasses.replace(c, sources=sources, ratios=ratios, polynomial=polynomial))
+        if len(kept) == len(couplings):
+            break
+        couplings = kept
+    joints = [
+        dataclasses.replace(j, kind=JointKind.FIXED, actuator=None) if j.name in fixed else j
+        for j in mechanism.joints
+    ]
+    return Mechanism(mechanism.bodies, joints, mechanism.frames, mechanism.name, kept)
 
 
 def _with_locks(problem: IKProblem, motors, values) -> IKProblem:

@@ -3,6 +3,7 @@ MJCF conventions it uses: connect closures that keep the file's own gap, gear jo
 equalities, servo default classes, narrow fixed tendons (couplings on two joints,
 differentials on three: the waist)."""
 
+import dataclasses
 import json
 import warnings
 from pathlib import Path
@@ -247,34 +248,43 @@ def test_retarget_toddlerbot_exits_0(tmp_path, capsys):
     assert report["frames"] == 7 and report["max_residual"] < 1e-6
 
 
-def test_a_head_nod_retargets_exactly_at_the_default_rate():
-    """A 0.1 s nod (0.01 rad, 0.63 rad/s at its fastest) at 1200 Hz, head and torso
-    targeted, every setting the default: the head meets its targets to 1e-8 m and
-    1e-7 rad at every frame, the loops close to the file's precision, every frame
-    converges, and the 28 motors neither target depends on (waist, legs, arms) hold.
-    MuJoCo's forward kinematics from looprig's joint values puts the head there too."""
-    from looprig.core.retarget import RetargetMapping, TargetSpec, TrackSamples, retarget
+def head_nod(m, frames: int, amplitude: float):
+    """The head frame turned about the neck's pitch axis by ``amplitude sin(2 pi t / T)``
+    [rad] over ``frames`` at 1200 Hz, the torso still; and the targets' mapping."""
+    from looprig.core.retarget import RetargetMapping, TargetSpec, TrackSamples
     from scipy.spatial.transform import Rotation
 
-    model, _ = load(TODDLERBOT)
-    m = model.mechanism
     head, torso, pitch = m.frame("head"), m.frame("torso"), m.joint("neck_pitch")
-    t = np.arange(121) / 1200.0
-    nod = Rotation.from_rotvec(np.outer(0.01 * np.sin(2 * np.pi * t / t[-1]), pitch.axis))
+    t = np.arange(frames) / 1200.0
+    nod = Rotation.from_rotvec(np.outer(amplitude * np.sin(2 * np.pi * t / t[-1]), pitch.axis))
     R_head = (nod * Rotation.from_quat(head.orientation[[1, 2, 3, 0]])).as_matrix()
     R_torso = Rotation.from_quat(torso.orientation[[1, 2, 3, 0]]).as_matrix()
     clip = TrackSamples(
         t,
         {
             "head": pitch.anchor + nod.apply(head.position - pitch.anchor),
-            "torso": np.tile(torso.position, (121, 1)),
+            "torso": np.tile(torso.position, (frames, 1)),
         },
-        {"head": R_head, "torso": np.tile(R_torso, (121, 1, 1))},
+        {"head": R_head, "torso": np.tile(R_torso, (frames, 1, 1))},
     )
-    targets = tuple(TargetSpec(k, k, (1, 1, 1), (1, 1, 1)) for k in ("head", "torso"))
+    return clip, RetargetMapping(tuple(TargetSpec(k, k, (1, 1, 1), (1, 1, 1)) for k in ("head", "torso")))
+
+
+def test_a_head_nod_retargets_exactly_at_the_default_rate():
+    """A 0.1 s nod (0.01 rad, 0.63 rad/s at its fastest) at 1200 Hz, head and torso
+    targeted, every setting the default: the head meets its targets to 1e-8 m and
+    1e-7 rad at every frame, the loops close to the file's precision, every frame
+    converges, and the 28 motors neither target depends on (waist, legs, arms) hold.
+    MuJoCo's forward kinematics from looprig's joint values puts the head there too."""
+    from looprig.core.retarget import retarget
+    from scipy.spatial.transform import Rotation
+
+    model, _ = load(TODDLERBOT)
+    m = model.mechanism
+    clip, mapping = head_nod(m, 121, 0.01)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        result = retarget(m, clip, RetargetMapping(targets))
+        result = retarget(m, clip, mapping)
     assert result.position_error.max() < 1e-8 and result.orientation_error.max() < 1e-7
     assert result.residual.max() < m.closure_gap and result.converged.all()
     assert set(result.holding.motors) == set(m.actuator_names) - {"neck_yaw_drive", "neck_pitch_act"}
@@ -292,8 +302,80 @@ def test_a_head_nod_retargets_exactly_at_the_default_rate():
         data.qpos[free : free + 3] = state[body, :3] - R @ mj.body("torso").ipos
         data.qpos[free + 3 : free + 7] = state[body, 3:]
         mujoco.mj_kinematics(mj, data)
-        angle = Rotation.from_matrix(data.xmat[mj.body("head").id].reshape(3, 3).T @ R_head[f]).magnitude()
-        assert angle < 1e-7
+        head = data.xmat[mj.body("head").id].reshape(3, 3)
+        assert Rotation.from_matrix(head.T @ clip.rotations["head"][f]).magnitude() < 1e-7
+
+
+def test_the_nod_with_the_held_motors_welded_is_as_exact_through_the_clip_solver():
+    """The same nod on the robot with its 28 unused motors welded (:func:`welded`): 6 bodies
+    to solve, so the whole-clip solver takes it; it polishes the loops the file leaves open
+    as the per-frame solver does: the same accuracy, and the neck's motors' curves agree
+    with the unwelded robot's to 1e-9 rad."""
+    from looprig.core.holding import welded
+    from looprig.core.retarget import retarget
+    from looprig.core.rigid import RigidGroups
+
+    model, _ = load(TODDLERBOT)
+    m = model.mechanism
+    clip, mapping = head_nod(m, 121, 0.01)
+    neck = {"neck_yaw_drive", "neck_pitch_act"}
+    w = welded(m, [a for a in m.actuator_names if a not in neck])
+    assert w.actuator_names == ["neck_yaw_drive", "neck_pitch_act"] and len(RigidGroups(w).solver.bodies) <= 8
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        result = retarget(w, clip, mapping)
+        full = retarget(m, clip, mapping)
+    assert result.position_error.max() < 1e-8 and result.orientation_error.max() < 1e-7
+    assert result.residual.max() < m.closure_gap and result.converged.all()
+    for name in neck:
+        np.testing.assert_allclose(
+            result.curves.values[:, result.curves.names.index(name)],
+            full.curves.values[:, full.curves.names.index(name)],
+            atol=1e-9,
+        )
+
+
+def test_welding_a_differentials_source_keeps_the_others_term():
+    """Welding waist_act_1 leaves both waist couplings on waist_act_2 alone (its term
+    unchanged); welding both fixes waist_roll and waist_yaw; a follower cannot be welded."""
+    from looprig.core.errors import MechanismError
+    from looprig.core.holding import welded
+
+    model, _ = load(TODDLERBOT)
+    m = model.mechanism
+    one = welded(m, ["waist_act_1"])
+    for c in (c for c in m.couplings if c.kind == "differential"):
+        (kept,) = [k for k in one.couplings if k.name == c.name]
+        assert kept.sources == ("waist_act_2",) and kept.ratios == (c.ratios[c.sources.index("waist_act_2")],)
+    values = np.zeros(len(one.actuator_names))
+    values[one.actuator_names.index("waist_act_2")] = 0.3
+    both = np.zeros(len(m.actuator_names))
+    both[m.actuator_names.index("waist_act_2")] = 0.3
+    names = ["waist_roll", "waist_yaw"]
+    np.testing.assert_allclose(
+        JointReadout(one, [one.joint(n) for n in names]).read(solve_fk(one, values).state),
+        JointReadout(m, [m.joint(n) for n in names]).read(solve_fk(m, both).state),
+        atol=1e-9,
+    )
+    two = welded(m, ["waist_act_1", "waist_act_2"])
+    assert {j.name for j in two.joints if j.kind == "fixed"} >= {"waist_roll", "waist_yaw"}
+    assert not [c for c in two.couplings if c.kind == "differential"]
+    with pytest.raises(MechanismError, match="follows coupling"):
+        welded(
+            Mechanism(
+                m.bodies,
+                [
+                    dataclasses.replace(j, actuator=m.joint("neck_yaw_drive").actuator)
+                    if j.name == "neck_yaw_driven"
+                    else j
+                    for j in m.joints
+                ],
+                m.frames,
+                m.name,
+                m.couplings,
+            ),
+            ["neck_yaw_driven"],
+        )
 
 
 TENDONS = """

@@ -297,3 +297,27 @@ def test_an_aim_out_of_reach_is_named_in_the_frame_status_and_the_warnings(neck_
     lines = unreachable_warnings(inputs, result)
     expected = f"aim 'eye' -> track 'look' out of reach at {missed.sum()} sample(s)"
     assert any(line.startswith(expected) for line in lines)
+
+
+def test_the_aims_panel_lists_constraint_aims_and_draws_the_picked_ones(neck_robot):
+    """The Aims subpanel names every row a constraint aims, lists the aims picked by hand
+    (rows with their frame, axis and object) and shows the active one's settings."""
+    from test_panels import RecordingLayout, _draw
+
+    from blender_addon import aims
+
+    look = _empty("look", (1.0, 0.0, 0.15))
+    rig = _empty("head_ctrl", tuple(CENTRE + [EYE, 0, 0]))
+    c = rig.constraints.new("TRACK_TO")
+    c.target, c.track_axis, c.up_axis = look, "TRACK_X", "UP_Z"
+    _row("eye", rig)
+    item = bpy.context.scene.looprig.aims.add()
+    item.frame, item.target, item.axis, item.up = "eye", look, "NEGATIVE_Y", "Z"
+    log = _draw(aims.LOOPRIG_PT_aims, bpy.context)
+    assert ("label", "target 1 eye: Track To X → look, up Z") in log
+    assert ("list", "aims") in log and ("prop", "use_target_z") in log and ("prop", "weight") in log
+    row = []
+    aims.LOOPRIG_UL_aims.draw_item(None, bpy.context, RecordingLayout(row), None, item, 0, None, "", 0)
+    assert ("label", "eye -Y  →  look") in row
+    c.enabled = False  # a disabled constraint aims nothing
+    assert not aims.constraint_lines(bpy.context.scene.looprig)

@@ -41,7 +41,7 @@ from .constraints import mean_joint_distance
 from .curves import ActuatorCurves, LimitCheckSettings, all_violations
 from .errors import LooprigError, LooprigWarning, TargetError, did_you_mean
 from .filevalues import limit_to_file
-from .holding import Holding, motors_to_hold
+from .holding import Holding, motors_to_hold, welded
 from .ik import IKProblem, IKSettings, IKTargets, solve_ik
 from .linalg import single_threaded_blas
 from .mapping import AimSpec, ComSpec, RetargetMapping, SupportPhase, TargetSpec
@@ -570,6 +570,8 @@ def retarget(
                 state,
                 mapping.reach_tolerance,
             )
+        if holding.unused and initial_state is None and not mapping.start:  # held where assembled
+            return _welded_unused(given, mapping, holding, settings, progress, cancel)
         if holding.motors:
             mapping = dataclasses.replace(mapping, hold=(*mapping.hold, *holding.motors))
             warnings.warn(LooprigWarning(holding.message()), stacklevel=2)
@@ -809,6 +811,53 @@ def _holding_problem(mechanism, mapping: RetargetMapping, settings, state, targe
     positions = np.concatenate([targets.positions[:, :k], positions], axis=1)
     rotations = np.concatenate([targets.rotations[:, :k], rotations], axis=1)
     return problem, Targets(positions, rotations, targets.com)
+
+
+def _welded_unused(given, mapping: RetargetMapping, holding: Holding, settings, progress, cancel):
+    """The clip solved with the motors no target depends on welded where the robot is
+    assembled, its start (:func:`~looprig.core.holding.welded`): their bodies merge
+    into those they are welded to (:mod:`.rigid`) instead of being locked row by row
+    (ToddlerBot's head nod: 2 motors and 6 bodies to solve, not 30 and 46). The rest as
+    :func:`retarget` does on that robot; the curves have every motor, the welded ones
+    constant; ``mapping``: named for the robot, ``holding``: the decision on it."""
+    mechanism, samples, _ = given
+    warnings.warn(LooprigWarning(holding.message()), stacklevel=3)
+    robot = mapping.limited(with_motors(mechanism, mapping.motors))
+    inner = dataclasses.replace(
+        mapping,
+        motors=None,
+        hold=tuple(m for m in mapping.hold if m not in holding.unused),
+        motor_limits=None,
+        servo=None,
+        derive_acceleration=False,
+    )
+    with warnings.catch_warnings():  # the held motors are said once, above
+        warnings.filterwarnings("ignore", "held at their start values", LooprigWarning)
+        result = retarget(welded(robot, holding.unused), samples, inner, None, settings, progress, cancel)
+    names = robot.actuator_names
+    values = np.empty((len(result.times), len(names)))
+    binding = None if result.binding is None else np.full(values.shape, "", dtype=result.binding.dtype)
+    for a, name in enumerate(names):
+        if name in holding.unused:
+            values[:, a] = holding.values[name]
+            continue
+        k = result.curves.names.index(name)
+        values[:, a] = result.curves.values[:, k]
+        if binding is not None:
+            binding[:, a] = result.binding[:, k]
+    inner_holding = result.holding or Holding()
+    result.curves = ActuatorCurves.from_mechanism(
+        robot, values, mapping.rate, float(result.times[0]), unwrap=False
+    )
+    result.binding, result.mapping = binding, mapping
+    result.holding = dataclasses.replace(
+        inner_holding,
+        unused=holding.unused + inner_holding.unused,
+        values={**{m: holding.values[m] for m in holding.unused}, **inner_holding.values},
+        passes=holding.passes + inner_holding.passes,
+        seconds=holding.seconds + inner_holding.seconds,
+    )
+    return result
 
 
 def _released(result: RetargetResult, given, settings, progress, cancel) -> RetargetResult:

@@ -288,6 +288,11 @@ def test_a_head_nod_retargets_exactly_at_the_default_rate():
     assert result.position_error.max() < 1e-8 and result.orientation_error.max() < 1e-7
     assert result.residual.max() < m.closure_gap and result.converged.all()
     assert set(result.holding.motors) == set(m.actuator_names) - {"neck_yaw_drive", "neck_pitch_act"}
+    # solved with those welded (2 motors, a few bodies), the curves have every motor, the held still
+    assert list(result.curves.names) == m.actuator_names and result.states.shape[1] == len(m.bodies)
+    held = [m.actuator_names.index(n) for n in result.holding.motors]
+    assert np.abs(result.curves.values[:, held]).max() < 1e-12
+    assert np.ptp(result.curves.values[:, m.actuator_names.index("neck_pitch_act")]) > 0.015
     mj = mujoco.MjModel.from_xml_path(str(TODDLERBOT))
     data = mujoco.MjData(mj)
     names = [mj.joint(j).name for j in range(1, mj.njnt)]

@@ -28,6 +28,11 @@ behind the mapping's ``hold``); ``docs/retarget.md`` states the rule for users.
   (beyond the reach tolerance), no redundant motor is held: there is no reach
   to keep.
 
+A retarget whose clip starts where the robot is assembled welds the unused motors there
+(:func:`welded`): their bodies merge into those they hold still (:mod:`.rigid`), so a
+robot of many motors of which a clip moves few is solved as the few (ToddlerBot's head
+nod: 2 of 30 motors).
+
 The trade-off, on a 7-DoF arm with only the hand targeted: its base joint is the
 heaviest redundant motor, so it is held when the other six follow the hand
 within their ranges without travelling much further; the arm then moves like a

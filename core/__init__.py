@@ -26,6 +26,7 @@ from .mechanism import (
 from .mobility import MobilityReport, analyse_mobility
 from .readoff import ActuatorReadout, JointReadout, unwrap_sequence
 from .retarget import (
+    AimSpec,
     ComSpec,
     RetargetMapping,
     RetargetResult,
@@ -42,6 +43,7 @@ __all__ = [
     "Actuator",
     "ActuatorCurves",
     "ActuatorReadout",
+    "AimSpec",
     "Body",
     "ComObjective",
     "ComSpec",

@@ -37,9 +37,9 @@ from looprig.core.rotations import (
 from looprig.core.step import build_step
 from looprig.core.terms import (
     ActuatorBarrier,
+    ActuatorLimits,
     AimObjective,
     AimTask,
-    ActuatorLimits,
     ComTask,
     FrameTask,
     JointConstraints,

@@ -39,7 +39,7 @@ from scipy.interpolate import CubicSpline
 from .banded import NewtonSystem, RowSet, StencilRows, converged_kkt
 from .ik import IKProblem
 from .joint_space import JointScrews
-from .rotations import cross, quat_to_matrix
+from .rotations import quat_to_matrix
 from .step import build_step, with_constraint_curvature
 from .terms import Reference, Targets
 from .terms.limits import ActuatorLimits
@@ -604,8 +604,6 @@ def _linearize(
     if loop_multipliers is not None:
         model = with_constraint_curvature(problem, model, at.point, loop_multipliers)
     H_theta = model.project(Z, np.zeros(F)) + _objective_curvature(problem, screws, at.point)
-    if loop_multipliers is not None:
-        H_theta = H_theta + _loop_curvature(problem, screws, at, loop_multipliers)
     g_theta = (at.gradient[:, None, :] @ Z)[:, 0]
     if anchor is not None:
         pull, displacement = anchor
@@ -639,36 +637,6 @@ def _linearize(
 def _loop_count(problem, at) -> int:
     """How many rows the tree leaves to close: its loops' and the further equality terms'."""
     return len(problem.tree.loop_rows) + at.constraint.shape[1] - problem.tree.cs_rows
-
-
-def _loop_curvature(problem, screws: JointScrews, at, multipliers: np.ndarray) -> np.ndarray:
-    """The part of the loop rows' curvature (F, D, D) times their multipliers (F, m) that
-    the tree's own second order makes: each body's wrench ``A_L^T lam`` ([force, torque],
-    world, about its origin) contracted with the second order of its pose along the
-    joint coordinates (``nabla^2 C`` along each body's own motion is in the model). The
-    wrench acts as a force f - sum g_k at the origin and forces g_k = tau x e_k / 2 at
-    the origin plus each world axis e_k, whose curvature :meth:`JointScrews.curvature`
-    gives; what those points add along a body's own turn is antisymmetric, so none."""
-    tree, cs = problem.tree, problem.constraints
-    S = at.point.state
-    loop_jacobian = at.loop_jacobian[:, : len(tree.loop_rows)]  # (F, m_L, N)
-    wrench = np.einsum("fm,fmn->fn", multipliers[:, tree.loop_rows], loop_jacobian)
-    bodies = np.flatnonzero(cs.column_of_body >= 0)
-    columns = cs.column_of_body[bodies][:, None] + np.arange(6)  # (n, 6)
-    w = wrench[:, columns]  # (F, n, 6)
-    force, torque = w[..., :3], w[..., 3:]
-    axes = np.eye(3)
-    g = 0.5 * cross(torque[:, :, None, :], axes)  # (F, n, 3, 3): g_k
-    points = np.concatenate([S[:, bodies, None, :3], S[:, bodies, None, :3] + axes], axis=2)  # (F, n, 4, 3)
-    forces = np.concatenate([(force - g.sum(2))[:, :, None], g], axis=2)
-    F, n = len(S), len(bodies)
-    return screws.curvature(
-        screws.at(S, at.point.R),
-        np.repeat(bodies, 4),
-        points.reshape(F, 4 * n, 3),
-        forces.reshape(F, 4 * n, 3),
-        points=True,
-    )
 
 
 def _objective_curvature(problem, screws: JointScrews, point) -> np.ndarray:

@@ -7,7 +7,6 @@ import numpy as np
 import pytest
 from looprig.core import IKProblem
 from looprig.core.curves import ActuatorCurves, LimitCheckSettings, all_violations
-from looprig.core.fk import solve_fk
 from looprig.core.joint_space import JointScrews
 from looprig.core.library import build
 from looprig.core.retarget import RetargetMapping, TargetSpec, TrackSamples, retarget
@@ -22,7 +21,7 @@ from looprig.core.spacetime import (
     solve_spacetime,
 )
 from looprig.core.step import build_step
-from looprig.core.terms import FrameObjective, Reference, Targets
+from looprig.core.terms import Reference, Targets
 from test_nlp_reference import CASES, looprig_curve, targets_of
 
 
@@ -85,43 +84,6 @@ def test_steps_keep_the_robot_together_and_move_motors_linearly(name):
         assert np.abs(residual[:, tree_rows]).max() < 1e-12
         loops.append(np.abs(residual[:, tree.loop_rows]).max(initial=0.0))
     assert loops[1] <= 0.3 * loops[0] + 1e-14
-
-
-@pytest.mark.parametrize(
-    ("name", "frame"), [("fourbar", "coupler_point"), ("dancer", "pelvis_frame"), ("delta", "platform")]
-)
-def test_newton_hessian_of_the_lagrangian_equals_second_differences(name, frame):
-    """The interior point's Hessian in joint coordinates (the tracking's and the loop rows'
-    curvature times their multipliers) against central second differences of
-    ``f + lam . C_loops`` through the tree's retraction, on robots with loops."""
-    mechanism = build(name)
-    problem = IKProblem(mechanism, [FrameObjective(frame, (1.0, 1.0, 1.0), (1.0, 1.0, 1.0))])
-    tree, s0 = problem.tree, mechanism.initial_state()
-    q = problem.readout.read(s0[None])[0]
-    state = solve_fk(mechanism, q + 0.2, initial_state=s0).state[None]
-    other = solve_fk(mechanism, q + 0.35, initial_state=s0).state[None]
-    R = quat_to_matrix(state[..., 3:])
-    targets = Targets(*problem.frame_terms.poses(other, quat_to_matrix(other[..., 3:])))
-    reference = Reference(state.copy(), R, q[None])
-    at = build_step(problem, problem.point(state, targets, reference), constraint_jacobian=False)
-    lam = np.zeros((1, at.constraint.shape[1]))
-    lam[:, tree.loop_rows] = np.random.default_rng(0).normal(size=len(tree.loop_rows))
-    H = _linearize(problem, JointScrews(tree, len(mechanism.bodies)), at, q[None], lam, 0.0).H_theta[0]
-
-    def lagrangian(theta):
-        moved = tree.retract(state, R, theta[None])
-        step = build_step(problem, problem.point(moved, targets, reference), constraint_jacobian=False)
-        return float(step.value.sum() + (lam * step.constraint).sum())
-
-    D, h = tree.dof, 1e-4
-    numeric = np.zeros((D, D))
-    for i in range(D):
-        for j in range(i, D):
-            ei, ej = np.eye(D)[i] * h, np.eye(D)[j] * h
-            numeric[i, j] = numeric[j, i] = (
-                lagrangian(ei + ej) - lagrangian(ei - ej) - lagrangian(ej - ei) + lagrangian(-ei - ej)
-            ) / (4 * h * h)
-    np.testing.assert_allclose(H, numeric, atol=1e-4 * max(1.0, np.abs(numeric).max()))
 
 
 def test_hold_leaves_a_clip_inside_its_limits_unchanged():

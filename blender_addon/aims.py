@@ -262,11 +262,4 @@ class LOOPRIG_PT_aims(bpy.types.Panel):
 classes = (LOOPRIG_UL_aims, LOOPRIG_OT_aim_add, LOOPRIG_OT_aim_remove, LOOPRIG_PT_aims)
 
 
-def register():
-    for cls in classes:
-        bpy.utils.register_class(cls)
-
-
-def unregister():
-    for cls in reversed(classes):
-        bpy.utils.unregister_class(cls)
+register, unregister = bpy.utils.register_classes_factory(classes)

@@ -190,11 +190,4 @@ class LOOPRIG_OT_jump_to_frame(bpy.types.Operator):
 classes = (LOOPRIG_OT_bake, LOOPRIG_OT_clear_bake, LOOPRIG_OT_export_curves, LOOPRIG_OT_jump_to_frame)
 
 
-def register():
-    for cls in classes:
-        bpy.utils.register_class(cls)
-
-
-def unregister():
-    for cls in reversed(classes):
-        bpy.utils.unregister_class(cls)
+register, unregister = bpy.utils.register_classes_factory(classes)

@@ -41,11 +41,4 @@ class LOOPRIG_OT_import_recording(bpy.types.Operator, ImportHelper):
 classes = (LOOPRIG_OT_import_recording,)
 
 
-def register():
-    for cls in classes:
-        bpy.utils.register_class(cls)
-
-
-def unregister():
-    for cls in reversed(classes):
-        bpy.utils.unregister_class(cls)
+register, unregister = bpy.utils.register_classes_factory(classes)

@@ -447,11 +447,4 @@ class LOOPRIG_OT_clear(bpy.types.Operator):
 classes = (LOOPRIG_OT_retarget, LOOPRIG_OT_clear)
 
 
-def register():
-    for cls in classes:
-        bpy.utils.register_class(cls)
-
-
-def unregister():
-    for cls in reversed(classes):
-        bpy.utils.unregister_class(cls)
+register, unregister = bpy.utils.register_classes_factory(classes)

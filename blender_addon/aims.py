@@ -24,7 +24,7 @@ import bpy
 from looprig.core.retarget import AimSpec
 from mathutils import Euler, Vector
 
-from .operators_robot import RobotError, robot_frame_of
+from .operators_robot import RobotError, fill_from_selection, remove_active
 from .properties import AIM_AXES
 from .sampling import Source
 
@@ -174,17 +174,7 @@ class LOOPRIG_OT_aim_add(bpy.types.Operator):
     def execute(self, context):
         settings = context.scene.looprig
         item = settings.aims.add()
-        robot = settings.robot
-        in_robot = set(robot.all_objects) if robot is not None else set()
-        active = context.active_object
-        selected = [active] if active is not None else []
-        selected += [o for o in context.selected_objects if o is not active]
-        for ob in selected:
-            if ob not in in_robot:
-                if item.target is None:
-                    item.target = ob
-            elif not item.frame:
-                item.frame = robot_frame_of(ob)
+        fill_from_selection(context, item)
         item.name = f"aim {len(settings.aims)}"
         settings.active_aim = len(settings.aims) - 1
         return {"FINISHED"}
@@ -202,9 +192,7 @@ class LOOPRIG_OT_aim_remove(bpy.types.Operator):
         return len(context.scene.looprig.aims) > 0
 
     def execute(self, context):
-        settings = context.scene.looprig
-        settings.aims.remove(settings.active_aim)
-        settings.active_aim = max(0, min(settings.active_aim, len(settings.aims) - 1))
+        remove_active(context.scene.looprig, "aims", "active_aim")
         return {"FINISHED"}
 
 

@@ -129,6 +129,33 @@ def robot_frame_of(ob) -> str:
     return robot_name(ob)[0]
 
 
+def fill_from_selection(context, item, bone: bool = False) -> None:
+    """A target or aim row ``item`` from the selection, the active object first: the first
+    selected object outside the robot becomes its target (with ``bone``, an armature's
+    active bone too), the first robot object its robot frame."""
+    robot = context.scene.looprig.robot
+    in_robot = set(robot.all_objects) if robot is not None else set()
+    active = context.active_object
+    selected = [active] if active is not None else []
+    selected += [o for o in context.selected_objects if o is not active]
+    for ob in selected:
+        if ob not in in_robot:
+            if item.target is None:
+                item.target = ob
+                if bone and ob.type == "ARMATURE" and ob.data.bones.active is not None:
+                    item.bone = ob.data.bones.active.name
+        elif not item.frame:
+            item.frame = robot_frame_of(ob)
+
+
+def remove_active(settings, rows: str, active: str) -> None:
+    """Remove the active row of the collection ``settings.<rows>`` (its index in
+    ``settings.<active>``), the next row becoming active."""
+    collection = getattr(settings, rows)
+    collection.remove(getattr(settings, active))
+    setattr(settings, active, max(0, min(getattr(settings, active), len(collection) - 1)))
+
+
 class LOOPRIG_OT_target_add(bpy.types.Operator):
     """Add a retarget target: the selected animated object (and its active bone) becomes the target,
     the selected robot object (or active bone of the robot's armature) its robot frame"""
@@ -140,19 +167,7 @@ class LOOPRIG_OT_target_add(bpy.types.Operator):
     def execute(self, context):
         settings = context.scene.looprig
         item = settings.targets.add()
-        robot = settings.robot
-        in_robot = set(robot.all_objects) if robot is not None else set()
-        active = context.active_object
-        selected = [active] if active is not None else []
-        selected += [o for o in context.selected_objects if o is not active]
-        for ob in selected:
-            if ob not in in_robot:
-                if item.target is None:
-                    item.target = ob
-                    if ob.type == "ARMATURE" and ob.data.bones.active is not None:
-                        item.bone = ob.data.bones.active.name
-            elif not item.frame:
-                item.frame = robot_frame_of(ob)
+        fill_from_selection(context, item, bone=True)
         item.name = f"target {len(settings.targets)}"
         settings.active_target = len(settings.targets) - 1
         return {"FINISHED"}
@@ -170,9 +185,7 @@ class LOOPRIG_OT_target_remove(bpy.types.Operator):
         return len(context.scene.looprig.targets) > 0
 
     def execute(self, context):
-        settings = context.scene.looprig
-        settings.targets.remove(settings.active_target)
-        settings.active_target = max(0, min(settings.active_target, len(settings.targets) - 1))
+        remove_active(context.scene.looprig, "targets", "active_target")
         return {"FINISHED"}
 
 

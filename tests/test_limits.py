@@ -33,6 +33,7 @@ pytest.importorskip("mujoco")
 MODELS = Path(__file__).resolve().parents[2] / "shared" / "models"
 REACHY = MODELS / "reachy_mini" / "mjcf" / "reachy_mini.xml"
 CASSIE = MODELS / "agility_cassie" / "cassie.xml"
+needs_models = pytest.mark.skipif(not MODELS.is_dir(), reason=f"robot models not found at {MODELS}")
 
 
 def load(path, text=None):
@@ -169,6 +170,7 @@ def test_wrong_mjcf_limit_entries_are_one_line_errors(tmp_path, entry, message):
     assert "arm.xml" in str(error.value) and "\n" not in str(error.value)
 
 
+@needs_models
 def test_cassie_user_rpm_with_gear_needs_the_files_word(tmp_path):
     """Cassie's motors carry their top speed in ``user`` [rev/min] before a ``gear``:
     read only when the file says so; then left-hip-roll: 2900 rpm / 25 = 12.15 rad/s."""
@@ -188,6 +190,7 @@ def test_cassie_user_rpm_with_gear_needs_the_files_word(tmp_path):
     assert hip.limit_source("velocity").value == "file"
 
 
+@needs_models
 def test_reachy_mini_generic_class_is_said_and_a_mapping_of_servos_gives_catalogue_limits():
     model, notes = load(REACHY)
     (note,) = [n for n in notes if "names no servo" in n]

@@ -197,6 +197,9 @@ def test_the_panel_draws_the_settings_then_the_stop_button_and_the_lag(demo):
     with EmulatedBus([Servo(1, mode=4, position=2048)]) as bus:
         bpy.context.scene.looprig_live.port = bus.port
         assert bpy.ops.looprig.live_start() == {"FINISHED"}
+        deadline = time.monotonic() + 10.0  # the first packet, however loaded the machine
+        while live_link._Session.link.status.packets == 0 and time.monotonic() < deadline:
+            time.sleep(0.005)
         log = _draw(live_link.LOOPRIG_PT_live, bpy.context)
         assert bpy.ops.looprig.live_stop() == {"FINISHED"}
     assert ("operator", "looprig.live_stop") in log

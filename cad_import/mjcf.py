@@ -686,10 +686,12 @@ def _default_classes(spec) -> list[str]:
     from xml.etree import ElementTree
 
     try:
-        text = spec.to_xml()
-    except ValueError:  # MuJoCo cannot write every model back (some plugins): no classes to name
+        root = ElementTree.fromstring(spec.to_xml())
+    except (ValueError, ElementTree.ParseError):
+        # MuJoCo cannot write every model back (some plugins), nor write names XML cannot hold
+        # (control characters it accepted): no classes to name
         return []
-    return [d.get("class") for d in ElementTree.fromstring(text).iter("default") if d.get("class")]
+    return [d.get("class") for d in root.iter("default") if d.get("class")]
 
 
 def _joint_equality(model, e: int, name: str, joint_names, tree_joint, path) -> CouplingSpec | None:

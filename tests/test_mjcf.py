@@ -6,6 +6,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 from looprig.cad_import import FileFormatError, FileFormatWarning, load_mechanism, load_model
+from looprig.cad_import.mjcf import load_mjcf
 from looprig.core import ConstraintSet, JointKind, solve_fk
 from looprig.core.mobility import analyse_mobility
 from looprig.core.readoff import JointReadout
@@ -280,6 +281,15 @@ def test_fourbar_connect_file():
     assert m.actuator_names == ["crank_motor"]  # the <actuator>'s name
     actuator = m.joint("crank_joint").actuator
     assert (actuator.lower, actuator.upper) == pytest.approx((-3.0, 3.0))  # ctrlrange within +-10 rad
+
+
+def test_a_name_xml_cannot_hold_still_reads():
+    """MuJoCo accepts a control character in the model's name, which its merged XML then
+    cannot carry (found by tests/test_fuzz_loaders.py): the file reads, its default
+    classes left unnamed, instead of a parser's traceback."""
+    text = (DATA / "fourbar_connect.xml").read_text().replace('<mujoco model="', '<mujoco model="\x1f', 1)
+    model = load_mjcf(DATA / "named.xml", text=text)
+    assert model.mechanism.actuator_names == ["crank_motor"]
 
 
 def straight_fourbar(ground: float) -> str:

@@ -1,5 +1,8 @@
 """Whole-clip IK: every frame of a clip solved together, vectorised over frames.
 
+One module although long: the batched linearisation, the stacked KKT solve and the
+starts they iterate from share one (F, ...) layout of every frame.
+
 The per-frame solver (:func:`~looprig.core.ik.solve_ik`) pays numpy's per-call
 overhead once per frame and iteration; here it is paid once per iteration for
 all frames: every term linearises the whole batch (the terms' leading axis),

@@ -1,5 +1,8 @@
 """Motors that hold still unless the clip needs them: the default of a retarget.
 
+One module although long: the decision, its linearisation at the clip's start and its
+passes read one record of the problem.
+
 An animator expects a motor nobody animated to stay where it is. Before a clip is
 solved, :func:`motors_to_hold` picks the motors to lock exactly at their value at
 the clip's start (with :class:`~looprig.core.terms.MotorLock`, the equality term

@@ -1,5 +1,8 @@
 """The mapping: how a clip drives a mechanism, and its file form.
 
+One module although long: each mapping entry's record, its validation and its file
+form side by side, so the three stay in step.
+
 Targets (which track drives which frame, with which weights and offset), aims
 (which frame axis looks at which tracked or fixed point), an optional
 centre-of-mass objective, the motors, the start pose, held motors, and

@@ -1,5 +1,8 @@
 """Live link: the robot's motor values streamed to Dynamixel servos while the animator plays or scrubs.
 
+One module although long: the link's thread, its limited moves and the frame sources
+it reads share one timing and status record.
+
 A :class:`LiveLink` owns one servo bus (``dynamixel-sdk``, Protocol 2.0, through
 :class:`~looprig.play.DynamixelBus`) and one thread that sends a Goal Position(116)
 sync write every period (``LiveSettings.rate``, 50-100 Hz). Each period it

@@ -24,7 +24,7 @@ import bpy
 from looprig.core.retarget import AimSpec
 from mathutils import Euler, Vector
 
-from .operators_robot import RobotError, fill_from_selection, remove_active
+from .operators_robot import RobotError, checked_row, fill_from_selection, remove_active
 from .properties import AIM_AXES
 from .sampling import Source
 
@@ -136,14 +136,8 @@ def read_aims(settings, valid: list[str], robot_objects: set[str]):
         if not item.enabled:
             continue
         label = f"aim {i + 1}" + (f" ({item.frame})" if item.frame else "")
-        if not item.frame:
-            raise RobotError(f"{label}: pick the robot body or frame that looks")
-        if item.frame not in valid:
-            raise RobotError(f"{label}: no robot body or frame {item.frame!r}; they are: {', '.join(valid)}")
-        if item.target is None:
-            raise RobotError(f"{label}: pick the object it looks at (an Empty you key)")
-        if item.target.name in robot_objects:
-            raise RobotError(f"{label}: {item.target.name!r} is part of the robot; pick an animated object")
+        looks_at = "the object it looks at (an Empty you key)"
+        checked_row(label, item, valid, robot_objects, "that looks", looks_at)
         try:
             spec, more = picked_aim(item)
         except ValueError as error:

@@ -22,7 +22,7 @@ from mathutils import Euler
 from looprig.retime import retiming_lines, solve_timed
 
 from . import aims, animation, bake, frame_status, motion, retime, status_display
-from .operators_robot import RobotError, checked_model, robot_collection
+from .operators_robot import RobotError, checked_model, checked_row, robot_collection
 from .properties import solver_settings
 from .robot_records import RobotModel
 from .sampling import Clip, Source, iter_world_matrices, make_clip, samples_from_matrices, track_samples
@@ -69,16 +69,7 @@ def read_mapping(context, model: RobotModel, rate: float) -> tuple[RetargetMappi
         if not t.enabled:
             continue
         label = f"target {i + 1}" + (f" ({t.frame})" if t.frame else "")
-        if not t.frame:
-            raise RobotError(f"{label}: pick the robot body or frame it drives")
-        if t.frame not in valid:
-            raise RobotError(f"{label}: no robot body or frame {t.frame!r}; they are: {', '.join(valid)}")
-        if t.target is None:
-            raise RobotError(f"{label}: pick the animated object it follows")
-        if t.target.name in robot_objects:
-            raise RobotError(
-                f"{label}: target {t.target.name!r} is part of the robot; pick an animated object"
-            )
+        checked_row(label, t, valid, robot_objects, "it drives", "the animated object it follows", "target ")
         if t.bone and (t.target.type != "ARMATURE" or t.bone not in t.target.data.bones):
             raise RobotError(f"{label}: {t.target.name!r} has no bone {t.bone!r}")
         name = track_name(t.target, t.bone)

@@ -148,6 +148,21 @@ def fill_from_selection(context, item, bone: bool = False) -> None:
             item.frame = robot_frame_of(ob)
 
 
+def checked_row(label: str, item, valid, robot_objects, drives: str, follows: str, part: str = "") -> None:
+    """Raise :class:`RobotError` unless a target or aim row names a robot body or frame among
+    ``valid`` and an object outside the robot (``robot_objects``): ``drives`` and
+    ``follows`` end the messages for a missing frame and object, ``part`` starts the one
+    for an object of the robot."""
+    if not item.frame:
+        raise RobotError(f"{label}: pick the robot body or frame {drives}")
+    if item.frame not in valid:
+        raise RobotError(f"{label}: no robot body or frame {item.frame!r}; they are: {', '.join(valid)}")
+    if item.target is None:
+        raise RobotError(f"{label}: pick {follows}")
+    if item.target.name in robot_objects:
+        raise RobotError(f"{label}: {part}{item.target.name!r} is part of the robot; pick an animated object")
+
+
 def remove_active(settings, rows: str, active: str) -> None:
     """Remove the active row of the collection ``settings.<rows>`` (its index in
     ``settings.<active>``), the next row becoming active."""

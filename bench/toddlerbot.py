@@ -33,6 +33,8 @@ from looprig.core.retarget import RetargetMapping, TargetSpec, TrackSamples, ret
 from scipy.spatial.transform import Rotation
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
+from mujoco_rows import assemble, free_dofs, motor_dofs  # test helper: MuJoCo's own rows
 from reachy_mini import FILES as REACHY_FILES
 from reachy_mini import head_clip as reachy_head_clip
 
@@ -66,8 +68,8 @@ def angle_between(R_a: np.ndarray, R_b: np.ndarray) -> float:
 def mujoco_head_errors(model, result, clip: TrackSamples, stride: int) -> dict:
     """Every ``stride``-th frame of ``result`` put back into MuJoCo: the motors' file
     values (curve + the assembled offset) and the torso's pose set, the passive joints
-    solved by Gauss-Newton on MuJoCo's own rows (the equalities' ``efc_pos``/``efc_J``,
-    the narrow tendons' lengths about their ranges' middles and ``wrap_prm``) to 1e-13;
+    solved by Gauss-Newton on MuJoCo's own rows (tests/mujoco_rows.py: the equalities'
+    ``efc_pos``/``efc_J``, the narrow tendons' lengths about their ranges' middles);
     the head's pose (``xpos``, ``xmat``) against the target [m, rad]. ``rest``: the same
     with every motor at its assembled value, against the head looprig assembled."""
     import mujoco
@@ -77,14 +79,6 @@ def mujoco_head_errors(model, result, clip: TrackSamples, stride: int) -> dict:
     mechanism = model.mechanism
     free = mj.joint("torso_freejoint")
     motors = {mj.actuator(a).name: mj.joint(mj.actuator_trnid[a, 0]) for a in range(mj.nu)}
-    fixed = {free.dofadr[0] + k for k in range(6)} | {j.dofadr[0] for j in motors.values()}
-    passive = np.array([d for d in range(mj.nv) if d not in fixed])
-    equality = int(mujoco.mjtConstraint.mjCNSTR_EQUALITY)
-    middles = mj.tendon_range.mean(axis=1)
-    tendon_J = np.zeros((mj.ntendon, mj.nv))  # fixed tendons: constant coefficients per joint
-    for t in range(mj.ntendon):
-        for w in range(mj.tendon_adr[t], mj.tendon_adr[t] + mj.tendon_num[t]):
-            tendon_J[t, mj.jnt_dofadr[mj.wrap_objid[w]]] += mj.wrap_prm[w]
     torso = mechanism.frame("torso")
 
     def head_pose(motor_values: dict, torso_position, torso_rotation, start: np.ndarray):
@@ -95,19 +89,9 @@ def mujoco_head_errors(model, result, clip: TrackSamples, stride: int) -> dict:
         data.qpos[free.qposadr[0] + 3 : free.qposadr[0] + 7] = quat
         for name, joint in motors.items():
             data.qpos[joint.qposadr[0]] = motor_values[name]
-        for _ in range(50):
-            mujoco.mj_forward(mj, data)
-            rows = data.efc_type[: data.nefc] == equality
-            r = np.r_[data.efc_pos[: data.nefc][rows], data.ten_length - middles]
-            if np.abs(r).max() < 1e-13:
-                break
-            J = np.vstack([data.efc_J.reshape(data.nefc, mj.nv)[rows], tendon_J])
-            step = np.linalg.lstsq(J[:, passive], -r, rcond=1e-12)[0]
-            qvel = np.zeros(mj.nv)
-            qvel[passive] = step
-            mujoco.mj_integratePos(mj, data.qpos, qvel, 1.0)
+        residual = assemble(mj, data, free_dofs(mj) + motor_dofs(mj))
         body = mj.body("head").id
-        return data.xpos[body].copy(), data.xmat[body].reshape(3, 3).copy(), float(np.abs(r).max())
+        return data.xpos[body].copy(), data.xmat[body].reshape(3, 3).copy(), residual
 
     offsets = model.joint_offsets
     start = mj.qpos0.copy()

@@ -13,13 +13,14 @@ import pytest
 from looprig.cad_import import FileFormatError, FileFormatWarning, load_model
 from looprig.core import ConstraintSet, solve_fk
 from looprig.core.mechanism import Mechanism
-from looprig.core.mobility import analyse_mobility, numerical_rank
+from looprig.core.mobility import analyse_mobility
 from looprig.core.readoff import JointReadout
 from looprig.core.servos import RPM
 
 from looprig.cli import main
 
 mujoco = pytest.importorskip("mujoco")
+rows = pytest.importorskip("mujoco_rows")  # tests/mujoco_rows.py: MuJoCo's own constraint rows
 
 TODDLERBOT = Path(__file__).parent / "data" / "toddlerbot_2xc" / "toddlerbot_2xc.xml"
 
@@ -75,23 +76,6 @@ def test_toddlerbots_closure_gap_is_accepted_and_said_and_the_mechanism_closes_e
     assert [n.split("'")[1] for n in said] == ["waist_roll_coupling", "waist_yaw_coupling"]
 
 
-def mujoco_rows(model, assembled: bool):
-    """MuJoCo's equality rows (``efc_J``) and the two waist tendons' rows (``wrap_prm``),
-    (21 + 2, nv), at ``qpos0`` or at looprig's assembled joint values."""
-    mj = mujoco.MjModel.from_xml_path(str(TODDLERBOT))
-    data = mujoco.MjData(mj)
-    if assembled:
-        for j in range(1, mj.njnt):
-            data.qpos[mj.jnt_qposadr[j]] = model.joint_offsets[mj.joint(j).name]
-    mujoco.mj_forward(mj, data)
-    equality = data.efc_type == int(mujoco.mjtConstraint.mjCNSTR_EQUALITY)
-    tendons = np.zeros((mj.ntendon, mj.nv))
-    for t in range(mj.ntendon):
-        for w in range(mj.tendon_adr[t], mj.tendon_adr[t] + mj.tendon_num[t]):
-            tendons[t, mj.jnt_dofadr[mj.wrap_objid[w]]] += mj.wrap_prm[w]
-    return mj, np.vstack([data.efc_J.reshape(data.nefc, mj.nv)[equality], tendons])
-
-
 def test_info_counts_36_dof_a_floating_base_and_30_motors(capsys):
     """``looprig info``: 11 couplings (9 gears, 2 differentials), Grübler 27, dof 36 = 6
     (the floating base) + 30 motors, 6 with the motors locked. The neck's parallel linkage,
@@ -109,43 +93,85 @@ def test_info_counts_36_dof_a_floating_base_and_30_motors(capsys):
     s = np.linalg.svd(ConstraintSet(m, actuated=False).jacobian(m.initial_state()), compute_uv=False)
     lost = s[(s > 1e-12) & (s < m.closure_gap)]
     assert len(lost) == 1 and 1e-10 < lost[0] < m.closure_gap / 5 and s[s > m.closure_gap].min() > 1e-3
-    # the two waist tendons, read as differentials, remove 2: 38 without them
+
+
+def mujoco_poses(model):
+    """(name, MjModel, MjData) at ``qpos0``, at looprig's assembled joint values, and
+    with MuJoCo's own rows met (Gauss-Newton on the passive joints) with the motors
+    where the file has them, and with the neck's motor at +-0.4 rad."""
+    mj = mujoco.MjModel.from_xml_path(str(TODDLERBOT))
+    yield "qpos0", mj, mujoco.MjData(mj)
+    data = mujoco.MjData(mj)
+    for j in range(1, mj.njnt):
+        data.qpos[mj.jnt_qposadr[j]] = model.joint_offsets[mj.joint(j).name]
+    yield "looprig's assembled pose", mj, data
+    for neck in (0.0, -0.4, 0.4):
+        data = mujoco.MjData(mj)
+        data.qpos[mj.joint("neck_pitch_act").qposadr[0]] = neck
+        assert rows.assemble(mj, data, rows.free_dofs(mj) + rows.motor_dofs(mj)) < model.mechanism.closure_gap
+        yield f"assembled in MuJoCo, neck motor {neck}", mj, data
+
+
+def test_looprigs_dof_is_mujocos_equality_rank_across_its_spectral_gap():
+    """MuJoCo's rows (every equality's ``efc_J`` rows, checked active and counted: 4
+    connects x 3 + 9 joint equalities; and the two narrow waist tendons) at every pose
+    measured: no singular value between 10x the file's closure gap (3.6e-7) and 1e-3,
+    and nv - rank there is looprig's dof: 36, 38 without the tendons (the two waist
+    tendons, read as differentials, remove 2) (bench/toddlerbot_dof.py
+    prints the whole measurement)."""
+    model, _ = load(TODDLERBOT)
+    m = model.mechanism
     gears = Mechanism(m.bodies, m.joints, m.frames, m.name, [c for c in m.couplings if c.kind == "gear"])
-    assert analyse_mobility(gears).dof == 38
+    assert (analyse_mobility(m).dof, analyse_mobility(gears).dof) == (36, 38)
+    for name, mj, data in mujoco_poses(model):
+        J, _ = rows.equality_rows(mj, data)
+        J_equalities, _ = rows.equality_rows(mj, data, tendons=False)
+        assert J.shape == (12 + 9 + 2, mj.nv) == (23, 50)
+        s = np.linalg.svd(J, compute_uv=False)
+        assert not np.any((s > 10 * m.closure_gap) & (s < 1e-2)), name
+        assert rows.nullity(J, 10 * m.closure_gap, mj.nv) == 36, name
+        assert rows.nullity(J_equalities, 10 * m.closure_gap, mj.nv) == 38, name
 
 
-def test_mujocos_rank_agrees_at_the_files_precision_and_its_33_is_the_gap():
-    """MuJoCo's equality and tendon rows give nv - rank = 36 too, at the file's precision
-    (singular values above its closure gap) and looprig's assembled pose. Counted at
-    numpy's default tolerance at ``qpos0`` they give 33: the three extra singular values
-    (1e-8 to 6e-8) belong to motions of the joints above both sides of the neck's loops
-    (the floating base's rotations, the neck's yaw and its gear): a connect's rows are the
-    gap vector between its sites, which such a rigid turn rotates (rate: axis x gap)
-    without opening the loop. The gap's size, not a constraint."""
+def test_mujocos_rank_at_numpys_tolerance_counts_the_gap_turning_not_a_constraint():
+    """At ``qpos0`` numpy's default tolerance gives nv - rank 35 (33 with the tendons): the
+    issue's figures. Its three extra singular values (1e-8 to 6e-8) are motions of the
+    joints above both sides of the neck's loops (the floating base's rotations, the neck's
+    yaw and its gear): a connect's rows are the gap vector between its sites, which a
+    rigid turn rotates (rate: axis x gap) without opening the loop; the free joint's own
+    rotations show in MuJoCo's rows, which a floating robot's whole turn cannot open. With
+    each connect's second site moved onto its first (3.6e-8 m), they are gone; one value
+    is left below the gap, the neck's linkage, rigid in exact arithmetic at 4e-10 m per rad
+    (looprig's: 3.2e-9), which the file's precision cannot tell from its motion."""
     model, _ = load(TODDLERBOT)
     gap = model.mechanism.closure_gap
-    mj, rows = mujoco_rows(model, assembled=True)
-    assert mj.nv - numerical_rank(rows, 1e-12, floor=gap) == 36
-    mj, rows = mujoco_rows(model, assembled=False)
-    assert mj.nv - np.linalg.matrix_rank(rows) == 33
-    _, s, Vt = np.linalg.svd(rows)
-    small = np.flatnonzero((s > 1e-12) & (s < 1e-6))
-    assert len(small) == 3 and s[small].max() < 2 * gap
-    above = [mj.jnt_dofadr[0] + k for k in range(3, 6)]  # the free joint's rotations
-    above += [mj.joint(n).dofadr[0] for n in ("neck_yaw_drive", "neck_yaw_driven")]
-    weight = (Vt[small][:, above] ** 2).sum(axis=1)
-    assert weight.min() > 0.98
-    # a rigid turn of the whole robot leaves every closure's gap as long as it was
+    mj = mujoco.MjModel.from_xml_path(str(TODDLERBOT))
     data = mujoco.MjData(mj)
-    mujoco.mj_forward(mj, data)
-    equality = data.efc_type == int(mujoco.mjtConstraint.mjCNSTR_EQUALITY)
-    before = np.linalg.norm(data.efc_pos[equality][:12].reshape(4, 3), axis=1)
+    J, _ = rows.equality_rows(mj, data)
+    J_equalities, _ = rows.equality_rows(mj, data, tendons=False)
+    assert (mj.nv - np.linalg.matrix_rank(J_equalities), mj.nv - np.linalg.matrix_rank(J)) == (35, 33)
+    _, s, Vt = np.linalg.svd(J)
+    small = np.flatnonzero((s > 1e-14) & (s < 1e-6))
+    assert len(small) == 3 and 1e-8 < s[small].min() and s[small].max() < 2 * gap
+    above = rows.free_dofs(mj)[3:] + [mj.joint(n).dofadr[0] for n in ("neck_yaw_drive", "neck_yaw_driven")]
+    assert (Vt[small][:, above] ** 2).sum(axis=1).min() > 0.98
+    assert 1e-8 < np.linalg.norm(J[:, rows.free_dofs(mj)[3:]], axis=0).min()
+    # a rigid turn of the whole robot leaves every closure's gap as long as it was
+    before = np.linalg.norm(rows.equality_rows(mj, data)[1][:12].reshape(4, 3), axis=1)
     turn = np.zeros(mj.nv)
     turn[above[:3]] = [0.3, -0.2, 0.5]
     mujoco.mj_integratePos(mj, data.qpos, turn, 1.0)
-    mujoco.mj_forward(mj, data)
-    after = np.linalg.norm(data.efc_pos[equality][:12].reshape(4, 3), axis=1)
+    after = np.linalg.norm(rows.equality_rows(mj, data)[1][:12].reshape(4, 3), axis=1)
     np.testing.assert_allclose(after, before, atol=1e-15)
+    # no gap: the three are gone
+    data = mujoco.MjData(mj)
+    mujoco.mj_forward(mj, data)
+    closed = rows.without_gap(mujoco.MjSpec.from_file(str(TODDLERBOT)), mj, data)
+    J, r = rows.equality_rows(closed, mujoco.MjData(closed))
+    assert np.abs(r).max() < 1e-15
+    s = np.linalg.svd(J, compute_uv=False)
+    (neck,) = s[(s > 1e-14) & (s < 1e-3)]
+    assert 1e-10 < neck < 1e-9 and rows.nullity(J, 1e-14, mj.nv) == 35 and rows.nullity(J, gap, mj.nv) == 36
 
 
 def test_the_gap_survives_the_native_file_and_a_negative_gap_is_refused(tmp_path):

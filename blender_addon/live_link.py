@@ -6,7 +6,8 @@ source, what the servos do on a stop), opens a :class:`~looprig.live.LiveLink` (
 pinged and checked before the first packet) and adds a frame-change handler: every frame
 Blender shows, played or scrubbed to, is handed to the link. With the source "Solve", the
 handler reads the targets' world matrices at that frame (main thread) and the link's
-thread solves them with the per-frame solver; with "Baked Curves", the link reads the
+thread solves them with the per-frame solver, each frame from its seed (the link's start
+solves the frame range once: its warm-up); with "Baked Curves", the link reads the
 baked motor curves (bake again after changing the animation). The link moves every motor
 towards the frame's values within its velocity and acceleration limits, so a jump of the
 timeline is a limited move.
@@ -31,9 +32,9 @@ from looprig.core.errors import LooprigError
 from looprig import live
 
 from . import bake
-from .operators_retarget import read_mapping
+from .operators_retarget import frame_range, read_mapping
 from .operators_robot import RobotError, checked_model
-from .sampling import Clip, samples_from_matrices, scene_fps
+from .sampling import Clip, make_clip, samples_from_matrices, scene_fps, track_samples
 from .scene_data import unit_scale
 
 
@@ -111,8 +112,13 @@ def start(context) -> str:
         record = bake.bake_record(bake.baked_root(model.record.name))
         source, payload = live.curve_source(curves, record["frame_start"], record["fps"]), None
     else:
+        # the frame range's targets now: the solver's warm-up solves them all before the first
+        # packet, each frame's state the seed of its later solves (a scrub starts from its frame's)
         mapping, sources = read_mapping(context, model, fps)
-        solver = live.FrameSolver(model.mechanism, mapping)
+        clip = make_clip(scene, *frame_range(scene))
+        solver = live.FrameSolver(
+            model.mechanism, mapping, track_samples(context, sources, clip), clip.frame_start
+        )
         curves, source, payload = solver.curves, solver, _targets_now(sources, solver)
     # the servos' mode and mounting as the bake's exports write them (Operating Mode 4)
     motors = live.LiveMotors.of(curves, bake.dynamixel_settings(model, "extended_position"), options)

@@ -35,6 +35,7 @@ hand-written trapezoid would have to handle targets that change mid-move, a
 non-zero start velocity and braking, which is exactly what it is tested for.
 """
 
+import gc
 import math
 import os
 import threading
@@ -231,14 +232,22 @@ class FrameSolver:
     Built once from the robot and a mapping as a retarget builds them (motors, limits,
     welded bodies merged, the mapping's start and held motors), without the terms that
     compare a frame with the previous one (a scrub does not follow the clip's order: the
-    link's limited moves keep the servos within their limits). The first frame is solved
-    to full accuracy from the start pose (:func:`~looprig.core.start.solve_first_frame`),
-    every later one warm-started from the previous answer. ``samples``: the clip's tracks,
-    whose frames the source solves when the payload is None; otherwise the payload is
-    the frame's :class:`~looprig.core.IKTargets` (a host that samples its own scene).
+    link's limited moves keep the servos within their limits). ``samples``: the clip's
+    tracks, whose frames the source solves when the payload is None; otherwise the payload
+    is the frame's :class:`~looprig.core.IKTargets` (a host that samples its own scene).
+    Frame f is the clip's sample ``round(f - frame_start)`` (clamped to the clip).
+
+    With a clip, the first call warms up (:meth:`warm_up`: every frame solved once, in
+    order, its state kept as the frame's seed), so each later solve of a frame starts from
+    its seed whatever frame came before (a 90-frame jump as a next frame): on the clip's
+    own targets it converges where it starts, on a host's edited ones in an iteration or
+    two; each converged solve becomes the frame's new seed. Without a clip, the first frame
+    is solved to full accuracy from the start pose
+    (:func:`~looprig.core.start.solve_first_frame`), every later one warm-started from the
+    previous answer.
     """
 
-    def __init__(self, mechanism, mapping, samples=None):
+    def __init__(self, mechanism, mapping, samples=None, frame_start: float = 0.0):
         from .core.export import DynamixelSettings as _Settings
         from .core.readoff import ActuatorReadout
         from .core.retarget import _target_arrays, build_problem, with_motors
@@ -259,8 +268,11 @@ class FrameSolver:
             self.mechanism, np.tile(self.actuators, (2, 1)), mapping.rate
         )
         self.dynamixel = _Settings.from_mechanism(self.mechanism)
+        self.frame_start = float(frame_start)
         self.first = True
         self.targets = None
+        self.seeds: np.ndarray | None = None  # (F, n, 7) each clip frame's state, after warm_up
+        self.seed_actuators: np.ndarray | None = None  # (F, A) [rad | m] their motor values
         if samples is not None:
             samples = samples.resampled(mapping.rate)
             self.targets = _target_arrays(mapping, samples)
@@ -268,30 +280,69 @@ class FrameSolver:
     def targets_of(self, samples):
         """The :class:`~looprig.core.IKTargets` of the first frame of ``samples``
         (:class:`~looprig.core.retarget.TrackSamples`, e.g. a host's scene read at its frame)."""
-        from .core import IKTargets
         from .core.retarget import _target_arrays
 
-        positions, rotations, com = _target_arrays(self.mapping, samples)
-        return IKTargets(positions[0], rotations[0], None if com is None else com[0])
+        return self._frame_targets(_target_arrays(self.mapping, samples), 0)
+
+    @staticmethod
+    def _frame_targets(arrays, f: int):
+        """Sample ``f``'s :class:`~looprig.core.IKTargets` of (positions, rotations, com) arrays."""
+        from .core import IKTargets
+
+        positions, rotations, com = arrays
+        return IKTargets(positions[f], rotations[f], None if com is None else com[f])
 
     @property
     def frames(self) -> int:
         """Frames of the clip the solver was given (0 without one)."""
         return 0 if self.targets is None else len(self.targets[0])
 
-    def __call__(self, frame: float, payload=None) -> np.ndarray:
-        from .core import IKTargets, solve_ik
+    def warm_up(self) -> None:
+        """Solve the clip's frames in order (the first to full accuracy from the start pose,
+        each later one from the one before) and keep each one's state and motor values as
+        its seed; with the mapping's solver settings about 2 ms a frame on Reachy Mini (a
+        10 s clip at 100 Hz: 2 s). Once; without a clip, nothing to do."""
+        from .core import solve_ik
         from .core.linalg import single_threaded_blas
         from .core.start import solve_first_frame
 
+        if self.seeds is not None or self.targets is None:
+            return
+        seeds = np.empty((self.frames, *self.state.shape))
+        actuators = np.empty((self.frames, len(self.actuators)))
+        with single_threaded_blas():
+            for f in range(self.frames):
+                targets = self._frame_targets(self.targets, f)
+                if f == 0:
+                    result = solve_first_frame(
+                        self.problem, targets, self.state, self.mapping.reach_tolerance
+                    )
+                else:
+                    result = solve_ik(
+                        self.problem, targets, seeds[f - 1], previous_actuators=actuators[f - 1]
+                    )
+                seeds[f], actuators[f] = result.state, result.actuators
+        self.seeds, self.seed_actuators, self.first = seeds, actuators, False
+
+    def __call__(self, frame: float, payload=None) -> np.ndarray:
+        from .core import solve_ik
+        from .core.linalg import single_threaded_blas
+        from .core.start import solve_first_frame
+
+        self.warm_up()
+        f = int(np.clip(round(frame - self.frame_start), 0, max(self.frames - 1, 0)))
         if payload is None:
             if self.targets is None:
                 raise LooprigError("the live solver has no clip: give each frame's targets")
-            f = int(np.clip(round(frame), 0, self.frames - 1))
-            positions, rotations, com = self.targets
-            payload = IKTargets(positions[f], rotations[f], None if com is None else com[f])
+            payload = self._frame_targets(self.targets, f)
         with single_threaded_blas():
-            if self.first:
+            if self.seeds is not None:
+                result = solve_ik(
+                    self.problem, payload, self.seeds[f], previous_actuators=self.seed_actuators[f]
+                )
+                if result.converged:
+                    self.seeds[f], self.seed_actuators[f] = result.state, result.actuators
+            elif self.first:
                 result = solve_first_frame(self.problem, payload, self.state, self.mapping.reach_tolerance)
                 self.first = False
             else:
@@ -339,6 +390,28 @@ class LiveReport:
     status: LiveStatus = field(default_factory=LiveStatus)
 
 
+class PacketLog:
+    """Per packet: when it left [s, ``time.monotonic``], the period's work [s], the lag [s],
+    the ticks sent (A,) and the values moved towards (A,) [rad | m]; rows of arrays made
+    ahead (1024 packets, doubled when full), so a period writes numbers and allocates nothing."""
+
+    def __init__(self, motors: int, capacity: int = 1024):
+        self.count = 0
+        self.times = np.empty((capacity, 3))  # sent at, work, lag
+        self.ticks = np.empty((capacity, motors), np.int64)
+        self.wanted = np.empty((capacity, motors))
+
+    def add(self, sent: float, work: float, lag: float, ticks: np.ndarray, wanted: np.ndarray) -> None:
+        k = self.count
+        if k == len(self.times):
+            self.times, self.ticks, self.wanted = (
+                np.concatenate([x, np.empty_like(x)]) for x in (self.times, self.ticks, self.wanted)
+            )
+        self.times[k] = sent, work, lag
+        self.ticks[k], self.wanted[k] = ticks, wanted
+        self.count = k + 1
+
+
 class LiveLink:
     """Stream a source's frames to servos within their limits; see the module docstring.
 
@@ -369,19 +442,26 @@ class LiveLink:
         self._playing: tuple[float, float] | None = None  # (frame, monotonic start)
         self._thread: threading.Thread | None = None
         self._bus: DynamixelBus | None = None
-        self._log: list[tuple] = []  # per packet: sent at, work, ticks, lag, wanted values
+        self._log = PacketLog(len(motors.names))
         self._stop_requested = math.nan
         self._stopped = math.nan
         self._error: LooprigError | None = None
-        self.first_source_s = math.nan  # [s] the source's first call, in :meth:`open`
+        self.first_source_s = math.nan  # [s] the source's first call (its warm-up), in :meth:`open`
+        self.startup_s = math.nan  # [s] all of :meth:`open`: check, first call, torque, read-back
         self.present_ticks: np.ndarray | None = None  # (A,) where the servos were at :meth:`open`
 
     # ---------------------------------------------------------------- host side
     def open(self, frame: float = 0.0, payload=None) -> None:
-        """Ping and check the servos, take ``frame``'s values from the source (the first solve,
-        :attr:`first_source_s` [s], is done here, before the first packet), switch the torque
-        on, read where the servos are and start streaming from there towards ``frame``; a
-        failure before the thread starts closes the port."""
+        """Ping and check the servos, take ``frame``'s values from the source (its first call,
+        :attr:`first_source_s` [s], e.g. :meth:`FrameSolver.warm_up`, is made here, before the
+        first packet), switch the torque on, read where the servos are and start streaming from
+        there towards ``frame``; :attr:`startup_s` [s] is all of it. A failure before the thread
+        starts closes the port.
+
+        Before the thread starts, the objects made so far are collected once and frozen
+        (``gc.freeze``, undone when the stream ends): a full collection of a large process (a
+        Blender session, MuJoCo) takes over 10 ms, which a period cannot spare; while streaming
+        the collector scans only the objects made since."""
         try:
             import ruckig  # noqa: F401  (the thread's moves; missing: say so before the port opens)
         except ImportError:
@@ -391,6 +471,7 @@ class LiveLink:
             ) from None
         frame = float(frame)
         self._wanted = (frame, payload)
+        opened = time.perf_counter()
         bus = DynamixelBus(self.port, self.baud, self.motors.ids)
         try:
             check_servos(bus, self.motors.names, self.motors.mode)
@@ -409,6 +490,9 @@ class LiveLink:
         self._thread = threading.Thread(
             target=self._run, args=(present, first), name="looprig-live", daemon=True
         )
+        gc.collect()
+        gc.freeze()
+        self.startup_s = time.perf_counter() - opened
         self._thread.start()
 
     def seek(self, frame: float, payload=None) -> None:
@@ -445,14 +529,14 @@ class LiveLink:
 
     def report(self) -> LiveReport:
         log = self._log
-        a = len(self.motors.names)
+        n = log.count
         return LiveReport(
             1.0 / self.settings.rate,
-            np.array([w for _, w, _, _, _ in log]),
-            np.array([t for _, _, t, _, _ in log], dtype=np.int64).reshape(len(log), a),
-            np.array([s for s, _, _, _, _ in log]),
-            np.array([lag for _, _, _, lag, _ in log]),
-            np.array([v for _, _, _, _, v in log], dtype=float).reshape(len(log), a),
+            log.times[:n, 1].copy(),
+            log.ticks[:n].copy(),
+            log.times[:n, 0].copy(),
+            log.times[:n, 2].copy(),
+            log.wanted[:n].copy(),
             self._stop_requested,
             self._stopped,
             self.status,
@@ -531,11 +615,11 @@ class LiveLink:
                 remaining = (
                     max(0.0, out.trajectory.duration - out.time) if result == ruckig.Result.Working else 0.0
                 )
-                self._log.append((sent, work, ticks, remaining, last_values))
+                self._log.add(sent, work, remaining, ticks, last_values)
                 self.status = LiveStatus(
                     frame,
                     remaining,
-                    len(self._log),
+                    self._log.count,
                     self.status.late + (work > period),
                     1e3 * work,
                     max(self.status.max_ms, 1e3 * work),
@@ -566,7 +650,7 @@ class LiveLink:
     def _lost(self, error) -> PortLostError:
         why = "" if error is None else f" ({error})"
         return PortLostError(
-            f"{self.port}: the servo port disappeared after {len(self._log)} packets{why}; "
+            f"{self.port}: the servo port disappeared after {self._log.count} packets{why}; "
             "the servos keep their last goal while they have power"
         )
 
@@ -583,6 +667,7 @@ class LiveLink:
         finally:
             self._stopped = time.monotonic()
             self.status.running = False
+            gc.unfreeze()
             try:
                 bus.close()
             except Exception:  # a port already gone cannot be closed again

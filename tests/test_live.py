@@ -241,7 +241,7 @@ def test_a_host_showing_fewer_frames_than_packets_is_followed_without_stopping_b
 def test_play_live_solves_each_frame_of_a_clip_as_it_plays(capsys):
     """The demo's dancer and groove (8 servos, ids 1-8, 3.1 rad/s and 30 rad/s^2), the servos
     at the start pose: every frame the link plays is solved by the per-frame solver; the
-    servos end on the last frame's solution (solved here straight from the start pose), every
+    servos end on the last frame's solution (solved here by a solver of its own), every
     packet within the limits."""
     from looprig.demo import CLIP_FILE, MAP_FILE, demo_inputs
 
@@ -258,3 +258,28 @@ def test_play_live_solves_each_frame_of_a_clip_as_it_plays(capsys):
     assert "every one within the limits" in capsys.readouterr().out
     final = [p["goals"] for p in snapshot["packets"] if "goals" in p][-1]
     np.testing.assert_allclose([final[i] for i in motors.ids], motors.ticks(last), atol=1)
+
+
+def test_a_frame_solves_to_the_same_pose_whichever_frame_came_before():
+    """The demo's dancer: after the warm-up (every frame solved once, in order, each one's state
+    its seed) a frame reached by a 90-frame jump, backwards or forwards, is the one the warm-up
+    solved (to the solver's tolerance: the solve starts at its seed); targets moved 5 mm are
+    solved from the frame's seed, which then holds the new answer."""
+    from looprig.core import IKTargets
+
+    from looprig.demo import demo_inputs
+
+    mechanism, samples, mapping, _ = demo_inputs()
+    solver = live.FrameSolver(mechanism, mapping, samples, frame_start=10)
+    assert solver.seeds is None
+    solver.warm_up()
+    assert solver.seeds.shape[0] == solver.frames > 100
+    warmed = solver.seed_actuators.copy()
+    for frame in (100, 10, 100, 10 + solver.frames - 1, 100):
+        np.testing.assert_allclose(solver(frame), warmed[frame - 10], atol=1e-9)
+    np.testing.assert_allclose(solver(-5), warmed[0], atol=1e-9)  # clamped to the clip
+    positions, rotations, com = solver.targets
+    moved = IKTargets(positions[90] + 0.005, rotations[90], None if com is None else com[90])
+    values = solver(100, moved)
+    assert np.abs(values - warmed[90]).max() > 1e-3
+    np.testing.assert_allclose(solver.seed_actuators[90], values)

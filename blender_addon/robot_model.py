@@ -16,9 +16,22 @@ import math
 import numpy as np
 from looprig.cad_import.errors import FileFormatError
 from looprig.cad_import.meshes import triangle_mass_properties
+from looprig.cad_import.native import coupling_from_dict
 from looprig.core import analyse_mobility
 from looprig.core.errors import LooprigError
-from looprig.core.mechanism import ActuatedMotion, Actuator, Body, Frame, Joint, JointKind, Mechanism
+from looprig.core.filevalues import limit_from_file
+from looprig.core.mechanism import (
+    LIMIT_FIELDS,
+    ActuatedMotion,
+    Actuator,
+    Body,
+    Coupling,
+    Frame,
+    Joint,
+    JointKind,
+    LimitSource,
+    Mechanism,
+)
 from looprig.core.rotations import nearest_rotation, quat_from_matrix
 from looprig.core.rotations import pose_matrix as state_pose_matrix
 from scipy.sparse import coo_array
@@ -260,18 +273,38 @@ def _actuator(joint: JointRecord, kind: JointKind) -> Actuator | None:
     elif kind == JointKind.REVOLUTE:
         motion = ActuatedMotion.ANGLE
     exact = (joint.exact or {}).get("actuator") or {}
+    limits = {field: exact_value(getattr(a, field), exact.get(field)) for field in LIMIT_FIELDS.values()}
     return Actuator(
         motion=motion,
-        lower=exact_value(a.lower, exact.get("lower")),
-        upper=exact_value(a.upper, exact.get("upper")),
-        velocity_limit=exact_value(a.velocity_limit, exact.get("velocity_limit")),
-        acceleration_limit=exact_value(a.acceleration_limit, exact.get("acceleration_limit")),
+        **limits,
         hardware_id=a.hardware_id,
         zero_offset_ticks=a.zero_offset_ticks,
         direction=a.direction,
         metres_per_revolution=a.metres_per_revolution,
         name=a.name,
+        servo=exact.get("servo"),
+        limit_sources=_limit_sources(limits, exact),
+        rotor_inertia=float(exact.get("rotor_inertia", 0.0)),
     )
+
+
+def _limit_sources(limits: dict[str, float], exact: dict) -> tuple[tuple[str, str], ...]:
+    """``(limit, source)`` pairs of an imported motor: the import's source of each limit
+    still at its imported value (``exact``: the file's values, None unbounded), and
+    ``mapping`` (a Blender property) for one edited in the scene; () for a motor no
+    import recorded sources for."""
+    recorded = exact.get("limit_sources") or {}
+    if not recorded:
+        return ()
+    sources = {}
+    for limit, field in LIMIT_FIELDS.items():
+        imported = limit_from_file(exact.get(field), -math.inf if limit == "lower" else math.inf)
+        if limits[field] == imported:
+            if limit in recorded:
+                sources[limit] = recorded[limit]
+        else:
+            sources[limit] = LimitSource.MAPPING.value
+    return tuple(sorted(sources.items()))
 
 
 def _joint(joint: JointRecord, problems: list[Problem]) -> Joint | None:
@@ -289,6 +322,9 @@ def _joint(joint: JointRecord, problems: list[Problem]) -> Joint | None:
         secondary = (
             None if exact.get("secondary_axis") is None else np.asarray(exact["secondary_axis"], float)
         )
+        gap = float(exact.get("gap", 0.0))
+    else:
+        gap = 0.0  # moved in the scene: built where its constraint stands, to the scene's precision
     try:
         actuator = _actuator(joint, kind)
         return Joint(
@@ -300,9 +336,25 @@ def _joint(joint: JointRecord, problems: list[Problem]) -> Joint | None:
             axis=axis,
             secondary_axis=secondary,
             actuator=actuator,
+            gap=gap,
         )
     except (LooprigError, ValueError) as error:
         problems.append(Problem(ERROR, str(error), **where))
+        return None
+
+
+def _coupling(joint: JointRecord, problems: list[Problem]) -> Coupling | None:
+    """The coupling an import recorded on a joint (the joints it follows, as the native
+    file writes it), or None (an unreadable one: problem appended)."""
+    entry = (joint.exact or {}).get("coupling")
+    if entry is None:
+        return None
+    try:
+        return coupling_from_dict(entry, f"joint {joint.name!r}: coupling")
+    except FileFormatError as error:
+        problems.append(
+            Problem(ERROR, f"{error.element}: {error.problem}", joint.object_name, joint.bone_name)
+        )
         return None
 
 
@@ -312,7 +364,8 @@ def build_robot(record: RobotRecord) -> RobotModel:
     Problems found (each with the object to click): constraints or bones
     that are no joint (missing or foreign objects, unsupported types), bodies
     without mass, no grounded body, bodies joined to no grounded body, cycles
-    of fixed joints, whatever the Mechanism's own validation rejects; then, on
+    of fixed joints, an unreadable coupling an import recorded on a joint, whatever
+    the Mechanism's own validation rejects (a coupling whose joints are gone); then, on
     a valid robot, the mobility (DOF, redundant constraints) as INFO and
     under-actuation or immobility as WARNING.
     """
@@ -367,13 +420,16 @@ def build_robot(record: RobotRecord) -> RobotModel:
         if built is not None:
             bodies.append(built[0])
             T_body_object[b.name] = built[1]
-    joints = []
+    joints, couplings = [], []
     for j in record.joints:
         if j.kind is None or j.problem:
             continue
         built = _joint(j, problems)
         if built is not None:
             joints.append(built)
+            coupling = _coupling(j, problems)
+            if coupling is not None:
+                couplings.append(((j.exact or {}).get("coupling_index", len(record.joints)), coupling))
     frames = [_frame(f) for f in record.frames]
     model_meshes = {
         b.name: [
@@ -392,7 +448,13 @@ def build_robot(record: RobotRecord) -> RobotModel:
     if any(p.severity == ERROR for p in problems):
         return model
     try:
-        mechanism = Mechanism(bodies, joints, frames, name=record.name)
+        mechanism = Mechanism(
+            bodies,
+            joints,
+            frames,
+            name=record.name,
+            couplings=[c for _, c in sorted(couplings, key=lambda item: item[0])],
+        )
     except LooprigError as error:
         problems.append(Problem(ERROR, str(error), **_where_named_in(str(error), record)))
         return model

@@ -18,6 +18,7 @@ from pathlib import Path
 import bpy
 import numpy as np
 from looprig.cad_import import MeshRef, load_mesh, load_model, save_mechanism
+from looprig.cad_import.native import coupling_to_dict
 from looprig.core.filevalues import limit_to_file
 from looprig.core.mechanism import Mechanism
 from looprig.core.rotations import frame_with_axes
@@ -169,7 +170,10 @@ def build_mechanism(context, mechanism, meshes=None, name: str | None = None):
     meshes: optional per-body lists of :class:`~looprig.cad_import.MeshRef` (body
     coordinates) to load for display; bodies without one get a small box. The
     float64 values of the mechanism are kept on each object (``looprig_exact``)
-    so exporting the untouched robot gives the same file back.
+    so exporting the untouched robot gives the same file back: with a joint's closure
+    gap (``gap`` [m]), the coupling that sets it (``coupling``, as the native file
+    writes it, and its place among the couplings, ``coupling_index``) and its motor's
+    servo, rotor inertia and limit sources.
     """
     s = unit_scale(context.scene)
     collection = new_collection(context, name or mechanism.name)
@@ -218,6 +222,7 @@ def build_mechanism(context, mechanism, meshes=None, name: str | None = None):
         if mesh_is_placeholder:
             ob[PLACEHOLDER_KEY] = True
         objects[body.name] = ob
+    couplings = {c.joint: (k, c) for k, c in enumerate(mechanism.couplings)}
     for index, joint in enumerate(mechanism.joints):
         kind, T_world_joint = _constraint_kind(joint)
         empty = constraint_object(
@@ -241,6 +246,11 @@ def build_mechanism(context, mechanism, meshes=None, name: str | None = None):
         }
         if joint.secondary_axis is not None:
             exact["secondary_axis"] = [float(x) for x in joint.secondary_axis]
+        if joint.gap > 0:
+            exact["gap"] = float(joint.gap)
+        if joint.name in couplings:
+            exact["coupling_index"], coupling = couplings[joint.name]
+            exact["coupling"] = coupling_to_dict(coupling)
         if joint.actuator is not None:
             set_actuator(empty, joint.actuator)
             a = joint.actuator
@@ -254,6 +264,12 @@ def build_mechanism(context, mechanism, meshes=None, name: str | None = None):
                 )
                 if v is not None
             }
+            if a.servo is not None:
+                exact["actuator"]["servo"] = a.servo
+            if a.rotor_inertia > 0:
+                exact["actuator"]["rotor_inertia"] = float(a.rotor_inertia)
+            if a.limit_sources:
+                exact["actuator"]["limit_sources"] = dict(a.limit_sources)
         empty[EXACT_KEY] = exact
     for index, frame in enumerate(mechanism.frames):
         empty = frame_object(
@@ -414,7 +430,9 @@ def export_robot(context, model, path: str, write_meshes: bool = True) -> Path:
                 T_object[:3, :3] = T_object[:3, :3] / s  # STL in metres, object coords in BU
                 body = replace(body, mesh=str(stl), T_body_mesh=T_object)
             bodies.append(body)
-        mechanism = Mechanism(bodies, mechanism.joints, mechanism.frames, name=mechanism.name)
+        mechanism = Mechanism(
+            bodies, mechanism.joints, mechanism.frames, name=mechanism.name, couplings=mechanism.couplings
+        )
     meshes = {
         name: [
             MeshRef(p, np.asarray(T, float), role, None if rgba is None else tuple(rgba))

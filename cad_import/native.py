@@ -358,18 +358,27 @@ def mechanism_to_dict(mechanism: Mechanism, meshes=None, base_dir=None) -> dict:
         "frames": frames,
     }
     if mechanism.couplings:
-        document["couplings"] = [
-            {
-                "name": c.name,
-                "joint": c.joint,
-                "sources": list(c.sources),
-                "ratios": list(c.ratios),
-                "offset": c.offset,
-                **({"polynomial": [list(p) for p in c.polynomial]} if c.polynomial else {}),
-            }
-            for c in mechanism.couplings
-        ]
+        document["couplings"] = [coupling_to_dict(c) for c in mechanism.couplings]
     return document
+
+
+def coupling_to_dict(coupling: Coupling) -> dict:
+    """A coupling as the native file writes it (an entry of ``couplings``)."""
+    c = coupling
+    return {
+        "name": c.name,
+        "joint": c.joint,
+        "sources": list(c.sources),
+        "ratios": [float(r) for r in c.ratios],
+        "offset": float(c.offset),
+        **({"polynomial": [[float(x) for x in p] for p in c.polynomial]} if c.polynomial else {}),
+    }
+
+
+def coupling_from_dict(entry, where: str, path=None) -> Coupling:
+    """The coupling a native ``couplings`` entry describes; a malformed one raises
+    FileFormatError naming ``path`` and the element ``where``."""
+    return _Reader(path, Path(".")).coupling(entry, where)
 
 
 def _compact_json(value, indent: int = 0) -> str:

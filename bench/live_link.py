@@ -7,10 +7,12 @@ jumps 90 frames ahead (a scrub) and plays on; at 9.5 s the stop (what Esc calls)
 is solved by the per-frame solver in the link's thread when it is wanted, starting from its
 seed (the state the warm-up solved for it; FrameSolver.warm_up).
 
-Prints one JSON line: the start-up, before the first packet [s]: opening the file and building
-the solver, then the link's open (ping and model check, the solver's warm-up: the first frame
-from the start pose and the clip's frames in order, torque on, positions read back), of which
-the warm-up; per period the work from its start to its packet sent (solve + ruckig move + sync
+Prints one JSON line: whether the link's thread ran under real-time scheduling
+(LiveSettings.realtime: asked for unless --normal-priority, refused without the permission);
+the start-up, before the first packet [s]: opening the file and building the solver, then the
+link's open (ping and model check, the solver's warm-up: the first frame from the start pose
+and the clip's frames in order, torque on, positions read back), of which the warm-up; per
+period the work from its start to its packet sent (solve + ruckig move + sync
 write) [ms]: median, 99th percentile, max, the periods over 10 ms, and the two periods after
 the jump (the first solve of the frame 90 ahead); the largest gap between two packets [ms] (a
 period late to start shows here, not in its work); packets sent and their limit violations
@@ -26,7 +28,7 @@ With ``--plot PNG``, draws the jump for the motor it moves most: the frame's val
 packet moved towards and the value sent, and the speed sent against the motor's limit
 (docs/images/live_link_jump.png is this picture).
 
-    python bench/live_link.py [--seconds 10] [--rate 100] [--jump 90] [--plot PNG]
+    python bench/live_link.py [--seconds 10] [--rate 100] [--jump 90] [--plot PNG] [--normal-priority]
 """
 
 import argparse
@@ -60,6 +62,9 @@ def main(argv=None) -> int:
     parser.add_argument("--rate", type=float, default=100.0)
     parser.add_argument("--jump", type=int, default=90)
     parser.add_argument("--plot", metavar="PNG", help="draw the jump for the motor it moves most")
+    parser.add_argument(
+        "--normal-priority", action="store_true", help="the link's thread without real-time scheduling"
+    )
     args = parser.parse_args(argv)
     frames = round(args.seconds * args.rate) + 1
     warnings.simplefilter("ignore", UserWarning)  # the file names no servos: the mapping does
@@ -73,7 +78,8 @@ def main(argv=None) -> int:
     )
     solver = live.FrameSolver(mechanism, mapping, head_clip(mechanism, frames, args.rate))
     ids = {name: k + 1 for k, name in enumerate(solver.curves.names)}
-    motors = live.LiveMotors.of(solver.curves, solver.dynamixel, live.LiveSettings(rate=args.rate), ids=ids)
+    settings = live.LiveSettings(rate=args.rate, realtime=not args.normal_priority)
+    motors = live.LiveMotors.of(solver.curves, solver.dynamixel, settings, ids=ids)
     built = time.perf_counter() - start
     ticks = motors.ticks(solver.actuators)
     servos = [
@@ -81,9 +87,7 @@ def main(argv=None) -> int:
         for n, t in zip(motors.names, ticks, strict=True)
     ]
     with EmulatedBus(servos) as bus:
-        link = live.LiveLink(
-            motors, solver, bus.port, 1_000_000, live.LiveSettings(rate=args.rate), args.rate, frames - 1
-        )
+        link = live.LiveLink(motors, solver, bus.port, 1_000_000, settings, args.rate, frames - 1)
         link.open(0)  # the start-up: check, warm-up, read-back
         t0 = time.monotonic()
         link.play(0)
@@ -110,6 +114,7 @@ def main(argv=None) -> int:
         "file": FILES[0].name,
         "motors": len(motors.names),
         "rate_hz": args.rate,
+        "realtime": report.status.realtime,
         "startup_open_and_build_s": round(built, 3),
         "startup_link_open_s": round(link.startup_s, 3),
         "startup_warm_up_s": round(link.first_source_s, 3),

@@ -178,7 +178,7 @@ def status_line() -> str:
         return s.error
     return (
         f"frame {s.frame:.1f}, lag {s.lag_s:.3f} s, work {s.last_ms:.1f} ms (max {s.max_ms:.1f}), "
-        f"{s.packets} packets"
+        f"{s.packets} packets" + (", real-time" if s.realtime else "")
     )
 
 

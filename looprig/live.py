@@ -68,7 +68,12 @@ class LiveSettings:
     default_acceleration: the limits of a motor that has none [rad/s, rad/s^2 of the
     servo shaft] (the velocity is :data:`looprig.play.DEFAULT_HOMING_SPEED`'s);
     jerk: the jerk limit [rad/s^3 of the servo shaft], ``inf`` for moves limited in
-    velocity and acceleration only (what the curves' limits state).
+    velocity and acceleration only (what the curves' limits state); realtime: ask the OS to
+    run the link's thread before ordinary processes (Linux ``SCHED_FIFO`` at
+    :data:`REALTIME_PRIORITY`, what a servo loop on a busy machine needs to keep its period;
+    allowed to root or under an ``rtprio`` limit, refused elsewhere: the thread then runs as
+    any other, :attr:`LiveStatus.realtime` says which). By default the kernel keeps 5% of
+    each second for ordinary processes whatever the link does (``sched_rt_runtime_us``).
     """
 
     rate: float = 100.0
@@ -76,6 +81,7 @@ class LiveSettings:
     default_velocity: float = 0.5
     default_acceleration: float = 5.0
     jerk: float = math.inf
+    realtime: bool = True
 
     def __post_init__(self):
         if not (math.isfinite(self.rate) and 1.0 <= self.rate <= 1000.0):
@@ -357,7 +363,8 @@ class LiveStatus:
     the time the servos still need to reach its pose (0 while they follow it); ``packets``
     sent; ``late`` periods whose work overran the period; ``last_ms``, ``max_ms`` [ms] one
     period's work (source, move, packet); ``running``; ``error``: why it stopped, if it failed;
-    ``at_rest``: the servos' goals are on the frame's pose and not moving."""
+    ``at_rest``: the servos' goals are on the frame's pose and not moving; ``realtime``: the
+    thread got the real-time scheduling :attr:`LiveSettings.realtime` asks for."""
 
     frame: float = 0.0
     lag_s: float = 0.0
@@ -368,6 +375,7 @@ class LiveStatus:
     running: bool = False
     error: str = ""
     at_rest: bool = False
+    realtime: bool = False
 
 
 @dataclass
@@ -575,6 +583,8 @@ class LiveLink:
         state.target_position = np.clip(last_values, m.lower, m.upper).tolist()
         state.target_velocity = [0.0] * a
         state.target_acceleration = [0.0] * a
+        realtime = settings.realtime and _realtime_thread()
+        self.status.realtime = realtime
         next_tick = changed_at = time.monotonic()
         try:
             while not self._stop.is_set():
@@ -626,6 +636,7 @@ class LiveLink:
                     True,
                     "",
                     result == ruckig.Result.Finished and not any(state.target_velocity),
+                    realtime,
                 )
                 next_tick += period
                 if next_tick < sent:  # a period overran: start the next one now
@@ -672,6 +683,21 @@ class LiveLink:
                 bus.close()
             except Exception:  # a port already gone cannot be closed again
                 pass
+
+
+#: The link thread's ``SCHED_FIFO`` priority (1-99) with :attr:`LiveSettings.realtime`: above
+#: ordinary processes, below audio servers' real-time threads (a sound played with the link).
+REALTIME_PRIORITY = 5
+
+
+def _realtime_thread() -> bool:
+    """Put the calling thread under real-time scheduling (SCHED_FIFO); False where the OS refuses
+    (no permission, not Linux)."""
+    try:
+        os.sched_setscheduler(0, os.SCHED_FIFO, os.sched_param(REALTIME_PRIORITY))
+    except (AttributeError, OSError):
+        return False
+    return True
 
 
 def _update(otg, state, out):

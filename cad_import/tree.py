@@ -80,9 +80,11 @@ class ImportSettings:
     assemble_iterations: iteration limit of the assembly (core FK solver).
     gap_tolerance: a residual the loops keep after assembly, relative to the mean
     joint distance, accepted (and reported) when the file's own zero configuration
-    has a gap at least as large: a file whose closure sites are written to eight
-    digits cannot close to ``assemble_tolerance`` (ToddlerBot's neck: 3.6e-9 m
-    after assembly, 3e-8 m in the file); a larger gap is an error.
+    has a gap at least as large: a file whose closure sites are written to a few
+    digits cannot close to ``assemble_tolerance`` (ToddlerBot's neck, eight digits:
+    3.6e-9 m after assembly, 3e-8 m in the file; PlaCo's spherical parallel
+    mechanism in MJCF, six significant digits as ``%g`` writes them: 1.0e-7 m, 1.2e-6
+    of its size, 2.9e-7 m in the file); a larger gap is an error.
     assemble_starts: how many starts the assembly tries (the file's pose, then
     poses with the tree's joints bent) before declaring the loops open.
     missing_meshes: ``"error"`` (default) or ``"warn"``: what a mesh file that
@@ -96,7 +98,7 @@ class ImportSettings:
     density: float = 1000.0
     assemble_tolerance: float = 1e-10  # relative to the mean joint distance
     assemble_iterations: int = 100
-    gap_tolerance: float = 1e-6  # relative to the mean joint distance
+    gap_tolerance: float = 1e-5  # relative to the mean joint distance: six significant digits
     assemble_starts: int = 4
     missing_meshes: str = "error"
     meshes: bool = True

@@ -171,11 +171,12 @@ def _baked_curves(context):
     return curves, items, bake.bake_record(root)
 
 
-def draw_graph_editor(context, path: Path, size=(960, 440)) -> None:
+def draw_graph_editor(context, path: Path, size=(960, 440), curves=None) -> None:
     """The Graph Editor's content after a bake, drawn from the scene's data: the baked
     F-curves (their colours, EXTREME keys), the velocity-limit band and violating
     intervals from :mod:`.overlay_geometry` (what the Graph Editor's draw handler draws,
-    which needs a window), and the violation markers with frame and seconds."""
+    which needs a window), and the violation markers with frame and seconds. ``curves``:
+    (label, frames, values, colour, EXTREME mask) to draw instead of the baked ones (no band)."""
     from looprig.blender_addon.overlay_geometry import (
         BAND_COLOUR,
         OVER_COLOUR,
@@ -185,7 +186,11 @@ def draw_graph_editor(context, path: Path, size=(960, 440)) -> None:
     )
     from PIL import Image, ImageDraw, ImageFont
 
-    curves, items, record = _baked_curves(context)
+    baked, items, record = _baked_curves(context)
+    if curves is None:
+        curves = baked
+    else:
+        items = []
     fps, first = record["fps"], record["frame_start"]
     width, height = size
     left, right, top, bottom = 60, 20, 34, 54

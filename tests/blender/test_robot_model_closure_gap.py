@@ -12,6 +12,8 @@ import pytest
 from conftest import ROOT
 from looprig.cad_import import load_model, save_mechanism
 from looprig.core import analyse_mobility, solve_fk
+from looprig.core.retarget import RetargetMapping, TargetSpec, TrackSamples, retarget
+from scipy.spatial.transform import Rotation
 
 from blender_addon.model_cache import robot_model
 from blender_addon.robot_records import ERROR
@@ -49,7 +51,8 @@ def test_toddlerbots_gaps_couplings_and_servos_round_trip_through_the_scene(tmp_
 def test_the_scenes_toddlerbot_solves_as_the_files():
     """Forward kinematics with the neck's motor and a waist motor turned: the same joint
     values to 1e-12 from the scene's robot as from the file's (the loops close to the
-    file's precision; the waist differential and the gears hold)."""
+    file's precision; the waist differential and the gears hold); a short head nod
+    retargets to the same curves."""
     collection, core = _toddlerbot()
     scene = robot_model(bpy.context, collection).mechanism
     assert scene.actuator_names == core.mechanism.actuator_names
@@ -59,6 +62,33 @@ def test_the_scenes_toddlerbot_solves_as_the_files():
     ours, theirs = solve_fk(scene, values), solve_fk(core.mechanism, values)
     assert ours.converged and ours.residual < scene.closure_gap / 10
     np.testing.assert_allclose(ours.state, theirs.state, atol=1e-12)
+    # a 0.05 s head nod at 1200 Hz, head and torso targeted: the same curves
+    clip, mapping = _nod(scene, frames=61)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        ours, theirs = retarget(scene, clip, mapping), retarget(core.mechanism, clip, mapping)
+    assert ours.converged.all() and ours.position_error.max() < 1e-8
+    assert ours.curves.names == theirs.curves.names
+    np.testing.assert_allclose(ours.curves.values, theirs.curves.values, atol=1e-12)
+
+
+def _nod(mechanism, frames: int):
+    """The head turned 0.05 rad sin(2 pi t / T) about the neck's pitch axis over ``frames``
+    at 1200 Hz, the torso still; and the mapping targeting both."""
+    head, torso, pitch = mechanism.frame("head"), mechanism.frame("torso"), mechanism.joint("neck_pitch")
+    t = np.arange(frames) / 1200.0
+    nod = Rotation.from_rotvec(np.outer(0.05 * np.sin(2 * np.pi * t / t[-1]), pitch.axis))
+    R_head = (nod * Rotation.from_quat(head.orientation[[1, 2, 3, 0]])).as_matrix()
+    R_torso = Rotation.from_quat(torso.orientation[[1, 2, 3, 0]]).as_matrix()
+    clip = TrackSamples(
+        t,
+        {
+            "head": pitch.anchor + nod.apply(head.position - pitch.anchor),
+            "torso": np.tile(torso.position, (frames, 1)),
+        },
+        {"head": R_head, "torso": np.tile(R_torso, (frames, 1, 1))},
+    )
+    return clip, RetargetMapping(tuple(TargetSpec(k, k, (1, 1, 1), (1, 1, 1)) for k in ("head", "torso")))
 
 
 def test_an_edited_limit_comes_from_blender_and_a_moved_closure_loses_its_gap():

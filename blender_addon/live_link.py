@@ -23,6 +23,7 @@ The settings live in their own pointer, ``scene.looprig_live``, next to ``scene.
 from __future__ import annotations
 
 import atexit
+import time
 
 import bpy
 import numpy as np
@@ -96,10 +97,12 @@ def _targets_now(sources, solver):
 
 
 def start(context) -> str:
-    """Open the link from the scene's settings; returns a status line (RobotError /
-    LooprigError with the reason, nothing left open, when it cannot start)."""
+    """Open the link from the scene's settings; returns a status line with the start-up time
+    [s] (the frame range sampled and solved, the servos checked: all before the first packet;
+    RobotError / LooprigError with the reason, nothing left open, when it cannot start)."""
     if running():
         raise RobotError("the live link is already running: stop it first")
+    began = time.perf_counter()  # the start-up: sampling, warm-up, servo checks
     scene = context.scene
     settings = scene.looprig_live
     if not settings.port:
@@ -130,7 +133,8 @@ def start(context) -> str:
         bpy.app.handlers.frame_change_post.append(on_frame)
     defaulted = f"; default limits for {', '.join(motors.defaulted)}" if motors.defaulted else ""
     settings.status = (
-        f"live on {settings.port} at {settings.rate:g} Hz, {len(motors.names)} servos{defaulted}"
+        f"live on {settings.port} at {settings.rate:g} Hz, {len(motors.names)} servos "
+        f"(start-up {time.perf_counter() - began:.2f} s){defaulted}"
     )
     return settings.status
 

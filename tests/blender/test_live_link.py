@@ -67,7 +67,7 @@ def test_scrubbing_streams_each_frame_to_the_servo_within_its_limits(demo, sourc
         settings.port, settings.source = bus.port, source
         assert bpy.ops.looprig.live_start() == {"FINISHED"}
         link = live_link._Session.link
-        assert link.running and "live on" in settings.status
+        assert link.running and "live on" in settings.status and "(start-up " in settings.status
         for frame in (2, 3, 4, last):  # played a few frames, then a jump
             scene.frame_set(frame)
             time.sleep(0.03)

@@ -43,11 +43,18 @@ EXIT_INTERRUPTED = 130
 
 
 def cmd_info(args) -> int:
-    summary = app.mechanism_summary(app.load_mechanism(args.mechanism))
+    mechanism = app.load_mechanism(args.mechanism)
+    if args.map:  # the motors and limits a retarget with this mapping would use
+        from .core.retarget import RetargetMapping, with_motors
+
+        mapping = RetargetMapping.load(args.map).named_for(mechanism)
+        mechanism = mapping.limited(with_motors(mechanism, mapping.motors))
+    summary = app.mechanism_summary(mechanism)
     if args.json:
         print(json.dumps(summary, allow_nan=False))
         return 0
-    couplings = f", {summary['coupling_rows']} couplings" if summary["coupling_rows"] else ""
+    kinds = ", ".join(f"{n} {kind}" for kind, n in summary["coupling_kinds"].items())
+    couplings = f", {summary['coupling_rows']} couplings ({kinds})" if summary["coupling_rows"] else ""
     print(
         f"{summary['name']}: {summary['bodies']} bodies, {summary['joints']} joints, "
         f"{summary['actuators']} actuators, {summary['loops']} loops{couplings}"
@@ -494,6 +501,9 @@ def build_parser() -> argparse.ArgumentParser:
     info = sub.add_parser("info", help="summarise a mechanism")
     info.add_argument("mechanism", help=f"a file or a reference mechanism: {', '.join(NAMES)}")
     info.add_argument("--json", action="store_true", help="print one JSON object")
+    info.add_argument(
+        "--map", help="a mapping file: the motors and limits a retarget with it uses (servo, motor_limits)"
+    )
     info.set_defaults(func=cmd_info)
 
     convert = sub.add_parser("convert", help="write a URDF/MJCF/native mechanism as a native file")

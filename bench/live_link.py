@@ -12,17 +12,18 @@ Prints one JSON line: whether the link's thread ran under real-time scheduling
 the start-up, before the first packet [s]: opening the file and building the solver, then the
 link's open (ping and model check, the solver's warm-up: the first frame from the start pose
 and the clip's frames in order, torque on, positions read back), of which the warm-up; per
-period the work from its start to its packet sent (solve + ruckig move + sync
-write) [ms]: median, 99th percentile, max, the periods over 10 ms, and the two periods after
-the jump (the first solve of the frame 90 ahead); the largest gap between two packets [ms] (a
-period late to start shows here, not in its work); packets sent and their limit violations
-(looprig.live.sent_violations: range, velocity, acceleration as a tick file is checked; 0 is
-the claim); the jump: the peak lag after it [s] (the time the servos still needed to reach the
-wanted pose) and how long they took to catch up with the clip [s] (a snap would take one
-period) and the largest motor move of the catch-up [rad]; the stop: from the call to the
-servos left as set [ms] and the last goal packet's arrival after the call [ms]. The motor
-limits are the servo catalogue's (Reachy Mini's servos: XC330-M288 body yaw, XL330-M288 Stewart
-motors, XL330-M077 antennas) with accelerations derived from their stall torque (derive_acceleration).
+period the work from its start to its packet sent (solve + ruckig move + sync write) [ms]:
+median, 99th percentile, max, the periods over 10 ms and when they ended [s from the play],
+and the two periods after the jump (the first solve of the frame 90 ahead); the largest gap
+between two packets [ms] (a period late to start shows here, not in its work); packets sent
+and their limit violations (looprig.live.sent_violations: range, velocity, acceleration as a
+tick file is checked; 0 is the claim); the jump: the peak lag after it [s] (the time the
+servos still needed to reach the wanted pose) and how long they took to catch up with the clip
+[s] (a snap would take one period) and the largest motor move of the catch-up [rad]; the stop:
+from the call to the servos left as set [ms] and the last goal packet's arrival after the call
+[ms]. The motor limits are the servo catalogue's (Reachy Mini's servos: XC330-M288 body yaw,
+XL330-M288 Stewart motors, XL330-M077 antennas) with accelerations derived from their stall
+torque (derive_acceleration).
 
 With ``--plot PNG``, draws the jump for the motor it moves most: the frame's value each
 packet moved towards and the value sent, and the speed sent against the motor's limit
@@ -124,6 +125,7 @@ def main(argv=None) -> int:
         "work_p99_ms": round(float(np.percentile(work, 99)), 3),
         "work_max_ms": round(float(work.max()), 3),
         "periods_over_10ms": int((work > period_ms).sum()),
+        "over_10ms_at_s": [round(float(t - t0), 2) for t in report.sent_at[work > period_ms]],
         "jump_period_work_ms": round(float(work[jump_period : jump_period + 2].max()), 3),
         "packet_gap_max_ms": round(1e3 * float(np.diff(report.sent_at).max()), 3),
         "violations": len(violations),

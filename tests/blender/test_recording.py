@@ -81,3 +81,23 @@ def test_nothing_baked_is_a_one_line_error(demo, tmp_path):
     curves = ActuatorCurves(np.arange(3) / 24, np.zeros((3, 1)), ("crank_joint",))
     write_csv(curves, path)
     assert "nothing baked" in fails(bpy.ops.looprig.import_recording, filepath=str(path))
+
+
+def test_import_recording_is_one_undo_step_and_keeps_the_animators_keys(demo, tmp_path):
+    """Undo takes the recording's empty and action back, and the animator's keys are those
+    of before the import, key for key."""
+    assert bpy.ops.looprig.retarget() == {"FINISHED"}
+    context = bpy.context
+    path = tmp_path / "played.csv"
+    _lagging_recording(bake.read_baked_curves(context, checked_model(context)), path)
+    bpy.ops.ed.undo_push(message="retargeted")
+    before, keys = snapshot(context), _keys(bpy.data.objects["hand"])
+    assert bpy.ops.looprig.import_recording("EXEC_DEFAULT", True, filepath=str(path)) == {"FINISHED"}
+    assert recording.carrier_name(demo.name) in bpy.data.objects
+    assert bpy.ops.ed.undo() == {"FINISHED"}
+    assert snapshot(context) == before
+    after = _keys(bpy.data.objects["hand"])
+    assert after.keys() == keys.keys()
+    for data_path, (frames, values) in keys.items():
+        np.testing.assert_array_equal(after[data_path][0], frames)
+        np.testing.assert_array_equal(after[data_path][1], values)

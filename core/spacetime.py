@@ -617,6 +617,22 @@ class _Linearization:
     PZ: np.ndarray  # (F, A, D) the motors' rates per coordinate
     H_theta: np.ndarray  # (F, D, D)
     g_theta: np.ndarray  # (F, D)
+    restore: np.ndarray | None  # (F, D, m) the loop rows' pseudo-inverse: q0 = -restore C
+    frozen: np.ndarray | None  # (F,) bool
+
+    def corrected(self, values: np.ndarray, gap: np.ndarray, alpha: float):
+        """The step's loop restoration q0 (F, D), its gradient g (F, dof) and motors b
+        (F, A) for the loops' residual ``gap`` (F, m) at the end of the step cut to
+        ``alpha`` added to ``alpha`` times the start's: a second-order correction (Nocedal &
+        Wright, 2nd ed., 18.3; IPOPT's), the same Jacobian and so the same Newton matrix."""
+        q0 = alpha * self.q0 - (self.restore @ gap[..., None])[..., 0]
+        if self.frozen is not None:
+            q0 = np.where(self.frozen[:, None], 0.0, q0)
+        Wt = np.swapaxes(self.W, 1, 2)
+        g = (Wt @ (self.g_theta + (self.H_theta @ q0[..., None])[..., 0])[..., None])[..., 0]
+        if self.frozen is not None:
+            g[self.frozen] = 0.0
+        return q0, g, values + (self.PZ @ q0[..., None])[..., 0]
 
 
 def _linearize(
@@ -647,10 +663,11 @@ def _linearize(
         _, sv, Vt = np.linalg.svd(ALZ)
         rank = int((sv[0] > 1e-9 * max(float(sv[0].max(initial=0.0)), 1e-300)).sum())
         W = np.swapaxes(Vt[:, rank:], 1, 2)
-        q0 = -(np.linalg.pinv(ALZ, rcond=1e-9) @ at.constraint[:, loop, None])[..., 0]
+        restore = np.linalg.pinv(ALZ, rcond=1e-9)
+        q0 = -(restore @ at.constraint[:, loop, None])[..., 0]
     else:
         W = np.broadcast_to(np.eye(tree.dof), (F, tree.dof, tree.dof))
-        q0 = np.zeros((F, tree.dof))
+        q0, restore = np.zeros((F, tree.dof)), None
     P = problem.readout.jacobian(S, R, cs.column_of_body, cs.n_vars)
     PZ = P @ Z
     Wt = np.swapaxes(W, 1, 2)
@@ -663,7 +680,7 @@ def _linearize(
     if frozen is not None and frozen.any():
         H[frozen] = np.abs(np.diagonal(H, axis1=1, axis2=2)).max() * np.eye(H.shape[-1])
         g[frozen], B = 0.0, np.where(frozen[:, None, None], 0.0, B)
-    return _Linearization(at, Z, W, q0, H, g, b, B, PZ, H_theta, g_theta)
+    return _Linearization(at, Z, W, q0, H, g, b, B, PZ, H_theta, g_theta, restore, frozen)
 
 
 def _loop_count(problem, at) -> int:
@@ -747,7 +764,11 @@ def _interior_point(
     carries the affine step's second-order term: 13 iterations instead of 23 on the
     paper's Boxer clip, whose monotone steps were cut by the fraction to the boundary.
     A Levenberg damping shrinks tenfold after each step taken whole and grows after a
-    step the line search cut.
+    step the line search cut. Where the longest step opens the loops more than the merit
+    allows (a robot with loops, far along a curved path: the Dancer on its dance played
+    twice as fast, which took the line search to 1/8 steps and 200 iterations without
+    converging), the same Newton system is solved once more with the loops' gap at the
+    step's end added (IPOPT's second-order correction) before the step is cut.
     """
     cs, readout, tree = problem.constraints, problem.readout, problem.tree
     F = len(states)
@@ -829,9 +850,11 @@ def _interior_point(
             reach = (slack + _to_boundary(slack, ds, 1.0) * ds) * (z + _to_boundary(z, dz, 1.0) * dz)
             centred = float(np.mean(reach / weight)) ** 3 / mu**2
             barrier = max(settings.limit_tolerance / 10, min(barrier, centred))
-            du, ds, dz = system.direction(r_d, r_p, slack * z + ds * dz - barrier * weight)
+            r_c = slack * z + ds * dz - barrier * weight
+            du, ds, dz = system.direction(r_d, r_p, r_c)
         elif rows.size:
-            du, ds, dz = NewtonSystem(lin.H, rows, slack, z).direction(r_d, r_p, slack * z - barrier * weight)
+            system, r_c = NewtonSystem(lin.H, rows, slack, z), slack * z - barrier * weight
+            du, ds, dz = system.direction(r_d, r_p, r_c)
         else:
             du, ds, dz = -np.linalg.solve(lin.H, lin.g[..., None])[..., 0], slack, z
         boundary = max(0.99, 1.0 - barrier)
@@ -866,20 +889,41 @@ def _interior_point(
             - nu_loops * float(np.abs(at.constraint[:, loops]).sum())
             - nu_limits * float(np.maximum(np.abs(r_p) - rounding, 0.0).sum())
         )
+
+        def tried(step, slack_step, start=(states, at, values, slack)):
+            """The iterate after a step (F, D) of the joint coordinates and (m,) of the slacks."""
+            S, at_S, v, s = start
+            moved = tree.retract(S, at_S.point.R, step)
+            if gentle:
+                moved, reached = _close_loops(problem, evaluate, moved, loops, tolerance)
+            else:
+                reached = evaluate(moved)
+            return moved, reached, readout.read(moved, previous=v, R=reached.point.R), s + slack_step
+
         accepted, alpha_max = False, alpha
         for _ in range(settings.max_backtracks):
-            trial_states = tree.retract(states, at.point.R, alpha * theta)
-            if gentle:
-                trial_states, trial = _close_loops(problem, evaluate, trial_states, loops, tolerance)
-            else:
-                trial = evaluate(trial_states)
-            trial_values = readout.read(trial_states, previous=values, R=trial.point.R)
-            trial_slack = slack + alpha * ds
-            if merit(
-                trial, trial_values, trial_slack, displacement + alpha * theta
-            ) <= here + 1e-4 * alpha * min(slope, 0.0) + 1e-13 * abs(here):
+            trial_states, trial, trial_values, trial_slack = tried(alpha * theta, alpha * ds)
+            bar = here + 1e-4 * alpha * min(slope, 0.0) + 1e-13 * abs(here)
+            if merit(trial, trial_values, trial_slack, displacement + alpha * theta) <= bar:
                 accepted = True
                 break
+            if alpha == alpha_max and lin.restore is not None and rows.size and not gentle:
+                # the longest step opened the loops: once, the same step with their gap at
+                # its end restored too (a second-order correction), judged by the same bar
+                q0, g, b = lin.corrected(values, trial.constraint[:, loops], alpha)
+                rows_c = RowSet([_stencil(r, b, lin.B) for r in families], F, lin.W.shape[-1])
+                du_c, ds_c, _ = system.direction(g + Gz, slack - rows_c.bound, r_c)
+                alpha_c = _to_boundary(slack, ds_c, boundary)
+                theta_c = q0 + (lin.W @ du_c[..., None])[..., 0]
+                corrected = tried(alpha_c * theta_c, alpha_c * ds_c)
+                if merit(*corrected[1:], displacement + alpha_c * theta_c) <= bar:
+                    (trial_states, trial, trial_values, trial_slack), alpha, theta = (
+                        corrected,
+                        alpha_c,
+                        theta_c,
+                    )
+                    accepted = True
+                    break
             alpha *= 0.5
         if not accepted:  # at round-off: converged if the KKT conditions nearly hold
             converged = assembled and converged_kkt(r_d, r_p, mu, 1e3 * settings.limit_tolerance, lin.g, Gz)

@@ -9,16 +9,19 @@ buttons, labels and lists (:func:`draw_panel`; Blender's default dark theme, ico
 * ``blender_live_link_panel.png``: Bake & Export ▸ Live Link before the start and while it
   streams the demo's crank to an emulated servo (tests/dxl_emulator.py through the real
   dynamixel-sdk), the timeline scrubbed: the Stop button and the lag line.
-* ``blender_recording_error.png``: the demo's Dynamixel export played with ``looprig play
-  --record`` on the emulated servo (its first-order lag, 20 ms), brought back with Import
-  Recorded Motion, drawn as the Graph Editor shows the crank's asked, recorded and error
-  curves (:func:`looprig.blender_addon.screenshots.draw_graph_editor`).
+* ``blender_recording_error.png``: the demo's Dynamixel export (the crank's limit raised to
+  6 rad/s: the exact solve) played with ``looprig play --record`` on the emulated servo (its
+  first-order lag, 20 ms), brought back with Import Recorded Motion, drawn as the Graph
+  Editor shows the crank's asked, recorded and error curves
+  (:func:`looprig.blender_addon.screenshots.draw_graph_editor`).
 * ``blender_retime_panel.png``: the Retarget panel with Timing Stretch, the two markers it
   pins and the status line listing each stretch's time factor.
+* ``blender_sound_export.png``: a click track as a sound strip, exported with the curves,
+  read back and laid on the clip's timeline under the crank's baked angle.
 
 Run from the repository root::
 
-    .venv/bin/python blender_addon/screenshots_live.py   # writes the three PNGs in docs/images
+    .venv/bin/python blender_addon/screenshots_live.py   # writes the four PNGs in docs/images
 """
 
 from __future__ import annotations
@@ -35,6 +38,7 @@ if __package__ in (None, ""):  # run as a script: the repository root on the pat
 from blender_addon.screenshots import ROOT, build, draw_graph_editor  # noqa: I001  (first: it sets Blender's user resources)
 
 import bpy
+import numpy as np
 
 sys.path.insert(0, str(ROOT / "tests"))  # the Protocol 2.0 emulator
 
@@ -255,6 +259,11 @@ def recording_graph(context, path: Path) -> None:
 
     folder = Path(tempfile.mkdtemp(prefix="looprig-recording-"))
     exported, played = folder / "demo.dynamixel.json", folder / "played.csv"
+    # a crank fast enough for the clip (4.9 rad/s at most): the export is the exact solve,
+    # which play accepts (a held one rides its limit, where a tick's rounding may cross it)
+    context.scene.looprig.robot.objects["crank_joint"].looprig_joint.velocity_limit = 6.0
+    if bpy.ops.looprig.retarget() != {"FINISHED"}:
+        raise SystemExit(f"retarget failed: {context.scene.looprig.status}")
     if bpy.ops.looprig.export_curves(filepath=str(exported), format="DXL_JSON") != {"FINISHED"}:
         raise SystemExit("export failed")
     model = checked_model(context)
@@ -279,6 +288,61 @@ def recording_graph(context, path: Path) -> None:
         frames, values = animation.read_fcurve(fc)
         drawn.append((f'["{name}"]', frames, values, colour, frames < 0))
     draw_graph_editor(context, path, curves=drawn)
+
+
+def sound_export(context, path: Path) -> None:
+    """A click track (four 80 ms beeps, 0.5 s apart) as a sound strip at frame 13 of the demo,
+    exported with the curves (Export Actuator Curves, looprig JSON), read back from the file
+    and laid on the clip's timeline (:func:`looprig.audio.aligned`), drawn as the Graph Editor
+    shows a sound baked to samples (one key a frame: the loudest sample within it) under the
+    crank's baked angle."""
+    import soundfile
+    from looprig.blender_addon import bake
+    from looprig.blender_addon.operators_robot import checked_model
+    from looprig.core.export.curves_json import read_audio
+
+    from looprig import audio
+
+    folder = Path(tempfile.mkdtemp(prefix="looprig-sound-"))
+    rate, beep = 48000, np.arange(round(0.08 * 48000)) / 48000
+    click = np.zeros(2 * rate, np.float32)
+    for beat in range(4):
+        start = round(beat * 0.5 * rate)
+        click[start : start + len(beep)] = 0.9 * np.sin(2 * np.pi * 880 * beep)
+    wav, exported = folder / "beat.wav", folder / "clip.json"
+    soundfile.write(str(wav), click, rate)
+    scene = context.scene
+    scene.sequence_editor_create().strips.new_sound("beat", str(wav), 1, 13)
+    if bpy.ops.looprig.export_curves(filepath=str(exported), format="JSON", allow_violations=True) != {
+        "FINISHED"
+    }:
+        raise SystemExit("export failed")
+    entry = read_audio(exported)
+    laid = np.abs(audio.aligned(audio.read_sound(entry["path"]), entry["offset_s"])[:, 0])
+    record = bake.bake_record(bake.baked_root(checked_model(context).record.name))
+    fps, first = record["fps"], record["frame_start"]
+    frames = first + np.arange(int(len(laid) / rate * fps))
+    edges = np.round((frames - first + 0.5) * rate / fps).astype(int)
+    loudness = np.array([laid[max(e - rate // round(fps), 0) : e].max(initial=0.0) for e in edges])
+    name = f"sound: {wav.name} at {entry['offset_s']:g} s (loudest sample a frame)"
+    (baked,) = [c for c in _baked_value_curves(context)]
+    drawn = [baked, (name, frames, loudness, (0.95, 0.75, 0.25), frames < 0)]
+    draw_graph_editor(context, path, curves=drawn)
+
+
+def _baked_value_curves(context):
+    """The baked angle curve of each motor: (label, frames, values, colour, EXTREME mask)."""
+    from looprig.blender_addon import animation, bake
+
+    robot = context.scene.looprig.robot.name
+    ad = bake.baked_root(robot).animation_data
+    bag = animation.channelbag(ad.action, ad.action_slot)
+    curves = []
+    for item in (a for a in context.scene.looprig.actuators if a.robot == robot):
+        fc = bag.fcurves.find(bake.value_path(item.name))
+        frames, values = animation.read_fcurve(fc)
+        curves.append((bake.value_path(item.name), frames, values, tuple(fc.color), frames < 0))
+    return curves
 
 
 def retime_panel(context, path: Path) -> None:
@@ -308,6 +372,7 @@ def main(argv=None) -> int:
         ("blender_live_link_panel.png", live_link_panel),
         ("blender_recording_error.png", recording_graph),
         ("blender_retime_panel.png", retime_panel),
+        ("blender_sound_export.png", sound_export),
     ):
         build()
         make(bpy.context, out / name)

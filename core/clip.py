@@ -29,6 +29,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from . import tree
 from .fk import FKSettings, solve_constraints
 from .ik import IKProblem, IKSettings, IKTargets, dual_regularization, solve_ik
 from .rotations import (
@@ -143,13 +144,39 @@ def solve_clip(
     """
     settings = settings or problem.settings
     reference = _reference(problem, starts) if reference is None else reference
-    blocks = np.array_split(np.arange(len(starts)), max(1, -(-len(starts) // CLIP_BLOCK)))
+    frames = np.arange(len(starts))
+    fast = None
+    if tree.unsupported(problem) is None:
+        fast = _solve_in_tree_coordinates(problem, targets, starts, reference, settings)
+        frames = np.flatnonzero(~fast.converged)
+    blocks = np.array_split(frames, max(1, -(-len(frames) // CLIP_BLOCK))) if len(frames) else []
     parts = [
         _solve_block(problem, targets.take(block), starts[block], reference.take(block), settings)
         for block in blocks
     ]
     names = [f.name for f in dataclasses.fields(ClipSolution)]
-    return ClipSolution(**{name: np.concatenate([getattr(p, name) for p in parts]) for name in names})
+    if fast is None:
+        return ClipSolution(**{name: np.concatenate([getattr(p, name) for p in parts]) for name in names})
+    for block, part in zip(blocks, parts, strict=True):  # frames the tree path left, solved again
+        for name in names:
+            getattr(fast, name)[block] = getattr(part, name)
+    return fast
+
+
+def _solve_in_tree_coordinates(
+    problem: IKProblem, targets: Targets, starts: np.ndarray, reference: Reference, settings: IKSettings
+) -> ClipSolution:
+    """:func:`solve_clip` by Newton's method in the spanning tree's joint coordinates
+    (:mod:`~looprig.core.tree`), all frames at once; ``converged`` marks the frames it
+    settled (loop rows at the tolerance, the last step below ``step_tolerance``), whose
+    residual is measured on every constraint row as :func:`_solve_block` does."""
+    model = tree.kinematics(problem)
+    states, iterations, converged = tree.solve(
+        model, targets.positions, targets.rotations, starts, settings, dual_regularization(problem, settings)
+    )
+    residual = build_step(problem, problem.point(states, targets, reference), derivatives=False).violation
+    converged &= residual <= problem.constraints.tolerance(settings.constraint_tolerance)
+    return ClipSolution(states, iterations, converged, residual)
 
 
 def _solve_block(

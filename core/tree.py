@@ -1,0 +1,618 @@
+"""Whole-clip IK in tree (joint) coordinates, the frame axis last.
+
+Hand-written: kinematics, Jacobians and small dense solves laid out over the frame axis
+(every numpy call works on length-F vectors), which no library offers for a batch of
+small mechanisms; numpy's stacked 3x3 products and batched LAPACK pay more per frame.
+
+The unknowns of each frame are the coordinates of the problem's spanning tree
+(:class:`~looprig.core.kkt.SpanningTree`): a joint's free motions (a rotation [rad]
+about an axis through its anchor, a slide [m] along it) and six world-twist values per
+floating root (``[dc, dtheta]``, the root turning about its CoM), taken incrementally
+at each iterate: a step ``dq`` turns or slides every tree joint exactly
+(:meth:`TreeKinematics.retract`), so the tree joints stay assembled and only the rows
+outside the tree — loop closures, couplings, held motors — are constraints. Per frame,
+at the iterate, with the task rows ``J_t dq + r_t`` (every frame objective's weighted
+rows), the constraint rows ``J_c dq + r_c`` and the minimal-motion metric ``H`` in tree
+coordinates (``Z^T H_s Z`` with ``Z`` the tree's joint basis and ``H_s`` the metric
+of :class:`~looprig.core.terms.MinimalMotion` in body coordinates, taken at the block's
+starts), the step is the KKT step of::
+
+    min 1/2 |J_t dq + r_t|^2 + 1/2 dq^T (H + eps_p I) dq   s.t.  J_c dq = -r_c
+
+(``[[H + eps_p I + J_t^T J_t, J_c^T], [J_c, -eps_d I]]``), the per-frame solver's step
+written in another basis of the same tangent space.
+
+Layout: body rotations ``R`` (n, 3, 3, F), CoM positions ``c`` (n, 3, F) [m], world;
+screws ``omega``, ``v`` (D, 3, F); Jacobians (rows, D, F). Vector axis second to last.
+"""
+
+import numpy as np
+
+from .constraints import _polynomial
+from .ik import floating_bodies
+from .joint_space import JointScrews
+from .kkt import MOTIONS
+from .mechanism import JointKind
+from .rotations import quat_conjugate, quat_from_matrix, quat_multiply, quat_to_matrix, rotvec_from_quat
+from .terms import FrameTask, JointConstraints, MinimalMotion, MotorLock
+
+#: Joint kinds whose tree joints :meth:`TreeKinematics.assemble` puts back together (a
+#: start interpolated between solved frames opens them slightly); free joints carry roots.
+TREE_KINDS = {
+    JointKind.FIXED,
+    JointKind.REVOLUTE,
+    JointKind.PRISMATIC,
+    JointKind.CYLINDRICAL,
+    JointKind.SPHERICAL,
+    JointKind.FREE,
+}
+
+
+def cross(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """``a x b`` over the vector axis (second to last, length 3), broadcast."""
+    a0, a1, a2 = a[..., 0, :], a[..., 1, :], a[..., 2, :]
+    b0, b1, b2 = b[..., 0, :], b[..., 1, :], b[..., 2, :]
+    return np.stack([a1 * b2 - a2 * b1, a2 * b0 - a0 * b2, a0 * b1 - a1 * b0], axis=-2)
+
+
+def dot(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """``a . b`` over the vector axis (second to last)."""
+    return a[..., 0, :] * b[..., 0, :] + a[..., 1, :] * b[..., 1, :] + a[..., 2, :] * b[..., 2, :]
+
+
+def turn(R: np.ndarray, local: np.ndarray) -> np.ndarray:
+    """Body-fixed vectors in world axes: R (K, 3, 3, F), local (K, 3) -> (K, 3, F)."""
+    return (
+        R[:, :, 0] * local[:, None, 0, None]
+        + R[:, :, 1] * local[:, None, 1, None]
+        + R[:, :, 2] * local[:, None, 2, None]
+    )
+
+
+def matmul3(A: np.ndarray, B: np.ndarray) -> np.ndarray:
+    """Products of 3x3 matrices (..., 3, 3, F)."""
+    return (
+        A[..., :, 0, None, :] * B[..., None, 0, :, :]
+        + A[..., :, 1, None, :] * B[..., None, 1, :, :]
+        + (A[..., :, 2, None, :] * B[..., None, 2, :, :])
+    )
+
+
+def apply(Q: np.ndarray, x: np.ndarray) -> np.ndarray:
+    """``Q x`` for matrices Q (3, 3, F) and vectors x (3, F)."""
+    return Q[:, 0] * x[0] + Q[:, 1] * x[1] + Q[:, 2] * x[2]
+
+
+def axis_rotation(axis: np.ndarray, angle: np.ndarray) -> np.ndarray:
+    """Rotations (K, 3, 3, F) by angle (K, F) [rad] about unit axes (K, 3, F) (Rodrigues)."""
+    s, c = np.sin(angle), np.cos(angle)
+    x, y, z = axis[:, 0], axis[:, 1], axis[:, 2]
+    Q = (1.0 - c)[:, None, None] * axis[:, :, None] * axis[:, None, :]
+    Q[:, 0, 0] += c
+    Q[:, 1, 1] += c
+    Q[:, 2, 2] += c
+    Q[:, 0, 1] -= s * z
+    Q[:, 1, 0] += s * z
+    Q[:, 0, 2] += s * y
+    Q[:, 2, 0] -= s * y
+    Q[:, 1, 2] -= s * x
+    Q[:, 2, 1] += s * x
+    return Q
+
+
+def unsupported(problem) -> str | None:
+    """Why ``problem`` (an :class:`~looprig.core.ik.IKProblem`) cannot be solved in tree
+    coordinates by this module, or None: joint kinds outside :data:`TREE_KINDS`,
+    objective terms other than frame tasks and the minimal-motion metric, equality terms
+    other than the joint constraints and held motors, and held or coupled joints that
+    are not one-coordinate tree joints."""
+    mech = problem.mechanism
+    kinds = {j.kind for j in mech.joints} - TREE_KINDS
+    if kinds:
+        return f"joint kinds {sorted(k.value for k in kinds)}"
+    terms = [t for t in problem.objective_terms if not isinstance(t, (FrameTask, MinimalMotion))]
+    if terms:
+        return f"objective terms {[t.name for t in terms]}"
+    extra = [t for t in problem.equality_terms if not isinstance(t, (JointConstraints, MotorLock))]
+    if extra:
+        return f"equality terms {[t.name for t in extra]}"
+    coordinate = _joint_coordinates(problem)
+    joints = [problem.readout.names[m] for t in problem.equality_terms[1:] for m in t.motors]
+    joints += [c.joint for c in mech.couplings] + [s for c in mech.couplings for s in c.sources]
+    missing = [name for name in joints if name not in coordinate]
+    if missing:
+        return f"joints {missing} are not one-coordinate tree joints"
+    readout = problem.readout
+    loose = [
+        n
+        for n, angle in zip(readout.names, readout.is_angle, strict=True)
+        if n not in coordinate and not angle
+    ]
+    if loose:
+        return f"displacement motors {loose} close loops"
+    return None
+
+
+def _joint_coordinates(problem) -> dict[str, tuple[int, float]]:
+    """Per joint name of a one-coordinate tree joint: (its coordinate, +1 if a unit step
+    moves its child forward, -1 if the tree reaches the joint from its child)."""
+    tree, cs, mech = problem.tree, problem.constraints, problem.mechanism
+    tj = tree.joints
+    out = {}
+    for k in range(len(tj.new)):
+        motions = np.flatnonzero(tj.real_joint == k)
+        if len(motions) == 1:
+            joint = mech.joints[cs.row_joint[tj.rows[k, 0]]]
+            out[joint.name] = (int(tj.real_q[motions[0]]), 1.0 if tj.new_side[k, 0] else -1.0)
+    return out
+
+
+class TreeKinematics:
+    """The spanning tree of an :class:`~looprig.core.ik.IKProblem` in the frame-last
+    layout: which bodies each coordinate moves, the tree joints' motions (axes and anchors
+    in body coordinates), the loop rows' primitives and the rows read from joint values
+    (couplings, held motors), built once per problem."""
+
+    def __init__(self, problem):
+        tree, cs, mech = problem.tree, problem.constraints, problem.mechanism
+        tj = tree.joints
+        self.problem, self.tree = problem, tree
+        self.n, self.D, self.L = len(mech.bodies), tree.dof, cs.length_scale
+        self.moves = JointScrews(tree, self.n).moves.astype(float)  # (n, D)
+        s0 = mech.initial_state()
+        R0 = quat_to_matrix(s0[:, 3:])
+        # tree joints in level order: (joint, old body, new body, mechanism joint index)
+        self.order = np.concatenate(tree.levels) if tree.levels else np.zeros(0, int)
+        self.joint_index = cs.row_joint[tj.rows[:, 0]] if len(tj.new) else np.zeros(0, int)
+        self.new, self.old = tj.new, tj.old
+        frames = cs.joint_frames
+        # per tree joint: anchors on the new and the old body, the joint frame's axes in the old
+        new_child = tj.new_side[:, 0].astype(bool)
+        # frames[j]: (axes in parent, axes in child, anchor in parent, anchor in child)
+        ends = [
+            frames[j] if nc else (frames[j][1], frames[j][0], frames[j][3], frames[j][2])
+            for j, nc in zip(self.joint_index, new_child, strict=True)
+        ]
+        self.anchor_new = np.reshape([e[3] for e in ends], (-1, 3))
+        self.anchor_old = np.reshape([e[2] for e in ends], (-1, 3))
+        self.axes_old = np.reshape([e[0] for e in ends], (-1, 3, 3))
+        self.kind = [mech.joints[j].kind for j in self.joint_index]
+        # the new body's rotation relative to the old one's in the initial configuration
+        self.relative0 = (
+            np.einsum("kba,kbc->kac", R0[self.old], R0[self.new]) if len(self.new) else np.zeros((0, 3, 3))
+        )
+        # motions: coordinate, joint, body holding the axis, axis there, rotation?
+        P = len(tj.real_joint)
+        self.motion_q = tj.real_q
+        self.motion_joint = tj.real_joint
+        self.rotation = tj.rotation[:, 0]
+        self.axis_body = np.zeros(P, int)
+        self.axis_local = np.zeros((P, 3))
+        for p in range(P):
+            k = tj.real_joint[p]
+            jn = self.joint_index[k]
+            joint = mech.joints[jn]
+            side, axis, _ = MOTIONS[joint.kind][tj.motion_slot[p]]
+            i, j = mech.body_index(joint.parent), mech.body_index(joint.child)
+            self.axis_body[p] = (i, j)[side]
+            self.axis_local[p] = frames[jn][side][:, axis]
+        self.motions_of = [
+            np.flatnonzero(tj.real_joint == k)[::-1] for k in range(len(tj.new))
+        ]  # last listed first
+        self.root_body = np.array(
+            [int(np.flatnonzero(tree.column_of_body // 6 == slot)[0]) for slot in tree.root_slots], int
+        )
+        self.root_columns = tree.root_columns
+        # the loop rows' primitives (instances whose rows lie outside the tree)
+        loop = set(tree.loop_rows.tolist())
+        self.point = self._instances(cs._point, loop)
+        self.dot = self._instances(cs._dot, loop)
+        self.slide = self._instances(cs._slide, loop)
+        # joint-value rows: couplings (rows of the constraint set), then held motors
+        self.coordinate = _joint_coordinates(problem)
+        self.couplings = cs._couplings
+        if self.couplings is not None:
+            names = self.couplings.readout.names
+            self.coupling_q = np.array([self.coordinate[n][0] for n in names], int)
+            self.coupling_sign = np.array([self.coordinate[n][1] for n in names])
+        self.locks = []
+        for term in problem.equality_terms[1:]:
+            names = [problem.readout.names[m] for m in term.motors]
+            q = np.array([self.coordinate[n][0] for n in names], int)
+            sign = np.array([self.coordinate[n][1] for n in names])
+            self.locks.append((term, q, sign))
+        self.n_constraints = (
+            3 * len(self.point[0])
+            + len(self.dot[0])
+            + len(self.slide[0])
+            + (0 if self.couplings is None else len(self.couplings.rows))
+            + sum(len(t.motors) for t, _, _ in self.locks)
+        )
+        ft = problem.frame_terms
+        self.frame_body = ft.body
+        self.frame_point = ft.local_point
+        self.frame_axes = np.swapaxes(ft.local_axes, -1, -2)  # (K, axis, 3) in body coordinates
+        self.sqrt_position = ft.sqrt_position_weight  # (K, 3)
+        self.sqrt_orientation = ft.sqrt_orientation_weight  # (K, 3)
+
+    @staticmethod
+    def _instances(stack, loop: set):
+        keep = np.array([set(r.tolist()) <= loop for r in stack.rows], bool).reshape(-1)
+        return stack.bi[keep], stack.bj[keep], stack.a[keep], stack.b[keep], stack.c[keep], stack.d[keep]
+
+    # ------------------------------------------------------------------ states
+    def to_frames(self, states: np.ndarray):
+        """Body states (F, n, 7) -> rotations (n, 3, 3, F), positions (n, 3, F)."""
+        R = quat_to_matrix(states[..., 3:])
+        return np.ascontiguousarray(R.transpose(1, 2, 3, 0)), np.ascontiguousarray(
+            states[..., :3].transpose(1, 2, 0)
+        )
+
+    @staticmethod
+    def to_states(R: np.ndarray, c: np.ndarray) -> np.ndarray:
+        """Rotations (n, 3, 3, F), positions (n, 3, F) -> body states (F, n, 7)."""
+        q = quat_from_matrix(R.transpose(3, 0, 1, 2))
+        return np.concatenate([c.transpose(2, 0, 1), q], axis=-1)
+
+    def assemble(self, R: np.ndarray, c: np.ndarray) -> None:
+        """Put every tree joint together in place, from the roots out (a start interpolated
+        between solved frames opens them slightly): the new body keeps the part of its
+        rotation relative to the old body that the joint allows (none, about its axis, or
+        all) and is moved so that its anchor meets the old body's (along the slide axis
+        where the joint slides)."""
+        for k in self.order:
+            o, b, kind = self.old[k], self.new[k], self.kind[k]
+            if kind != JointKind.SPHERICAL:
+                relative = matmul3(np.swapaxes(R[o], 0, 1), R[b])  # R_o^T R_b
+                if kind in (JointKind.REVOLUTE, JointKind.CYLINDRICAL):
+                    u = self.axes_old[k][:, 0]
+                    delta = matmul3(relative, self.relative0[k].T[:, :, None])  # about u, in o's axes
+                    w = np.stack(
+                        [delta[2, 1] - delta[1, 2], delta[0, 2] - delta[2, 0], delta[1, 0] - delta[0, 1]]
+                    )
+                    angle = np.arctan2(
+                        0.5 * (u[:, None] * w).sum(0), 0.5 * (delta[0, 0] + delta[1, 1] + delta[2, 2] - 1.0)
+                    )
+                    turned = axis_rotation(
+                        np.broadcast_to(u[None, :, None], (1, 3, len(angle))), angle[None]
+                    )[0]
+                    relative = matmul3(turned, np.broadcast_to(self.relative0[k][:, :, None], turned.shape))
+                else:
+                    relative = np.broadcast_to(self.relative0[k][:, :, None], R[b].shape)
+                R[b] = matmul3(R[o], relative)
+            anchor = turn(R[o][None], self.anchor_old[k][None])[0] + c[o]
+            if kind in (JointKind.PRISMATIC, JointKind.CYLINDRICAL):
+                n = turn(R[o][None], self.axes_old[k][:, 0][None])[0]
+                current = turn(R[b][None], self.anchor_new[k][None])[0] + c[b]
+                anchor = anchor + n * dot(current - anchor, n)
+            c[b] = anchor - turn(R[b][None], self.anchor_new[k][None])[0]
+
+    def screws(self, R: np.ndarray, c: np.ndarray):
+        """Every coordinate's screw at the iterate: omega, v (D, 3, F) (a point p moves at
+        ``omega x p + v``), and each motion's anchor (P, 3, F) [m] and axis (P, 3, F)."""
+        F = R.shape[-1]
+        omega, v = np.zeros((self.D, 3, F)), np.zeros((self.D, 3, F))
+        axis = turn(R[self.axis_body], self.axis_local)
+        joint_new = self.new[self.motion_joint]
+        anchor = turn(R[joint_new], self.anchor_new[self.motion_joint]) + c[joint_new]
+        rot = self.rotation
+        omega[self.motion_q[rot]] = axis[rot]
+        v[self.motion_q[rot]] = cross(anchor[rot], axis[rot])
+        v[self.motion_q[~rot]] = axis[~rot]
+        for body, col in zip(self.root_body, self.root_columns, strict=True):
+            for a in range(3):
+                v[col + a, a] = 1.0
+                omega[col + 3 + a, a] = 1.0
+                e = np.zeros((3, 1))
+                e[a] = 1.0
+                v[col + 3 + a] = cross(c[body], e)
+        return omega, v, anchor, axis
+
+    def point_jacobian(self, screws, bodies: np.ndarray, p: np.ndarray) -> np.ndarray:
+        """d p / d q (K, 3, D, F) of world points p (K, 3, F) on ``bodies`` (K,)."""
+        omega, v = screws[:2]
+        J = cross(omega[None], p[:, None]) + v[None]  # (K, D, 3, F)
+        J *= self.moves[bodies][:, :, None, None]
+        return J.transpose(0, 2, 1, 3)
+
+    def direction_jacobian(self, screws, bodies: np.ndarray, u: np.ndarray) -> np.ndarray:
+        """d u / d q (K, 3, D, F) of world directions u (K, 3, F) on ``bodies`` (K,)."""
+        J = cross(screws[0][None], u[:, None]) * self.moves[bodies][:, :, None, None]
+        return J.transpose(0, 2, 1, 3)
+
+    def retract(self, R: np.ndarray, c: np.ndarray, screws, dq: np.ndarray) -> None:
+        """Move the iterate in place by steps dq (D, F): every tree joint turns about (or
+        slides along) its axis at the iterate, from the roots out, carrying the bodies past
+        it; a floating root turns about its CoM by ``dq[3:6]`` and moves by ``dq[:3]``."""
+        _, _, anchor, axis = screws
+        F = R.shape[-1]
+        Q = [None] * self.n  # each body's displacement (Q, t): x -> Q x + t (None: identity, zero)
+        t = [None] * self.n
+        for body, col in zip(self.root_body, self.root_columns, strict=True):
+            Qr = axis_rotation(*_axis_angle(dq[col + 3 : col + 6]))[0]
+            Q[body] = Qr
+            t[body] = c[body] + dq[col : col + 3] - apply(Qr, c[body])
+        for k in self.order:
+            Qm, tm = None, None
+            for p in self.motions_of[k]:
+                theta = dq[self.motion_q[p]]
+                if self.rotation[p]:
+                    Qs = axis_rotation(axis[p][None], theta[None])[0]
+                    ts = anchor[p] - apply(Qs, anchor[p])
+                else:
+                    Qs, ts = None, axis[p] * theta
+                if tm is None:
+                    Qm, tm = Qs, ts
+                    continue
+                if Qs is not None:  # (Q_s, t_s) o (Q_m, t_m) = (Q_s Q_m, Q_s t_m + t_s)
+                    Qm, tm = (Qs if Qm is None else matmul3(Qs, Qm)), apply(Qs, tm)
+                tm = tm + ts
+            o, b = self.old[k], self.new[k]
+            if tm is None:
+                tm = np.zeros((3, F))
+            if t[o] is not None:  # carried by the old body's displacement
+                if Q[o] is not None:
+                    Qm, tm = (Q[o] if Qm is None else matmul3(Q[o], Qm)), apply(Q[o], tm)
+                tm = tm + t[o]
+            Q[b], t[b] = Qm, tm
+        for b in range(self.n):
+            if Q[b] is not None:
+                R[b] = matmul3(Q[b], R[b])
+            if t[b] is not None:
+                c[b] = (c[b] if Q[b] is None else apply(Q[b], c[b])) + t[b]
+
+    # ------------------------------------------------------------------ rows
+    def constraint_rows(self, R, c, screws, values=None):
+        """The constraint rows (residual (m_c, F) [m], Jacobian (m_c, D, F)): loop points,
+        dots and slides, then couplings, then held motors (``values``: (D, F) the
+        coordinates' joint values [rad | m], None when there are no such rows)."""
+        F = R.shape[-1]
+        residuals, jacobians = [], []
+        bi, bj, a, b, _, _ = self.point
+        if len(bi):
+            pi, pj = turn(R[bi], a) + c[bi], turn(R[bj], b) + c[bj]
+            residuals.append((pi - pj).reshape(-1, F))
+            J = self.point_jacobian(screws, bi, pi) - self.point_jacobian(screws, bj, pj)
+            jacobians.append(J.reshape(-1, self.D, F))
+        bi, bj, a, b, _, _ = self.dot
+        if len(bi):
+            u, w = turn(R[bi], a), turn(R[bj], b)
+            residuals.append(self.L * dot(u, w))
+            side = (self.moves[bi] - self.moves[bj])[:, :, None]
+            jacobians.append(self.L * side * dot(screws[0][None], cross(u, w)[:, None]))
+        bi, bj, a, _, nrm, d = self.slide
+        if len(bi):
+            pi, pj, n = turn(R[bi], a) + c[bi], turn(R[bj], d) + c[bj], turn(R[bi], nrm)
+            g = pj - pi
+            residuals.append(dot(g, n))
+            Jg = self.point_jacobian(screws, bj, pj) - self.point_jacobian(screws, bi, pi)  # (K, 3, D, F)
+            J = (Jg * n[:, :, None]).sum(1) + self.moves[bi][:, :, None] * dot(
+                screws[0][None], cross(n, g)[:, None]
+            )
+            jacobians.append(J)
+        if self.couplings is not None:
+            cp = self.couplings
+            K = len(cp.rows)
+            q = values[self.coupling_q]  # (K + T, F)
+            value, slope = (x.T for x in _polynomial(cp.coefficients, q[K:].T))
+            residuals.append(cp.scale[:, None] * (q[:K] - cp.offset[:, None] - cp.sum_terms.T @ value))
+            J = np.zeros((K, self.D, F))
+            np.add.at(
+                J, (np.arange(K), self.coupling_q[:K]), cp.scale[:, None] * self.coupling_sign[:K, None]
+            )
+            terms = cp.term_coupling
+            np.add.at(
+                J,
+                (terms, self.coupling_q[K:]),
+                -(cp.scale[terms] * self.coupling_sign[K:])[:, None] * slope,
+            )
+            jacobians.append(J)
+        for term, q, sign in self.locks:
+            offset = values[q] - term.values[:, None]
+            offset = np.where(
+                term.readout.is_angle[term.motors][:, None], np.angle(np.exp(1j * offset)), offset
+            )
+            residuals.append(term._row_scale[:, None] * offset)
+            J = np.zeros((len(q), self.D, F))
+            J[np.arange(len(q)), q] = (term._row_scale * sign)[:, None]
+            jacobians.append(J)
+        if not residuals:
+            return np.zeros((0, F)), np.zeros((0, self.D, F))
+        return np.concatenate(residuals), np.concatenate(jacobians)
+
+    def task_rows(self, R, c, screws, positions, axes):
+        """The frame tasks' weighted rows (residual (m_t, F), Jacobian (m_t, D, F)) against
+        target positions (K, 3, F) [m] and target axes (K, axis, 3, F); rows of zero weight
+        left out (their order: per frame, position x, y, z, then per axis its three)."""
+        b = self.frame_body
+        Rb = R[b]
+        p = turn(Rb, self.frame_point) + c[b]  # (K, 3, F)
+        Jp = self.point_jacobian(screws, b, p)
+        residuals = [self.sqrt_position[:, :, None] * (p - positions)]
+        jacobians = [self.sqrt_position[:, :, None, None] * Jp]
+        for axis in range(3):
+            w = self.sqrt_orientation[:, axis]
+            if not w.any():
+                continue
+            u = turn(Rb, self.frame_axes[:, axis])
+            residuals.append(w[:, None, None] * (u - axes[:, axis]))
+            jacobians.append(w[:, None, None, None] * self.direction_jacobian(screws, b, u))
+        F = R.shape[-1]
+        r = np.concatenate(residuals, axis=1).reshape(-1, F)
+        J = np.concatenate(jacobians, axis=1).reshape(-1, self.D, F)
+        keep = np.concatenate(
+            [
+                self.sqrt_position > 0,
+                *[
+                    np.repeat(self.sqrt_orientation[:, a, None] > 0, 3, 1)
+                    for a in range(3)
+                    if self.sqrt_orientation[:, a].any()
+                ],
+            ],
+            axis=1,
+        ).reshape(-1)
+        return r[keep], J[keep]
+
+
+def _axis_angle(rotvec: np.ndarray):
+    """(unit axes (1, 3, F), angles (1, F)) of rotation vectors (3, F); any axis for zero."""
+    angle = np.sqrt((rotvec**2).sum(0))
+    axis = rotvec / np.where(angle > 0.0, angle, 1.0)
+    axis[0] = np.where(angle > 0.0, axis[0], 1.0)
+    return axis[None], angle[None]
+
+
+def kinematics(problem) -> TreeKinematics:
+    """The problem's :class:`TreeKinematics`, built on first use and kept on it."""
+    model = getattr(problem, "_tree_kinematics", None)
+    if model is None:
+        model = problem._tree_kinematics = TreeKinematics(problem)
+    return model
+
+
+def metric(model: TreeKinematics, R, c, screws, moved_motors, moved_floating):
+    """The minimal-motion metric in tree coordinates (D, D, F) at the iterate (the block's
+    assembled starts) and the gradient (D, F) of its value at the iterate, around the
+    unassembled starts: :class:`~looprig.core.terms.MinimalMotion`'s
+    ``w L^2 (J_p^T S J_p + eps D)`` on the tree's joint basis, the starts' assembly
+    (:meth:`TreeKinematics.assemble`) counted as part of the first step, as the
+    per-frame solver's first step counts its move onto the tree joints.
+
+    A motor that is a tree joint reads its own coordinate (its read-off Jacobian is
+    exactly +-1 there); a revolute motor that closes a loop reads ``n . (omega_child -
+    omega_parent)``. The body metric ``D`` enters exactly for floating bodies (weight 1)
+    and by its diagonal for the others (weight eps = 1e-9: what is left out is 1e-9 of
+    the metric). moved_motors (A, F) [rad | m]: the motors' values at the assembled starts
+    minus the starts'; moved_floating (n_floating, 6, F): the floating bodies' tangents
+    ``[dc, dtheta]`` from the starts to the assembled starts."""
+    problem = model.problem
+    F = R.shape[-1]
+    D = model.D
+    H, g = np.zeros((D, D, F)), np.zeros((D, F))
+    terms = [t for t in problem.objective_terms if isinstance(t, MinimalMotion)]
+    if not terms:
+        return H, g
+    term = terms[0]
+    scale = term.weight * term.length_scale**2
+    omega, v = screws[:2]
+    readout = problem.readout
+    for m, name in enumerate(readout.names):
+        weight = scale * term._row_scale[m] ** 2
+        if name in model.coordinate:
+            q, sign = model.coordinate[name]
+            H[q, q] += weight
+            g[q] += weight * sign * moved_motors[m]
+        else:  # a revolute motor outside the tree (unsupported() admits no other)
+            n = turn(R[readout.parent[m]][None], readout.F_parent[m][:, 0][None])  # (1, 3, F)
+            side = model.moves[readout.child[m]] - model.moves[readout.parent[m]]
+            row = side[:, None] * dot(omega, n)  # (D, F)
+            H += weight * row[:, None] * row[None]
+            g += weight * row * moved_motors[m]
+    floating = term.free_bodies[term.floating]
+    body_metric = term._body_metric[:, None, None]  # (6, 1, 1)
+    for b in term.free_bodies:
+        T = np.concatenate([cross(omega, c[b][None]) + v, omega], axis=1)  # (D, 6, F)
+        T = T.transpose(1, 0, 2) * model.moves[b][None, :, None]  # (6, D, F)
+        if b in floating:
+            H += scale * (body_metric[..., None] * T[:, :, None] * T[:, None]).sum(0)
+            a = moved_floating[list(floating).index(b)]  # (6, F)
+            g += scale * (body_metric * T * a[:, None]).sum(0)
+        else:
+            H[np.arange(D), np.arange(D)] += scale * term._eps * (body_metric * T**2).sum(0)
+    return H, g
+
+
+def solve(model: TreeKinematics, positions, rotations, starts: np.ndarray, settings, compliance: float):
+    """Newton's method in tree coordinates (module docstring) on F frames from ``starts``
+    (F, n, 7), against frame targets positions (F, K, 3) [m] and rotations (F, K, 3, 3).
+
+    Returns states (F, n, 7), iterations (F,) and converged (F,): a frame converges when
+    its loop rows hold (``settings.constraint_tolerance`` times L) and its step's largest
+    coordinate is below ``settings.step_tolerance`` [rad | m] (that step is taken); a frame
+    whose steps stop shrinking, or that runs out of iterations, is not converged (the
+    caller solves it again)."""
+    problem = model.problem
+    tol = problem.constraints.tolerance(settings.constraint_tolerance)
+    R_all, c_all = model.to_frames(starts)
+    model.assemble(R_all, c_all)
+    F = len(starts)
+    target_p = np.ascontiguousarray(positions.transpose(1, 2, 0))  # (K, 3, F)
+    target_a = np.ascontiguousarray(rotations.transpose(1, 3, 2, 0))  # (K, axis, 3, F)
+    screws = model.screws(R_all, c_all)
+    states = model.to_states(R_all, c_all)
+    readout = problem.readout
+    is_angle = readout.is_angle[:, None]
+    moved = readout.read(states).T - readout.read(starts).T
+    moved = np.where(is_angle, np.angle(np.exp(1j * moved)), moved)  # (A, F)
+    floating = np.flatnonzero(np.isin(np.arange(model.n), floating_bodies(problem.mechanism)))
+    moved_floating = np.concatenate(
+        [
+            (states[:, floating, :3] - starts[:, floating, :3]).transpose(1, 2, 0),
+            rotvec_from_quat(
+                quat_multiply(states[:, floating, 3:], quat_conjugate(starts[:, floating, 3:]))
+            ).transpose(1, 2, 0),
+        ],
+        axis=1,
+    )  # (n_floating, 6, F)
+    H_all, g_first = metric(model, R_all, c_all, screws, moved, moved_floating)
+    sign = np.ones(model.D)
+    values_all = np.zeros((model.D, F))
+    for q, s in model.coordinate.values():
+        sign[q] = s
+    if model.couplings is not None or model.locks:
+        if model.couplings is not None:
+            values_all[model.coupling_q] = model.couplings.readout.read(states).T
+        for term, q, _ in model.locks:
+            values_all[q] = problem.readout.read(states)[:, term.motors].T
+    rotation_coordinate = np.zeros(model.D, bool)
+    rotation_coordinate[model.motion_q[model.rotation]] = True
+    for col in model.root_columns:
+        rotation_coordinate[col + 3 : col + 6] = True
+    inverse_limit = np.where(rotation_coordinate, 1.0, 1.0 / model.L) / settings.max_step
+    iterations = np.zeros(F, int)
+    converged = np.zeros(F, bool)
+    failed = np.zeros(F, bool)
+    last = np.full(F, np.inf)  # each frame's previous step size
+    active = np.arange(F)
+    D, mc = model.D, model.n_constraints
+    first = True
+    for _ in range(min(settings.max_iterations, 12)):
+        if not len(active):
+            break
+        R, c, H, values = R_all[..., active], c_all[..., active], H_all[..., active], values_all[:, active]
+        Fa = len(active)
+        screws = model.screws(R, c)
+        rc, Jc = model.constraint_rows(R, c, screws, values)
+        rt, Jt = model.task_rows(R, c, screws, target_p[..., active], target_a[..., active])
+        K = np.empty((Fa, D + mc, D + mc))
+        Kt = K.transpose(1, 2, 0)  # (D + mc, D + mc, Fa) view
+        Kt[:D, :D] = H + (Jt[:, :, None] * Jt[:, None]).sum(0)
+        shift = 1e-12 * np.maximum(np.abs(np.diagonal(Kt[:D, :D])).max(-1), 1.0)
+        Kt[np.arange(D), np.arange(D)] += shift
+        Kt[:D, D:] = Jc.transpose(1, 0, 2)
+        Kt[D:, :D] = Jc
+        Kt[D:, D:] = 0.0
+        Kt[np.arange(D, D + mc), np.arange(D, D + mc)] = -compliance
+        gradient = (Jt * rt[:, None]).sum(0)
+        if first:
+            gradient += g_first
+            first = False
+        rhs = -np.concatenate([gradient, rc]).T  # (Fa, D + mc)
+        try:
+            dq = np.linalg.solve(K, rhs[..., None])[..., 0].T[:D]
+        except np.linalg.LinAlgError:
+            dq = np.einsum("fij,fj->if", np.linalg.pinv(K), rhs)[:D]
+        dq /= np.maximum(1.0, (np.abs(dq) * inverse_limit[:, None]).max(0))
+        size = np.abs(dq).max(0)
+        violation = np.abs(rc).max(0, initial=0.0)
+        iterations[active] += 1
+        model.retract(R, c, screws, dq)
+        values += sign[:, None] * dq
+        R_all[..., active], c_all[..., active], values_all[:, active] = R, c, values
+        done = (size <= settings.step_tolerance) & (violation <= tol)
+        bad = ~np.isfinite(size) | ((iterations[active] > 2) & (size > 0.5 * last[active]) & ~done)
+        last[active] = size
+        converged[active[done]] = True
+        failed[active[bad]] = True
+        active = active[~done & ~bad]
+    return model.to_states(R_all, c_all), iterations, converged & ~failed

@@ -1,0 +1,146 @@
+"""The tree-coordinate clip path (core/tree.py): its Jacobians against finite differences
+through its own retraction, a closed form, and the same answers as the maximal-coordinate
+clip solver where both apply."""
+
+import numpy as np
+import pytest
+from looprig.core import FrameObjective, IKProblem, IKSettings, IKTargets, solve_ik, tree
+from looprig.core import clip as clip_module
+from looprig.core.clip import _reference, _solve_block, clip_starts, solve_clip
+from looprig.core.library import NAMES, build
+from looprig.core.linalg import single_threaded_blas
+from looprig.core.motion import feasible_motion
+from looprig.core.rotations import quat_to_matrix
+from looprig.core.terms import MotorLock, Targets
+
+TREE_NAMES = [n for n in NAMES if n != "walker"]  # the walker's test problem has a CoM task
+
+
+def _problem(name: str, terms=(), settings=None) -> IKProblem:
+    m = build(name)
+    frames = [FrameObjective(f.name, 1, 1) for f in m.frames]
+    return IKProblem(m, frames, terms=terms, settings=settings or IKSettings())
+
+
+def _rows(model, R, c, values, targets):
+    screws = model.screws(R, c)
+    rc, Jc = model.constraint_rows(R, c, screws, values)
+    rt, Jt = model.task_rows(R, c, screws, *targets)
+    return np.concatenate([rc, rt]), np.concatenate([Jc, Jt]), screws
+
+
+@pytest.mark.parametrize("name", [n for n in TREE_NAMES if tree.unsupported(_problem(n)) is None])
+def test_tree_jacobians_match_differences_through_the_retraction(name):
+    """Every loop, held-motor and task row's Jacobian in tree coordinates against central
+    differences of the rows along each coordinate, moved by :meth:`retract`."""
+    problem = _problem(name)
+    states = feasible_motion(problem.mechanism, duration=0.01, rate=100, seed=3)[:1]
+    readout = problem.readout
+    locks = [MotorLock(readout, np.arange(len(readout.names)), readout.read(states[0]) + 0.01, 0.3)]
+    if tree.unsupported(_problem(name, locks)) is None:
+        problem = _problem(name, locks)
+    model = tree.TreeKinematics(problem)
+    R, c = model.to_frames(states)
+    model.assemble(R, c)
+    points, axes = problem.frame_terms.poses(model.to_states(R, c))
+    targets = (points.transpose(1, 2, 0) + 0.01, np.swapaxes(axes, -1, -2).transpose(1, 2, 3, 0))
+    values = np.zeros((model.D, 1))
+    for lock_term, q, _ in model.locks:
+        values[q] = readout.read(model.to_states(R, c))[:, lock_term.motors].T
+    _, J, screws = _rows(model, R, c, values, targets)
+    h = 1e-6
+    sign = np.ones(model.D)
+    for q, s in model.coordinate.values():
+        sign[q] = s
+    for k in range(model.D):
+        moved = []
+        for step in (h, -h):
+            Rk, ck = R.copy(), c.copy()
+            dq = np.zeros((model.D, 1))
+            dq[k] = step
+            model.retract(Rk, ck, screws, dq)
+            moved.append(_rows(model, Rk, ck, values + sign[:, None] * dq, targets)[0])
+        numeric = (moved[0] - moved[1]) / (2 * h)
+        assert np.abs(numeric - J[:, k]).max() <= 1e-7 * max(1.0, np.abs(J).max()), (name, k)
+
+
+def test_two_link_elbow_meets_the_law_of_cosines():
+    """A planar two-link arm (links 0.3 and 0.25 m) with its tip on targets at distances d
+    from the shoulder: the elbow angle that the tree path finds is the closed form
+    ``cos(elbow) = (d^2 - l1^2 - l2^2) / (2 l1 l2)``, to 1e-12 rad."""
+    m = build("two_link_arm")
+    problem = IKProblem(m, [FrameObjective("tip", 1, 0)])
+    F = 20
+    d = 0.4 + 0.02 * np.sin(np.arange(F) / 3.0)
+    phi = 0.3 + 0.01 * np.arange(F)
+    tip = (d[:, None] * np.c_[np.cos(phi), np.sin(phi), np.zeros(F)])[:, None]
+    eye = np.broadcast_to(np.eye(3), (F, 1, 3, 3))
+    bent = solve_ik(problem, IKTargets(tip[0], eye[0]), m.initial_state()).state
+    solved, _, converged = tree.solve(
+        tree.TreeKinematics(problem),
+        tip,
+        eye,
+        np.repeat(bent[None], F, axis=0),
+        IKSettings(step_tolerance=1e-12),
+        1e-12,
+    )
+    assert converged.all()
+    expected = np.arccos((d**2 - 0.3**2 - 0.25**2) / (2 * 0.3 * 0.25))
+    angle = problem.readout.read(solved)[:, 1]  # the elbow motor
+    assert np.abs(np.abs(angle) - expected).max() <= 1e-12
+
+
+@pytest.mark.parametrize("name", TREE_NAMES)
+def test_tree_path_gives_the_maximal_coordinate_answers(name):
+    """From the same interpolated starts, the tree path and the maximal-coordinate block
+    solver converge to the same states (1e-9 of the size) and motor values (1e-9 rad)."""
+    settings = IKSettings(step_tolerance=1e-11)
+    problem = _problem(name, settings=settings)
+    if tree.unsupported(problem) is not None:
+        pytest.skip(tree.unsupported(problem))
+    states = feasible_motion(problem.mechanism, duration=0.1, rate=1200, seed=1)
+    points, axes = problem.frame_terms.poses(states)
+    targets = Targets(points, axes)
+    times = np.arange(len(states)) / 1200.0
+    coarse = np.r_[np.arange(0, len(states), 8), len(states) - 1]
+    starts = clip_starts(times, np.unique(coarse), states[np.unique(coarse)])
+    with single_threaded_blas():
+        fast = solve_clip(problem, targets, starts)
+        old = _solve_block(problem, targets, starts, _reference(problem, starts), settings)
+    assert fast.converged.all() and old.converged.all()
+    L = problem.constraints.length_scale
+    assert np.abs(fast.states[..., :3] - old.states[..., :3]).max() <= 1e-9 * L
+    difference = quat_to_matrix(fast.states[..., 3:]) - quat_to_matrix(old.states[..., 3:])
+    assert np.abs(difference).max() <= 1e-9
+    motors = problem.readout.read(fast.states) - problem.readout.read(old.states)
+    assert np.abs(np.angle(np.exp(1j * motors))).max(initial=0.0) <= 1e-9
+
+
+def test_unsupported_problems_fall_back_and_say_why():
+    problem = _problem("stewart")
+    assert "universal" in tree.unsupported(problem)
+    assert clip_module.tree.unsupported is tree.unsupported
+
+
+@pytest.mark.parametrize("name", TREE_NAMES)
+def test_assembly_keeps_assembled_states_and_closes_the_tree_joints_of_opened_ones(name):
+    problem = _problem(name)
+    if tree.unsupported(problem) is not None:
+        pytest.skip(tree.unsupported(problem))
+    model = tree.TreeKinematics(problem)
+    states = feasible_motion(problem.mechanism, duration=0.05, rate=100, seed=4)
+    R, c = model.to_frames(states)
+    model.assemble(R, c)
+    L = problem.constraints.length_scale
+    assert np.abs(model.to_states(R, c)[..., :3] - states[..., :3]).max() <= 1e-9 * L
+    opened = states.copy()
+    noise = np.random.default_rng(0).normal(scale=1e-4, size=states.shape)
+    opened += noise * L
+    opened[..., 3:] /= np.linalg.norm(opened[..., 3:], axis=-1, keepdims=True)
+    grounded = problem.mechanism.grounded_mask
+    opened[:, grounded] = states[:, grounded]
+    R, c = model.to_frames(opened)
+    model.assemble(R, c)
+    tree_rows = np.setdiff1d(np.arange(problem.constraints.n_rows), problem.tree.loop_rows)
+    residual = problem.constraints.residual(model.to_states(R, c))[:, tree_rows]
+    assert np.abs(residual).max(initial=0.0) <= 1e-12 * max(L, 1.0)

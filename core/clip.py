@@ -143,10 +143,11 @@ def solve_clip(
     :func:`~looprig.core.fk.solve_constraints`).
     """
     settings = settings or problem.settings
-    reference = _reference(problem, starts) if reference is None else reference
     frames = np.arange(len(starts))
     fast = None
-    if tree.unsupported(problem) is None:
+    tree_path = reference is None and tree.unsupported(problem) is None
+    reference = _reference(problem, starts) if reference is None else reference
+    if tree_path:
         fast = _solve_in_tree_coordinates(problem, targets, starts, reference, settings)
         frames = np.flatnonzero(~fast.converged)
     blocks = np.array_split(frames, max(1, -(-len(frames) // CLIP_BLOCK))) if len(frames) else []
@@ -168,15 +169,14 @@ def _solve_in_tree_coordinates(
 ) -> ClipSolution:
     """:func:`solve_clip` by Newton's method in the spanning tree's joint coordinates
     (:mod:`~looprig.core.tree`), all frames at once; ``converged`` marks the frames it
-    settled (loop rows at the tolerance, the last step below ``step_tolerance``), whose
-    residual is measured on every constraint row as :func:`_solve_block` does."""
+    settled (loop rows at the tolerance, the last step below ``step_tolerance``);
+    ``reference`` is not read (the starts are the minimal-motion metric's reference, as
+    :func:`solve_clip`'s default; a caller's own reference takes the other path)."""
     model = tree.kinematics(problem)
-    states, iterations, converged = tree.solve(
-        model, targets.positions, targets.rotations, starts, settings, dual_regularization(problem, settings)
+    compliance = dual_regularization(problem, settings)
+    return ClipSolution(
+        *tree.solve(model, targets.positions, targets.rotations, starts, settings, compliance)
     )
-    residual = build_step(problem, problem.point(states, targets, reference), derivatives=False).violation
-    converged &= residual <= problem.constraints.tolerance(settings.constraint_tolerance)
-    return ClipSolution(states, iterations, converged, residual)
 
 
 def _solve_block(

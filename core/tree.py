@@ -29,11 +29,10 @@ screws ``omega``, ``v`` (D, 3, F); Jacobians (rows, D, F). Vector axis second to
 import numpy as np
 
 from .constraints import _polynomial
-from .ik import floating_bodies
 from .joint_space import JointScrews
 from .kkt import MOTIONS
 from .mechanism import JointKind
-from .rotations import quat_conjugate, quat_from_matrix, quat_multiply, quat_to_matrix, rotvec_from_quat
+from .rotations import quat_from_matrix, quat_to_matrix, rotvec_from_quat
 from .terms import FrameTask, JointConstraints, MinimalMotion, MotorLock
 
 #: Joint kinds whose tree joints :meth:`TreeKinematics.assemble` puts back together (a
@@ -130,6 +129,9 @@ def unsupported(problem) -> str | None:
     ]
     if loose:
         return f"displacement motors {loose} close loops"
+    unseen = kinematics(problem).unseen()
+    if unseen:
+        return f"{unseen} directions that no motor, target or loop sees (the damping resolves them)"
     return None
 
 
@@ -234,6 +236,10 @@ class TreeKinematics:
         self.frame_axes = np.swapaxes(ft.local_axes, -1, -2)  # (K, axis, 3) in body coordinates
         self.sqrt_position = ft.sqrt_position_weight  # (K, 3)
         self.sqrt_orientation = ft.sqrt_orientation_weight  # (K, 3)
+        self.task_axes = [a for a in range(3) if self.sqrt_orientation[:, a].any()]
+        weighted = [self.sqrt_position > 0]
+        weighted += [np.repeat(self.sqrt_orientation[:, a, None] > 0, 3, 1) for a in self.task_axes]
+        self.task_keep = np.flatnonzero(np.concatenate(weighted, axis=1))
 
     @staticmethod
     def _instances(stack, loop: set):
@@ -288,37 +294,83 @@ class TreeKinematics:
             c[b] = anchor - turn(R[b][None], self.anchor_new[k][None])[0]
 
     def screws(self, R: np.ndarray, c: np.ndarray):
-        """Every coordinate's screw at the iterate: omega, v (D, 3, F) (a point p moves at
-        ``omega x p + v``), and each motion's anchor (P, 3, F) [m] and axis (P, 3, F)."""
+        """Every coordinate's screw at the iterate: omega, v (3, D, F), component first (a
+        point p moves at ``omega x p + v``), and each motion's anchor (P, 3, F) [m] and
+        axis (P, 3, F)."""
         F = R.shape[-1]
-        omega, v = np.zeros((self.D, 3, F)), np.zeros((self.D, 3, F))
+        omega, v = np.zeros((3, self.D, F)), np.zeros((3, self.D, F))
         axis = turn(R[self.axis_body], self.axis_local)
         joint_new = self.new[self.motion_joint]
         anchor = turn(R[joint_new], self.anchor_new[self.motion_joint]) + c[joint_new]
         rot = self.rotation
-        omega[self.motion_q[rot]] = axis[rot]
-        v[self.motion_q[rot]] = cross(anchor[rot], axis[rot])
-        v[self.motion_q[~rot]] = axis[~rot]
+        omega[:, self.motion_q[rot]] = axis[rot].transpose(1, 0, 2)
+        v[:, self.motion_q[rot]] = cross(anchor[rot], axis[rot]).transpose(1, 0, 2)
+        v[:, self.motion_q[~rot]] = axis[~rot].transpose(1, 0, 2)
         for body, col in zip(self.root_body, self.root_columns, strict=True):
+            x, y, z = c[body]
             for a in range(3):
-                v[col + a, a] = 1.0
-                omega[col + 3 + a, a] = 1.0
-                e = np.zeros((3, 1))
-                e[a] = 1.0
-                v[col + 3 + a] = cross(c[body], e)
+                v[a, col + a] = 1.0
+                omega[a, col + 3 + a] = 1.0
+            # a turn about the CoM: v = c x e_a
+            v[1, col + 3], v[2, col + 3] = z, -y
+            v[0, col + 4], v[2, col + 4] = -z, x
+            v[0, col + 5], v[1, col + 5] = y, -x
         return omega, v, anchor, axis
+
+    def motor_rows(self, R: np.ndarray, screws) -> np.ndarray:
+        """The motors' read-off Jacobian in tree coordinates (A, D, F): +-1 on its own
+        coordinate for a motor that is a tree joint; ``n . (omega_child - omega_parent)``
+        for a revolute motor that closes a loop (:func:`unsupported` admits no other)."""
+        readout = self.problem.readout
+        rows = np.zeros((len(readout.names), self.D, R.shape[-1]))
+        for m, name in enumerate(readout.names):
+            if name in self.coordinate:
+                q, sign = self.coordinate[name]
+                rows[m, q] = sign
+            else:
+                n = turn(R[readout.parent[m]][None], readout.F_parent[m][:, 0][None])  # (1, 3, F)
+                side = self.moves[readout.child[m]] - self.moves[readout.parent[m]]
+                rows[m] = side[:, None] * _along(screws[0], n)[0]
+        return rows
+
+    def unseen(self) -> int:
+        """How many directions of the tree coordinates, at the initial configuration,
+        no loop row, held motor, weighted target row or motor sees: the per-frame solver
+        resolves them by its eps-weighted body metric and its damping, along its own path."""
+        s0 = self.problem.mechanism.initial_state()[None]
+        R, c = self.to_frames(s0)
+        screws = self.screws(R, c)
+        values = np.zeros((self.D, 1))
+        frames = self.problem.frame_terms.poses(s0)
+        targets = (frames[0].transpose(1, 2, 0), np.swapaxes(frames[1], -1, -2).transpose(1, 2, 3, 0))
+        rows = [
+            self.constraint_rows(R, c, screws, values)[1],
+            self.task_rows(R, c, screws, *targets)[1],
+            self.motor_rows(R, screws),
+        ]
+        A = np.concatenate(rows)[..., 0]
+        if not A.size:
+            return self.D
+        singular = np.linalg.svd(A, compute_uv=False)
+        return self.D - int(np.sum(singular > 1e-9 * max(singular.max(initial=0.0), 1e-300)))
 
     def point_jacobian(self, screws, bodies: np.ndarray, p: np.ndarray) -> np.ndarray:
         """d p / d q (K, 3, D, F) of world points p (K, 3, F) on ``bodies`` (K,)."""
-        omega, v = screws[:2]
-        J = cross(omega[None], p[:, None]) + v[None]  # (K, D, 3, F)
-        J *= self.moves[bodies][:, :, None, None]
-        return J.transpose(0, 2, 1, 3)
+        J = self.direction_jacobian(screws, bodies, p)
+        J += screws[1][None] * self.moves[bodies][:, None, :, None]
+        return J
 
     def direction_jacobian(self, screws, bodies: np.ndarray, u: np.ndarray) -> np.ndarray:
-        """d u / d q (K, 3, D, F) of world directions u (K, 3, F) on ``bodies`` (K,)."""
-        J = cross(screws[0][None], u[:, None]) * self.moves[bodies][:, :, None, None]
-        return J.transpose(0, 2, 1, 3)
+        """d u / d q (K, 3, D, F) of world directions u (K, 3, F) on ``bodies`` (K,):
+        ``omega x u`` for the coordinates that move the body."""
+        w = screws[0][None]  # (1, 3, D, F)
+        u = u[:, :, None]  # (K, 3, 1, F)
+        J = np.empty((len(bodies), 3) + w.shape[2:])
+        np.subtract(w[:, 1] * u[:, 2], w[:, 2] * u[:, 1], out=J[:, 0])
+        np.subtract(w[:, 2] * u[:, 0], w[:, 0] * u[:, 2], out=J[:, 1])
+        np.subtract(w[:, 0] * u[:, 1], w[:, 1] * u[:, 0], out=J[:, 2])
+        J *= self.moves[bodies][:, None, :, None]
+        return J
 
     def retract(self, R: np.ndarray, c: np.ndarray, screws, dq: np.ndarray) -> None:
         """Move the iterate in place by steps dq (D, F): every tree joint turns about (or
@@ -363,32 +415,34 @@ class TreeKinematics:
 
     # ------------------------------------------------------------------ rows
     def constraint_rows(self, R, c, screws, values=None):
-        """The constraint rows (residual (m_c, F) [m], Jacobian (m_c, D, F)): loop points,
-        dots and slides, then couplings, then held motors (``values``: (D, F) the
-        coordinates' joint values [rad | m], None when there are no such rows)."""
+        """The constraint rows (residual (m_c, F) [m], Jacobian (m_c, D, F), None without
+        ``screws``): loop points, dots and slides, then couplings, then held motors
+        (``values``: (D, F) the coordinates' joint values [rad | m])."""
         F = R.shape[-1]
         residuals, jacobians = [], []
+        jacobian = screws is not None
         bi, bj, a, b, _, _ = self.point
         if len(bi):
             pi, pj = turn(R[bi], a) + c[bi], turn(R[bj], b) + c[bj]
             residuals.append((pi - pj).reshape(-1, F))
+        if len(bi) and jacobian:
             J = self.point_jacobian(screws, bi, pi) - self.point_jacobian(screws, bj, pj)
             jacobians.append(J.reshape(-1, self.D, F))
         bi, bj, a, b, _, _ = self.dot
         if len(bi):
             u, w = turn(R[bi], a), turn(R[bj], b)
             residuals.append(self.L * dot(u, w))
+        if len(bi) and jacobian:
             side = (self.moves[bi] - self.moves[bj])[:, :, None]
-            jacobians.append(self.L * side * dot(screws[0][None], cross(u, w)[:, None]))
+            jacobians.append(self.L * side * _along(screws[0], cross(u, w)))
         bi, bj, a, _, nrm, d = self.slide
         if len(bi):
             pi, pj, n = turn(R[bi], a) + c[bi], turn(R[bj], d) + c[bj], turn(R[bi], nrm)
             g = pj - pi
             residuals.append(dot(g, n))
+        if len(bi) and jacobian:
             Jg = self.point_jacobian(screws, bj, pj) - self.point_jacobian(screws, bi, pi)  # (K, 3, D, F)
-            J = (Jg * n[:, :, None]).sum(1) + self.moves[bi][:, :, None] * dot(
-                screws[0][None], cross(n, g)[:, None]
-            )
+            J = (Jg * n[:, :, None]).sum(1) + self.moves[bi][:, :, None] * _along(screws[0], cross(n, g))
             jacobians.append(J)
         if self.couplings is not None:
             cp = self.couplings
@@ -396,6 +450,7 @@ class TreeKinematics:
             q = values[self.coupling_q]  # (K + T, F)
             value, slope = (x.T for x in _polynomial(cp.coefficients, q[K:].T))
             residuals.append(cp.scale[:, None] * (q[:K] - cp.offset[:, None] - cp.sum_terms.T @ value))
+        if self.couplings is not None and jacobian:
             J = np.zeros((K, self.D, F))
             np.add.at(
                 J, (np.arange(K), self.coupling_q[:K]), cp.scale[:, None] * self.coupling_sign[:K, None]
@@ -413,45 +468,41 @@ class TreeKinematics:
                 term.readout.is_angle[term.motors][:, None], np.angle(np.exp(1j * offset)), offset
             )
             residuals.append(term._row_scale[:, None] * offset)
-            J = np.zeros((len(q), self.D, F))
-            J[np.arange(len(q)), q] = (term._row_scale * sign)[:, None]
-            jacobians.append(J)
+            if jacobian:
+                J = np.zeros((len(q), self.D, F))
+                J[np.arange(len(q)), q] = (term._row_scale * sign)[:, None]
+                jacobians.append(J)
         if not residuals:
-            return np.zeros((0, F)), np.zeros((0, self.D, F))
-        return np.concatenate(residuals), np.concatenate(jacobians)
+            return np.zeros((0, F)), (np.zeros((0, self.D, F)) if jacobian else None)
+        return np.concatenate(residuals), (np.concatenate(jacobians) if jacobian else None)
 
     def task_rows(self, R, c, screws, positions, axes):
-        """The frame tasks' weighted rows (residual (m_t, F), Jacobian (m_t, D, F)) against
-        target positions (K, 3, F) [m] and target axes (K, axis, 3, F); rows of zero weight
-        left out (their order: per frame, position x, y, z, then per axis its three)."""
+        """The frame tasks' weighted rows (residual (m_t, F), Jacobian (m_t, D, F), None
+        without ``screws``) against target positions (K, 3, F) [m] and target axes
+        (K, axis, 3, F): per frame, position x, y, z, then per weighted axis its three;
+        rows of zero weight left out."""
+        F = R.shape[-1]
         b = self.frame_body
         Rb = R[b]
         p = turn(Rb, self.frame_point) + c[b]  # (K, 3, F)
-        Jp = self.point_jacobian(screws, b, p)
         residuals = [self.sqrt_position[:, :, None] * (p - positions)]
-        jacobians = [self.sqrt_position[:, :, None, None] * Jp]
-        for axis in range(3):
+        if screws is not None:
+            jacobians = [self.sqrt_position[:, :, None, None] * self.point_jacobian(screws, b, p)]
+        for axis in self.task_axes:
             w = self.sqrt_orientation[:, axis]
-            if not w.any():
-                continue
             u = turn(Rb, self.frame_axes[:, axis])
             residuals.append(w[:, None, None] * (u - axes[:, axis]))
-            jacobians.append(w[:, None, None, None] * self.direction_jacobian(screws, b, u))
-        F = R.shape[-1]
-        r = np.concatenate(residuals, axis=1).reshape(-1, F)
-        J = np.concatenate(jacobians, axis=1).reshape(-1, self.D, F)
-        keep = np.concatenate(
-            [
-                self.sqrt_position > 0,
-                *[
-                    np.repeat(self.sqrt_orientation[:, a, None] > 0, 3, 1)
-                    for a in range(3)
-                    if self.sqrt_orientation[:, a].any()
-                ],
-            ],
-            axis=1,
-        ).reshape(-1)
-        return r[keep], J[keep]
+            if screws is not None:
+                jacobians.append(w[:, None, None, None] * self.direction_jacobian(screws, b, u))
+        r = np.concatenate(residuals, axis=1).reshape(-1, F)[self.task_keep]
+        if screws is None:
+            return r, None
+        return r, np.concatenate(jacobians, axis=1).reshape(-1, self.D, F)[self.task_keep]
+
+
+def _along(omega: np.ndarray, w: np.ndarray) -> np.ndarray:
+    """``omega_c . w_k`` (K, D, F) for screws' omega (3, D, F) and vectors w (K, 3, F)."""
+    return omega[0] * w[:, 0, None] + omega[1] * w[:, 1, None] + omega[2] * w[:, 2, None]
 
 
 def _axis_angle(rotvec: np.ndarray):
@@ -470,7 +521,7 @@ def kinematics(problem) -> TreeKinematics:
     return model
 
 
-def metric(model: TreeKinematics, R, c, screws, moved_motors, moved_floating):
+def metric(model: TreeKinematics, R, c, screws, moved_motors, moved_bodies):
     """The minimal-motion metric in tree coordinates (D, D, F) at the iterate (the block's
     assembled starts) and the gradient (D, F) of its value at the iterate, around the
     unassembled starts: :class:`~looprig.core.terms.MinimalMotion`'s
@@ -478,13 +529,11 @@ def metric(model: TreeKinematics, R, c, screws, moved_motors, moved_floating):
     (:meth:`TreeKinematics.assemble`) counted as part of the first step, as the
     per-frame solver's first step counts its move onto the tree joints.
 
-    A motor that is a tree joint reads its own coordinate (its read-off Jacobian is
-    exactly +-1 there); a revolute motor that closes a loop reads ``n . (omega_child -
-    omega_parent)``. The body metric ``D`` enters exactly for floating bodies (weight 1)
-    and by its diagonal for the others (weight eps = 1e-9: what is left out is 1e-9 of
-    the metric). moved_motors (A, F) [rad | m]: the motors' values at the assembled starts
-    minus the starts'; moved_floating (n_floating, 6, F): the floating bodies' tangents
-    ``[dc, dtheta]`` from the starts to the assembled starts."""
+    The motors' read-off Jacobian is :meth:`TreeKinematics.motor_rows`. The body
+    metric ``D`` enters with weight 1 for floating bodies and eps = 1e-9 for the others.
+    moved_motors (A, F) [rad | m]: the motors'
+    values at the assembled starts minus the starts'; moved_bodies (n, 6, F): every
+    body's tangent ``[dc, dtheta]`` [m, rad] from its start to its assembled start."""
     problem = model.problem
     F = R.shape[-1]
     D = model.D
@@ -494,43 +543,77 @@ def metric(model: TreeKinematics, R, c, screws, moved_motors, moved_floating):
         return H, g
     term = terms[0]
     scale = term.weight * term.length_scale**2
-    omega, v = screws[:2]
-    readout = problem.readout
-    for m, name in enumerate(readout.names):
-        weight = scale * term._row_scale[m] ** 2
-        if name in model.coordinate:
-            q, sign = model.coordinate[name]
-            H[q, q] += weight
-            g[q] += weight * sign * moved_motors[m]
-        else:  # a revolute motor outside the tree (unsupported() admits no other)
-            n = turn(R[readout.parent[m]][None], readout.F_parent[m][:, 0][None])  # (1, 3, F)
-            side = model.moves[readout.child[m]] - model.moves[readout.parent[m]]
-            row = side[:, None] * dot(omega, n)  # (D, F)
-            H += weight * row[:, None] * row[None]
-            g += weight * row * moved_motors[m]
+    rows = model.motor_rows(R, screws)  # (A, D, F)
+    weight = scale * term._row_scale**2  # (A,)
+    H += np.einsum("adf,aef->def", weight[:, None, None] * rows, rows)
+    g += ((weight[:, None] * moved_motors)[:, None] * rows).sum(0)
     floating = term.free_bodies[term.floating]
-    body_metric = term._body_metric[:, None, None]  # (6, 1, 1)
-    for b in term.free_bodies:
-        T = np.concatenate([cross(omega, c[b][None]) + v, omega], axis=1)  # (D, 6, F)
-        T = T.transpose(1, 0, 2) * model.moves[b][None, :, None]  # (6, D, F)
-        if b in floating:
-            H += scale * (body_metric[..., None] * T[:, :, None] * T[:, None]).sum(0)
-            a = moved_floating[list(floating).index(b)]  # (6, F)
-            g += scale * (body_metric * T * a[:, None]).sum(0)
-        else:
-            H[np.arange(D), np.arange(D)] += scale * term._eps * (body_metric * T**2).sum(0)
+    bodies = term.free_bodies
+    T = body_tangents(model, c, screws, bodies)
+    weight = term._body_metric * np.where(np.isin(bodies, floating), 1.0, term._eps)[:, None]  # (B, 6)
+    Tf = np.ascontiguousarray(T.reshape(-1, D, F).transpose(2, 0, 1))  # (F, 6B, D)
+    WTf = scale * weight.reshape(-1, 1) * Tf
+    H += (np.swapaxes(Tf, 1, 2) @ WTf).transpose(1, 2, 0)
+    a = moved_bodies[bodies].reshape(-1, F).T  # (F, 6B)
+    g += (a[:, None, :] @ WTf)[:, 0].T
     return H, g
+
+
+def body_tangents(model: TreeKinematics, c, screws, bodies: np.ndarray) -> np.ndarray:
+    """Each of ``bodies``' tangent ``[dc, dtheta]`` per unit coordinate (B, 6, D, F) at
+    the iterate (CoM positions c (n, 3, F), screws): the tree's joint basis."""
+    omega = screws[0]
+    moves = model.point_jacobian(screws, bodies, c[bodies])
+    return np.concatenate([moves, omega[None] * model.moves[bodies][:, None, :, None]], axis=1)
+
+
+def levenberg(model: TreeKinematics, R, c, screws) -> np.ndarray:
+    """The per-frame solver's Levenberg damping in tree coordinates (D, D, F): its
+    ``eps_p I`` on the body tangents (``eps_p`` = 1e-12 times the largest diagonal entry
+    of the frame tasks' Gauss-Newton Hessian in body coordinates, at least 1e-12), on the
+    tree's joint basis, ``eps_p Z^T Z``. It is what resolves a direction that no motor,
+    target or loop sees and the minimal-motion metric weighs by its eps alone (a rod's
+    spin between two ball joints), as it does in the per-frame solver."""
+    bodies = model.problem.constraints.free_bodies
+    T = body_tangents(model, c, screws, bodies)
+    D, F = model.D, R.shape[-1]
+    # the tasks' Gauss-Newton diagonal per body: translations w_p; rotations from the
+    # position rows (e_m x arm) and the orientation rows (1 - u_m^2 per tracked axis u)
+    diagonal = np.zeros((model.n, 6, F))
+    b = model.frame_body
+    arm = turn(R[b], model.frame_point)  # (K, 3, F)
+    w = model.sqrt_position**2  # (K, 3)
+    x, y, z = arm[:, 0] ** 2, arm[:, 1] ** 2, arm[:, 2] ** 2
+    block = np.zeros((len(b), 6, F))
+    block[:, :3] = w[:, :, None]
+    block[:, 3] = w[:, 1, None] * z + w[:, 2, None] * y
+    block[:, 4] = w[:, 0, None] * z + w[:, 2, None] * x
+    block[:, 5] = w[:, 0, None] * y + w[:, 1, None] * x
+    for axis in model.task_axes:
+        u = turn(R[b], model.frame_axes[:, axis])
+        block[:, 3:] += model.sqrt_orientation[:, axis, None, None] ** 2 * (1.0 - u**2)
+    np.add.at(diagonal, b, block)
+    shift = 1e-12 * np.maximum(diagonal.max((0, 1)), 1.0)  # (F,)
+    Tf = np.ascontiguousarray(T.reshape(-1, D, F).transpose(2, 0, 1))  # (F, 6B, D)
+    return (shift[:, None, None] * (np.swapaxes(Tf, 1, 2) @ Tf)).transpose(1, 2, 0)
 
 
 def solve(model: TreeKinematics, positions, rotations, starts: np.ndarray, settings, compliance: float):
     """Newton's method in tree coordinates (module docstring) on F frames from ``starts``
     (F, n, 7), against frame targets positions (F, K, 3) [m] and rotations (F, K, 3, 3).
 
-    Returns states (F, n, 7), iterations (F,) and converged (F,): a frame converges when
-    its loop rows hold (``settings.constraint_tolerance`` times L) and its step's largest
-    coordinate is below ``settings.step_tolerance`` [rad | m] (that step is taken); a frame
-    whose steps stop shrinking, or that runs out of iterations, is not converged (the
-    caller solves it again)."""
+    After each Newton step the same factorisation is used again at the new iterate (a
+    chord step: the residuals are evaluated, not the Jacobians), as the per-frame solver
+    does: it certifies convergence, and while it should certify after one more step (its
+    size times the distance from the factorisation below the tolerance) it is that step.
+
+    Returns states (F, n, 7), iterations (F,) (steps taken), converged (F,) and residual
+    (F,) [m] (max |C| over the loop rows at the last evaluation; the tree joints hold by
+    construction): a frame converges when its loop rows hold
+    (``settings.constraint_tolerance`` times L) and its step's largest coordinate is
+    below ``settings.step_tolerance`` [rad | m] (that step is taken); a frame whose steps
+    stop shrinking, or that runs out of iterations, is not converged (the caller solves
+    it again)."""
     problem = model.problem
     tol = problem.constraints.tolerance(settings.constraint_tolerance)
     R_all, c_all = model.to_frames(starts)
@@ -539,68 +622,56 @@ def solve(model: TreeKinematics, positions, rotations, starts: np.ndarray, setti
     target_p = np.ascontiguousarray(positions.transpose(1, 2, 0))  # (K, 3, F)
     target_a = np.ascontiguousarray(rotations.transpose(1, 3, 2, 0))  # (K, axis, 3, F)
     screws = model.screws(R_all, c_all)
-    states = model.to_states(R_all, c_all)
-    readout = problem.readout
-    is_angle = readout.is_angle[:, None]
-    moved = readout.read(states).T - readout.read(starts).T
-    moved = np.where(is_angle, np.angle(np.exp(1j * moved)), moved)  # (A, F)
-    floating = np.flatnonzero(np.isin(np.arange(model.n), floating_bodies(problem.mechanism)))
-    moved_floating = np.concatenate(
-        [
-            (states[:, floating, :3] - starts[:, floating, :3]).transpose(1, 2, 0),
-            rotvec_from_quat(
-                quat_multiply(states[:, floating, 3:], quat_conjugate(starts[:, floating, 3:]))
-            ).transpose(1, 2, 0),
-        ],
-        axis=1,
-    )  # (n_floating, 6, F)
-    H_all, g_first = metric(model, R_all, c_all, screws, moved, moved_floating)
+    H_all, g_first, values_all = _start_terms(model, R_all, c_all, starts, screws)
     sign = np.ones(model.D)
-    values_all = np.zeros((model.D, F))
     for q, s in model.coordinate.values():
         sign[q] = s
-    if model.couplings is not None or model.locks:
-        if model.couplings is not None:
-            values_all[model.coupling_q] = model.couplings.readout.read(states).T
-        for term, q, _ in model.locks:
-            values_all[q] = problem.readout.read(states)[:, term.motors].T
     rotation_coordinate = np.zeros(model.D, bool)
     rotation_coordinate[model.motion_q[model.rotation]] = True
     for col in model.root_columns:
         rotation_coordinate[col + 3 : col + 6] = True
     inverse_limit = np.where(rotation_coordinate, 1.0, 1.0 / model.L) / settings.max_step
+    D, mc, mt = model.D, model.n_constraints, len(model.task_keep)
+    K_all = np.empty((F, D + mc, D + mc))  # each frame's last factorised KKT matrix
+    Jt_all = np.empty((mt, D, F))  # and the task Jacobian it was made with
     iterations = np.zeros(F, int)
     converged = np.zeros(F, bool)
     failed = np.zeros(F, bool)
+    residual = np.zeros(F)
     last = np.full(F, np.inf)  # each frame's previous step size
+    moved = np.zeros(F)  # how far each frame is from where its matrix was factorised
+    fresh = np.ones(F, bool)  # the next step of each frame is a Newton step
     active = np.arange(F)
-    D, mc = model.D, model.n_constraints
-    first = True
     for _ in range(min(settings.max_iterations, 12)):
         if not len(active):
             break
-        R, c, H, values = R_all[..., active], c_all[..., active], H_all[..., active], values_all[:, active]
-        Fa = len(active)
+        R, c, values = R_all[..., active], c_all[..., active], values_all[:, active]
         screws = model.screws(R, c)
-        rc, Jc = model.constraint_rows(R, c, screws, values)
-        rt, Jt = model.task_rows(R, c, screws, target_p[..., active], target_a[..., active])
-        K = np.empty((Fa, D + mc, D + mc))
-        Kt = K.transpose(1, 2, 0)  # (D + mc, D + mc, Fa) view
-        Kt[:D, :D] = H + (Jt[:, :, None] * Jt[:, None]).sum(0)
-        shift = 1e-12 * np.maximum(np.abs(np.diagonal(Kt[:D, :D])).max(-1), 1.0)
-        Kt[np.arange(D), np.arange(D)] += shift
-        Kt[:D, D:] = Jc.transpose(1, 0, 2)
-        Kt[D:, :D] = Jc
-        Kt[D:, D:] = 0.0
-        Kt[np.arange(D, D + mc), np.arange(D, D + mc)] = -compliance
-        gradient = (Jt * rt[:, None]).sum(0)
-        if first:
+        new = fresh[active]
+        rc, rt = np.empty((mc, len(active))), np.empty((mt, len(active)))
+        if new.any():
+            sub = (R[..., new], c[..., new])
+            sub_screws = tuple(x[..., new] for x in screws)
+            rc[:, new], Jc = model.constraint_rows(*sub, sub_screws, values[:, new])
+            rt[:, new], Jt = model.task_rows(
+                *sub, sub_screws, target_p[..., active[new]], target_a[..., active[new]]
+            )
+            K_all[active[new]] = _kkt_matrix(H_all[..., active[new]], Jt, Jc, compliance)
+            Jt_all[..., active[new]] = Jt
+        if not new.all():
+            sub = (R[..., ~new], c[..., ~new])
+            rc[:, ~new] = model.constraint_rows(*sub, None, values[:, ~new])[0]
+            rt[:, ~new] = model.task_rows(
+                *sub, None, target_p[..., active[~new]], target_a[..., active[~new]]
+            )[0]
+        gradient = (Jt_all[..., active] * rt[:, None]).sum(0)
+        if iterations.max() == 0:  # the first step: the metric around the unassembled starts
             gradient += g_first
-            first = False
         rhs = -np.concatenate([gradient, rc]).T  # (Fa, D + mc)
+        K = K_all[active]
         try:
             dq = np.linalg.solve(K, rhs[..., None])[..., 0].T[:D]
-        except np.linalg.LinAlgError:
+        except np.linalg.LinAlgError:  # an exactly singular frame: least squares for all
             dq = np.einsum("fij,fj->if", np.linalg.pinv(K), rhs)[:D]
         dq /= np.maximum(1.0, (np.abs(dq) * inverse_limit[:, None]).max(0))
         size = np.abs(dq).max(0)
@@ -612,7 +683,59 @@ def solve(model: TreeKinematics, positions, rotations, starts: np.ndarray, setti
         done = (size <= settings.step_tolerance) & (violation <= tol)
         bad = ~np.isfinite(size) | ((iterations[active] > 2) & (size > 0.5 * last[active]) & ~done)
         last[active] = size
+        residual[active] = violation
+        # after a Newton step a chord step; after a chord step another while it should
+        # certify after it, else a Newton step
+        moved[active] = np.where(new, size, moved[active] + size)
+        fresh[active] = ~new & (size * moved[active] > settings.step_tolerance)
         converged[active[done]] = True
         failed[active[bad]] = True
         active = active[~done & ~bad]
-    return model.to_states(R_all, c_all), iterations, converged & ~failed
+    return model.to_states(R_all, c_all), iterations, converged & ~failed, residual
+
+
+def _kkt_matrix(H, Jt, Jc, compliance: float) -> np.ndarray:
+    """The KKT matrices (F, D + m_c, D + m_c) ``[[H + J_t^T J_t, J_c^T], [J_c, -eps_d I]]``
+    of metrics H (D, D, F) (with the damping), task Jacobians J_t (m_t, D, F) and
+    constraint Jacobians J_c (m_c, D, F); eps_d: the ``compliance``."""
+    D, mc, F = H.shape[0], Jc.shape[0], H.shape[-1]
+    K = np.empty((F, D + mc, D + mc))
+    Kt = K.transpose(1, 2, 0)  # (D + mc, D + mc, F) view
+    Kt[:D, :D] = H
+    K[:, :D, :D] += np.einsum("rif,rjf->fij", Jt, Jt)
+    Kt[:D, D:] = Jc.transpose(1, 0, 2)
+    Kt[D:, :D] = Jc
+    Kt[D:, D:] = 0.0
+    Kt[np.arange(D, D + mc), np.arange(D, D + mc)] = -compliance
+    return K
+
+
+def _start_terms(model: TreeKinematics, R, c, starts, screws):
+    """At the assembled starts (R (n, 3, 3, F), c (n, 3, F)) of ``starts`` (F, n, 7):
+    the minimal-motion metric with the damping (D, D, F) (:func:`metric`,
+    :func:`levenberg`), its gradient there around the unassembled starts (D, F), and the
+    joint values (D, F) [rad | m] of the coordinates that couplings and held motors read."""
+    readout = model.problem.readout
+    # the read-offs take positions from the states and rotations from R
+    states = np.zeros(starts.shape)
+    states[..., :3] = c.transpose(2, 0, 1)
+    rotations = R.transpose(3, 0, 1, 2)
+    R_starts = quat_to_matrix(starts[..., 3:])
+    moved = readout.read(states, R=rotations).T - readout.read(starts, R=R_starts).T
+    moved = np.where(readout.is_angle[:, None], np.angle(np.exp(1j * moved)), moved)  # (A, F)
+    turned = rotations @ np.swapaxes(R_starts, -1, -2)
+    moved_bodies = np.concatenate(
+        [
+            (states[..., :3] - starts[..., :3]).transpose(1, 2, 0),
+            rotvec_from_quat(quat_from_matrix(turned)).transpose(1, 2, 0),
+        ],
+        axis=1,
+    )  # (n, 6, F)
+    H, g = metric(model, R, c, screws, moved, moved_bodies)
+    H += levenberg(model, R, c, screws)
+    values = np.zeros((model.D, len(starts)))
+    if model.couplings is not None:
+        values[model.coupling_q] = model.couplings.readout.read(states, R=rotations).T
+    for term, q, _ in model.locks:
+        values[q] = readout.read(states, R=rotations)[:, term.motors].T
+    return H, g, values

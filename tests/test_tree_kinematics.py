@@ -5,10 +5,11 @@ clip solver where both apply."""
 import numpy as np
 import pytest
 from looprig.core import FrameObjective, IKProblem, IKSettings, IKTargets, solve_ik, tree
-from looprig.core import clip as clip_module
 from looprig.core.clip import _reference, _solve_block, clip_starts, solve_clip
 from looprig.core.library import NAMES, build
+from looprig.core.library._build import link
 from looprig.core.linalg import single_threaded_blas
+from looprig.core.mechanism import Body, Frame, Joint, JointKind, Mechanism
 from looprig.core.motion import feasible_motion
 from looprig.core.rotations import quat_to_matrix
 from looprig.core.terms import MotorLock, Targets
@@ -76,7 +77,7 @@ def test_two_link_elbow_meets_the_law_of_cosines():
     tip = (d[:, None] * np.c_[np.cos(phi), np.sin(phi), np.zeros(F)])[:, None]
     eye = np.broadcast_to(np.eye(3), (F, 1, 3, 3))
     bent = solve_ik(problem, IKTargets(tip[0], eye[0]), m.initial_state()).state
-    solved, _, converged = tree.solve(
+    solved, _, converged, _ = tree.solve(
         tree.TreeKinematics(problem),
         tip,
         eye,
@@ -117,9 +118,18 @@ def test_tree_path_gives_the_maximal_coordinate_answers(name):
 
 
 def test_unsupported_problems_fall_back_and_say_why():
-    problem = _problem("stewart")
-    assert "universal" in tree.unsupported(problem)
-    assert clip_module.tree.unsupported is tree.unsupported
+    """Joint kinds outside the tree path, and a direction no motor, target or loop sees
+    (a link on a ball joint tracked by its tip's position: its spin), take the
+    maximal-coordinate path, and the reason is given."""
+    assert "universal" in tree.unsupported(_problem("stewart"))
+    tip = np.array([0.3, 0.0, 0.0])
+    m = Mechanism(
+        [Body("base", grounded=True), link("rod", np.zeros(3), tip)],
+        [Joint("ball", JointKind.SPHERICAL, "base", "rod", anchor=np.zeros(3))],
+        [Frame("tip", "rod", position=tip)],
+    )
+    assert "1 directions" in tree.unsupported(IKProblem(m, [FrameObjective("tip", 1, 0)]))
+    assert tree.unsupported(IKProblem(m, [FrameObjective("tip", 1, 1)])) is None
 
 
 @pytest.mark.parametrize("name", TREE_NAMES)

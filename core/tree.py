@@ -521,7 +521,7 @@ def kinematics(problem) -> TreeKinematics:
     return model
 
 
-def metric(model: TreeKinematics, R, c, screws, moved_motors, moved_bodies):
+def metric(model: TreeKinematics, R, screws, T, moved_motors, moved_bodies):
     """The minimal-motion metric in tree coordinates (D, D, F) at the iterate (the block's
     assembled starts) and the gradient (D, F) of its value at the iterate, around the
     unassembled starts: :class:`~looprig.core.terms.MinimalMotion`'s
@@ -530,8 +530,8 @@ def metric(model: TreeKinematics, R, c, screws, moved_motors, moved_bodies):
     per-frame solver's first step counts its move onto the tree joints.
 
     The motors' read-off Jacobian is :meth:`TreeKinematics.motor_rows`. The body
-    metric ``D`` enters with weight 1 for floating bodies and eps = 1e-9 for the others.
-    moved_motors (A, F) [rad | m]: the motors'
+    metric ``D`` enters with weight 1 for floating bodies and eps = 1e-9 for the others,
+    on T (n_free, 6, D, F), the free bodies' :func:`body_tangents`. moved_motors (A, F) [rad | m]: the motors'
     values at the assembled starts minus the starts'; moved_bodies (n, 6, F): every
     body's tangent ``[dc, dtheta]`` [m, rad] from its start to its assembled start."""
     problem = model.problem
@@ -549,7 +549,6 @@ def metric(model: TreeKinematics, R, c, screws, moved_motors, moved_bodies):
     g += ((weight[:, None] * moved_motors)[:, None] * rows).sum(0)
     floating = term.free_bodies[term.floating]
     bodies = term.free_bodies
-    T = body_tangents(model, c, screws, bodies)
     weight = term._body_metric * np.where(np.isin(bodies, floating), 1.0, term._eps)[:, None]  # (B, 6)
     Tf = np.ascontiguousarray(T.reshape(-1, D, F).transpose(2, 0, 1))  # (F, 6B, D)
     WTf = scale * weight.reshape(-1, 1) * Tf
@@ -567,15 +566,14 @@ def body_tangents(model: TreeKinematics, c, screws, bodies: np.ndarray) -> np.nd
     return np.concatenate([moves, omega[None] * model.moves[bodies][:, None, :, None]], axis=1)
 
 
-def levenberg(model: TreeKinematics, R, c, screws) -> np.ndarray:
+def levenberg(model: TreeKinematics, R, T) -> np.ndarray:
     """The per-frame solver's Levenberg damping in tree coordinates (D, D, F): its
     ``eps_p I`` on the body tangents (``eps_p`` = 1e-12 times the largest diagonal entry
     of the frame tasks' Gauss-Newton Hessian in body coordinates, at least 1e-12), on the
     tree's joint basis, ``eps_p Z^T Z``. It is what resolves a direction that no motor,
     target or loop sees and the minimal-motion metric weighs by its eps alone (a rod's
-    spin between two ball joints), as it does in the per-frame solver."""
-    bodies = model.problem.constraints.free_bodies
-    T = body_tangents(model, c, screws, bodies)
+    spin between two ball joints), as it does in the per-frame solver. T (n_free, 6, D, F):
+    the free bodies' :func:`body_tangents`."""
     D, F = model.D, R.shape[-1]
     # the tasks' Gauss-Newton diagonal per body: translations w_p; rotations from the
     # position rows (e_m x arm) and the orientation rows (1 - u_m^2 per tracked axis u)
@@ -731,8 +729,9 @@ def _start_terms(model: TreeKinematics, R, c, starts, screws):
         ],
         axis=1,
     )  # (n, 6, F)
-    H, g = metric(model, R, c, screws, moved, moved_bodies)
-    H += levenberg(model, R, c, screws)
+    T = body_tangents(model, c, screws, model.problem.constraints.free_bodies)
+    H, g = metric(model, R, screws, T, moved, moved_bodies)
+    H += levenberg(model, R, T)
     values = np.zeros((model.D, len(starts)))
     if model.couplings is not None:
         values[model.coupling_q] = model.couplings.readout.read(states, R=rotations).T

@@ -6,6 +6,7 @@ whichever :func:`~looprig.core.step.step_kkt` picks) and for a block of
 :data:`~looprig.core.clip.CLIP_BLOCK` frames (the clip solver), in ms a frame,
 best of ``--repeat`` runs with BLAS on one thread. A converged frame needs at least
 one of each, so these are the floors under looprig's figures in ``make bench-peers``.
+Then the whole-clip solve's stages and the tree path's kernels (:func:`clip_split`).
 
     python bench/floors.py [--repeat N]
 """
@@ -14,7 +15,8 @@ import argparse
 import time
 
 import numpy as np
-from looprig.core.clip import CLIP_BLOCK
+from looprig.core import tree
+from looprig.core.clip import CLIP_BLOCK, clip_starts, coarse_states, solve_clip
 from looprig.core.linalg import single_threaded_blas
 from looprig.core.rotations import quat_to_matrix
 from looprig.core.step import build_step, step_kkt
@@ -53,6 +55,50 @@ def floors(mech: str, batch: int, repeat: int) -> tuple[float, float]:
     return 1e3 * linearising / batch, 1e3 * (both - linearising) / batch
 
 
+def clip_split(mech: str, repeat: int) -> dict[str, float]:
+    """ms a frame of each stage of ``coarse_then_clip`` on the whole trajectory (best of
+    ``repeat``): the coarse frames (their sequence by the per-frame solver and their clip),
+    the interpolated starts, the fine clip; and, inside the tree path (``core/tree.py``)
+    on all frames from those starts, its kernels: the starts' assembly and the metric, one
+    Newton evaluation (screws, rows and Jacobians, KKT matrices), the batched solve, one
+    retraction and the read-back to body states."""
+    problem, targets, times, first = setup(mech, None)
+    F = len(times)
+    out = {}
+    coarse = best_seconds(lambda: coarse_states(problem, times, targets, first), repeat)
+    known = coarse_states(problem, times, targets, first)
+    starts = clip_starts(times, *known)
+    out["coarse frames"] = coarse
+    out["starts"] = best_seconds(lambda: clip_starts(times, *known), repeat)
+    out["fine clip"] = best_seconds(lambda: solve_clip(problem, targets, starts), repeat)
+    model = tree.kinematics(problem)
+    target_p = np.ascontiguousarray(targets.positions.transpose(1, 2, 0))
+    target_a = np.ascontiguousarray(targets.rotations.transpose(1, 3, 2, 0))
+
+    def setup_terms():
+        R, c = model.to_frames(starts)
+        model.assemble(R, c)
+        screws = model.screws(R, c)
+        return R, c, screws, tree._start_terms(model, R, c, starts, screws)
+
+    R, c, screws, (H, _, values) = setup_terms()
+
+    def evaluate():
+        s = model.screws(R, c)
+        rc, Jc = model.constraint_rows(R, c, s, values)
+        rt, Jt = model.task_rows(R, c, s, target_p, target_a)
+        return tree._kkt_matrix(H, Jt, Jc, 1e-12), np.concatenate([(Jt * rt[:, None]).sum(0), rc]).T
+
+    K, rhs = evaluate()
+    out["tree: assembly, metric"] = best_seconds(setup_terms, repeat)
+    out["tree: Newton evaluation"] = best_seconds(evaluate, repeat)
+    out["tree: KKT solve"] = best_seconds(lambda: np.linalg.solve(K, rhs[..., None]), repeat)
+    dq = np.zeros((model.D, F))
+    out["tree: retraction"] = best_seconds(lambda: model.retract(R.copy(), c.copy(), screws, dq), repeat)
+    out["tree: to body states"] = best_seconds(lambda: model.to_states(R, c), repeat)
+    return {name: 1e3 * seconds / F for name, seconds in out.items()}
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeat", type=int, default=50)
@@ -64,6 +110,12 @@ def main(argv=None) -> int:
             one = floors(mech, 1, args.repeat)
             block = floors(mech, CLIP_BLOCK, max(3, args.repeat // 10))
             print(f"| {mech} | {one[0]:.3f} | {one[1]:.3f} | {block[0]:.4f} | {block[1]:.4f} |")
+        splits = {mech: clip_split(mech, max(3, args.repeat // 10)) for mech in SETUPS}
+    print()
+    print("| ms a frame | " + " | ".join(splits) + " |")
+    print("|---|" + "---|" * len(splits))
+    for stage in next(iter(splits.values())):
+        print(f"| {stage} | " + " | ".join(f"{split[stage]:.4f}" for split in splits.values()) + " |")
     return 0
 
 

@@ -45,6 +45,13 @@ SETUPS = {
 }
 
 
+#: what each variant runs on
+NOTES = {
+    "clip": "numpy, tree coordinates where core/tree.py applies (all three), else maximal",
+    "frame": "numpy, maximal coordinates",
+}
+
+
 def motorised(mechanism: Mechanism, names) -> Mechanism:
     """The joints the trajectory names get a motor (angle or displacement)."""
     joints = []
@@ -154,7 +161,7 @@ def main(argv=None) -> int:
     problem, targets, times, first = setup(args.mech, args.frames)
     config = {"iters": args.iters, "tol": args.tol, "tag": f"tol{args.tol:.0e}_max{args.iters}"}
     for variant, run in (("clip", run_clip), ("frame", run_frame)):
-        recorder = Recorder(f"looprig-{variant}", args.mech, config, notes="numpy, maximal coordinates")
+        recorder = Recorder(f"looprig-{variant}", args.mech, config, notes=NOTES[variant])
         with single_threaded_blas():
             for _ in range(args.reps):
                 recorder.start_rep()

@@ -21,7 +21,9 @@ start in the minimal-motion metric (the interpolated coarse path instead of
 the previous fine frame): at an exact singularity this gives a smoother curve
 than the per-frame solver, whose answer there kinks towards the previous frame.
 Problems with terms that couple consecutive frames (velocity barriers, actuator
-speed and acceleration terms) are solved frame by frame by the caller.
+speed and acceleration terms) are solved frame by frame by the caller. Where
+:mod:`~looprig.core.tree` applies, :func:`solve_clip` iterates in the spanning tree's
+joint coordinates first (see there).
 """
 
 import dataclasses
@@ -135,12 +137,20 @@ def solve_clip(
 
     targets: batched to F; reference: what each frame's terms compare with
     (read-off unwrapping; by default the starts; see :func:`couples_frames` for
-    terms that need the previous frame's answer). Frames are solved in blocks of
-    :data:`CLIP_BLOCK`. SQP as in :func:`~looprig.core.ik.solve_ik` —
-    the same KKT step, step cap, l1 merit, gain-ratio damping and chord-step
-    convergence test — per frame on masks, without the second-order correction
-    (frames that end off the manifold are restored by
-    :func:`~looprig.core.fk.solve_constraints`).
+    terms that need the previous frame's answer).
+
+    Without a ``reference``, when :func:`looprig.core.tree.unsupported` finds nothing
+    (fixed, revolute, prismatic, cylindrical, spherical joints and floating bases; frame
+    targets and the minimal-motion metric; loops, couplings and held motors on
+    one-coordinate tree joints; no direction that no motor, target or loop sees), all
+    frames are first solved at once by Newton's method in the spanning tree's joint
+    coordinates (:mod:`~looprig.core.tree`: the same step in another basis, the same
+    answers; ``docs/solver.md``). The frames it leaves unconverged, and every frame of
+    any other problem, are solved in blocks of :data:`CLIP_BLOCK` by the SQP of
+    :func:`~looprig.core.ik.solve_ik` — the same KKT step, step cap, l1 merit,
+    gain-ratio damping and chord-step convergence test — per frame on masks, without
+    the second-order correction (frames that end off the manifold are restored by
+    :func:`~looprig.core.fk.solve_constraints`), from their starts.
     """
     settings = settings or problem.settings
     frames = np.arange(len(starts))

@@ -521,37 +521,45 @@ def kinematics(problem) -> TreeKinematics:
     return model
 
 
-def metric(model: TreeKinematics, R, screws, T, moved_motors, moved_bodies):
-    """The minimal-motion metric in tree coordinates (D, D, F) at the iterate (the block's
-    assembled starts) and the gradient (D, F) of its value at the iterate, around the
-    unassembled starts: :class:`~looprig.core.terms.MinimalMotion`'s
-    ``w L^2 (J_p^T S J_p + eps D)`` on the tree's joint basis, the starts' assembly
-    (:meth:`TreeKinematics.assemble`) counted as part of the first step, as the
-    per-frame solver's first step counts its move onto the tree joints.
+def metric(model: TreeKinematics, R, c, screws, moved_motors, moved_bodies):
+    """The minimal-motion metric in tree coordinates with the per-frame solver's damping
+    (D, D, F) at the iterate (the block's assembled starts), and the gradient (D, F) of
+    its value there around the unassembled starts.
 
-    The motors' read-off Jacobian is :meth:`TreeKinematics.motor_rows`. The body
-    metric ``D`` enters with weight 1 for floating bodies and eps = 1e-9 for the others,
-    on T (n_free, 6, D, F), the free bodies' :func:`body_tangents`. moved_motors (A, F) [rad | m]: the motors'
-    values at the assembled starts minus the starts'; moved_bodies (n, 6, F): every
-    body's tangent ``[dc, dtheta]`` [m, rad] from its start to its assembled start."""
+    :class:`~looprig.core.terms.MinimalMotion`'s ``w L^2 (J_p^T S J_p + eps D)`` on the
+    tree's joint basis Z (the free bodies' :func:`body_tangents`): the motors' read-off
+    Jacobian is :meth:`TreeKinematics.motor_rows`, the body metric ``D`` enters with
+    weight 1 for floating bodies and eps = 1e-9 for the others. The damping is the
+    per-frame solver's Levenberg ``eps_p I`` on the body tangents, ``eps_p Z^T Z``
+    (:func:`damping`): it is what resolves what the metric weighs by its eps alone, as
+    in the per-frame solver. The starts' assembly (:meth:`TreeKinematics.assemble`) is
+    counted as part of the first step, as the per-frame solver's first step counts its
+    move onto the tree joints: moved_motors (A, F) [rad | m], the motors' values at the
+    assembled starts minus the starts'; moved_bodies (n, 6, F), every body's tangent
+    ``[dc, dtheta]`` [m, rad] from its start to its assembled start."""
     problem = model.problem
-    F = R.shape[-1]
-    D = model.D
+    F, D = R.shape[-1], model.D
     H, g = np.zeros((D, D, F)), np.zeros((D, F))
+    bodies = problem.constraints.free_bodies
+    weight = np.zeros((len(bodies), 6))  # each body tangent's weight in the metric
     terms = [t for t in problem.objective_terms if isinstance(t, MinimalMotion)]
-    if not terms:
-        return H, g
-    term = terms[0]
-    scale = term.weight * term.length_scale**2
-    rows = model.motor_rows(R, screws)  # (A, D, F)
-    weight = scale * term._row_scale**2  # (A,)
-    H += np.einsum("adf,aef->def", weight[:, None, None] * rows, rows)
-    g += ((weight[:, None] * moved_motors)[:, None] * rows).sum(0)
-    floating = term.free_bodies[term.floating]
-    bodies = term.free_bodies
-    weight = term._body_metric * np.where(np.isin(bodies, floating), 1.0, term._eps)[:, None]  # (B, 6)
+    if terms:
+        term = terms[0]
+        scale = term.weight * term.length_scale**2
+        rows = model.motor_rows(R, screws)  # (A, D, F)
+        motor_weight = scale * term._row_scale**2  # (A,)
+        tree_motor = np.array([name in model.coordinate for name in problem.readout.names], bool)
+        for m in np.flatnonzero(tree_motor):  # one coordinate: a diagonal entry
+            q = model.coordinate[problem.readout.names[m]][0]
+            H[q, q] += motor_weight[m]
+        loop = ~tree_motor
+        H += np.einsum("adf,aef->def", motor_weight[loop, None, None] * rows[loop], rows[loop])
+        g += ((motor_weight[:, None] * moved_motors)[:, None] * rows).sum(0)
+        weight = scale * term._body_metric * np.where(term.floating, 1.0, term._eps)[:, None]
+    W = weight.reshape(1, -1) + damping(model, R)[:, None]  # (F, 6B)
+    T = body_tangents(model, c, screws, bodies)
     Tf = np.ascontiguousarray(T.reshape(-1, D, F).transpose(2, 0, 1))  # (F, 6B, D)
-    WTf = scale * weight.reshape(-1, 1) * Tf
+    WTf = W[..., None] * Tf
     H += (np.swapaxes(Tf, 1, 2) @ WTf).transpose(1, 2, 0)
     a = moved_bodies[bodies].reshape(-1, F).T  # (F, 6B)
     g += (a[:, None, :] @ WTf)[:, 0].T
@@ -566,15 +574,11 @@ def body_tangents(model: TreeKinematics, c, screws, bodies: np.ndarray) -> np.nd
     return np.concatenate([moves, omega[None] * model.moves[bodies][:, None, :, None]], axis=1)
 
 
-def levenberg(model: TreeKinematics, R, T) -> np.ndarray:
-    """The per-frame solver's Levenberg damping in tree coordinates (D, D, F): its
-    ``eps_p I`` on the body tangents (``eps_p`` = 1e-12 times the largest diagonal entry
-    of the frame tasks' Gauss-Newton Hessian in body coordinates, at least 1e-12), on the
-    tree's joint basis, ``eps_p Z^T Z``. It is what resolves a direction that no motor,
-    target or loop sees and the minimal-motion metric weighs by its eps alone (a rod's
-    spin between two ball joints), as it does in the per-frame solver. T (n_free, 6, D, F):
-    the free bodies' :func:`body_tangents`."""
-    D, F = model.D, R.shape[-1]
+def damping(model: TreeKinematics, R) -> np.ndarray:
+    """The per-frame solver's Levenberg damping ``eps_p`` (F,): 1e-12 times the largest
+    diagonal entry of the frame tasks' Gauss-Newton Hessian in body coordinates, at least
+    1e-12 (its smallest damping, relative to :meth:`HessianModel.scale`)."""
+    F = R.shape[-1]
     # the tasks' Gauss-Newton diagonal per body: translations w_p; rotations from the
     # position rows (e_m x arm) and the orientation rows (1 - u_m^2 per tracked axis u)
     diagonal = np.zeros((model.n, 6, F))
@@ -591,9 +595,7 @@ def levenberg(model: TreeKinematics, R, T) -> np.ndarray:
         u = turn(R[b], model.frame_axes[:, axis])
         block[:, 3:] += model.sqrt_orientation[:, axis, None, None] ** 2 * (1.0 - u**2)
     np.add.at(diagonal, b, block)
-    shift = 1e-12 * np.maximum(diagonal.max((0, 1)), 1.0)  # (F,)
-    Tf = np.ascontiguousarray(T.reshape(-1, D, F).transpose(2, 0, 1))  # (F, 6B, D)
-    return (shift[:, None, None] * (np.swapaxes(Tf, 1, 2) @ Tf)).transpose(1, 2, 0)
+    return 1e-12 * np.maximum(diagonal.max((0, 1)), 1.0)
 
 
 def solve(model: TreeKinematics, positions, rotations, starts: np.ndarray, settings, compliance: float):
@@ -710,9 +712,9 @@ def _kkt_matrix(H, Jt, Jc, compliance: float) -> np.ndarray:
 
 def _start_terms(model: TreeKinematics, R, c, starts, screws):
     """At the assembled starts (R (n, 3, 3, F), c (n, 3, F)) of ``starts`` (F, n, 7):
-    the minimal-motion metric with the damping (D, D, F) (:func:`metric`,
-    :func:`levenberg`), its gradient there around the unassembled starts (D, F), and the
-    joint values (D, F) [rad | m] of the coordinates that couplings and held motors read."""
+    the minimal-motion metric with the damping (D, D, F) and its gradient there around
+    the unassembled starts (D, F) (:func:`metric`), and the joint values (D, F)
+    [rad | m] of the coordinates that couplings and held motors read."""
     readout = model.problem.readout
     # the read-offs take positions from the states and rotations from R
     states = np.zeros(starts.shape)
@@ -729,9 +731,7 @@ def _start_terms(model: TreeKinematics, R, c, starts, screws):
         ],
         axis=1,
     )  # (n, 6, F)
-    T = body_tangents(model, c, screws, model.problem.constraints.free_bodies)
-    H, g = metric(model, R, screws, T, moved, moved_bodies)
-    H += levenberg(model, R, T)
+    H, g = metric(model, R, c, screws, moved, moved_bodies)
     values = np.zeros((model.D, len(starts)))
     if model.couplings is not None:
         values[model.coupling_q] = model.couplings.readout.read(states, R=rotations).T

@@ -72,10 +72,14 @@ class SpaceTimeSettings:
     start's barrier parameter (slack times multiplier); coarse_rate: the least rate [Hz]
     of the coarse clip that starts a long one (:func:`coarse_stride`; infinite: none);
     warm_barrier: the barrier parameter the whole clip starts with from the coarse
-    answer.
+    answer; margin: how far inside its limits a changed clip is held, relative to each
+    (a range to its span): curves stored as 32-bit floats (Blender's keys) at up to 60
+    frames a second then still pass the check, which a motor riding exactly at its
+    speed limit did not (4.0000019 rad/s of 4 read back from the keys).
     """
 
     limit_tolerance: float = 1e-9
+    margin: float = 1e-4
     max_iterations: int = 200
     max_backtracks: int = 30
     initial_slack: float = 1.0
@@ -238,7 +242,8 @@ def solve_spacetime(
     )
     problem = dataclasses.replace(problem, regularization=tracking_only)
     screws = JointScrews(problem.tree, len(problem.mechanism.bodies))
-    families = limit_rows(limits, len(states), rate, frozen, ends)
+    held = held_limits(limits, settings.margin)
+    families = limit_rows(held, len(states), rate, frozen, ends)
 
     def solve(
         start_states, start_values, clip=(targets, families, frozen), stage=settings
@@ -263,7 +268,7 @@ def solve_spacetime(
         coarse = np.arange(0, F, stride)
         coarse_frozen = None if frozen is None else frozen[coarse]
         coarse_ends = (ends[0], ends[1] and coarse[-1] == F - 1)
-        coarse_rows = limit_rows(limits, len(coarse), rate / stride, coarse_frozen, coarse_ends)
+        coarse_rows = limit_rows(held, len(coarse), rate / stride, coarse_frozen, coarse_ends)
         clip = (targets.take(coarse), coarse_rows, coarse_frozen)
         tried = {name: solve(S[coarse], V[coarse], clip) for name, (S, V) in starts.items()}
         iterations = sum(t.iterations for t in tried.values())
@@ -286,6 +291,19 @@ def solve_spacetime(
     solution = tried[name]
     solution.start, solution.iterations = name, iterations + sum(t.iterations for t in tried.values())
     return solution
+
+
+def held_limits(limits: ActuatorLimits, margin: float) -> ActuatorLimits:
+    """The limits :func:`solve_spacetime` holds: ``limits`` moved inwards by ``margin``
+    (:attr:`SpaceTimeSettings.margin`), speeds and accelerations times 1 - margin, each
+    finite range's ends by margin times its span."""
+    span = np.where(np.isfinite(limits.upper - limits.lower), limits.upper - limits.lower, 0.0)
+    return ActuatorLimits(
+        limits.lower + margin * span,
+        limits.upper - margin * span,
+        limits.velocity * (1.0 - margin),
+        limits.acceleration * (1.0 - margin),
+    )
 
 
 def _refined(problem, coarse_solution: SpaceTimeSolution, states, values, coarse, frozen):
@@ -427,14 +445,15 @@ def _hold_windows(
     if kept_ends:
         movable[:2] = movable[-2:] = False
     margin = max(int(np.ceil(WINDOW_SECONDS * rate)), 3)
+    start = (states, values)  # a grown window starts from the last one's answer
     while True:
         window = (np.convolve(broken, np.ones(2 * margin + 1))[margin : margin + F] > 0) & movable
         sub, frozen = _with_frozen_edges(window)
         solution = solve_spacetime(
             problem,
             targets.take(sub),
-            states[sub],
-            values[sub],
+            start[0][sub],
+            start[1][sub],
             rate,
             limits,
             settings,
@@ -448,6 +467,8 @@ def _hold_windows(
         if not solution.converged or window[movable].all() or not grow:
             break
         margin *= 2
+        grown = _spliced(solution, sub, frozen, states, values)
+        start = (grown.states, grown.actuators)
     return _spliced(solution, sub, frozen, states, values)
 
 

@@ -137,12 +137,16 @@ def write_curves(
     allow_violations: bool,
     mechanism=None,
     dynamixel_mode: str = "auto",
+    cyclic: bool = False,
 ):
     """Write curves in each format into ``outdir``; refuses (LimitViolationError) unless allowed.
 
-    Tick formats use :func:`dynamixel_settings`. Returns the paths written.
+    Tick formats use :func:`dynamixel_settings`; ``cyclic``: the clip is played in a loop,
+    so its limits are checked (and any violation recorded) across the seam, as
+    ``looprig check --cyclic`` reads them. Returns the paths written.
     """
     from .core import export
+    from .core.curves import LimitCheckSettings
 
     outdir.mkdir(parents=True, exist_ok=True)
     servos = dynamixel_settings(curves, mechanism, dynamixel_mode)
@@ -156,7 +160,8 @@ def write_curves(
         writer, suffix = EXPORT_FORMATS[name]
         path = outdir / f"curves{suffix}"
         options = {"settings": settings[name]} if name in settings else {}
-        getattr(export, writer)(curves, path, allow_violations=allow_violations, **options)
+        check = LimitCheckSettings(cyclic=cyclic)
+        getattr(export, writer)(curves, path, allow_violations=allow_violations, check=check, **options)
         written.append(path)
     return written
 
@@ -391,7 +396,7 @@ def retarget_to_folder(
     :data:`~looprig.core.export.DXL_MODE_CHOICES`); the report then names the mode
     and lists the tick-range violations with the others (:func:`with_tick_plan`).
     """
-    from .core.curves import LimitViolationError, all_violations
+    from .core.curves import LimitCheckSettings, LimitViolationError, all_violations
     from .outputs import OutputError, StagedSet, output_folder, write_text
     from .retime import retarget_timed
 
@@ -434,13 +439,15 @@ def retarget_to_folder(
                 allow_violations=not strict,
                 mechanism=mechanism,
                 dynamixel_mode=dynamixel_mode,
+                cyclic=result.mapping.cyclic,
             )
         except LimitViolationError as error:  # hardware units found out of range by a writer
             raise RetargetRefused(str(error).splitlines()[0], summary, found) from None
         if plot:
             from .plotting import plot_curves
 
-            plot_curves(result.curves, outputs.path(PLOT_NAME), all_violations(result.curves))
+            looped = LimitCheckSettings(cyclic=result.mapping.cyclic)
+            plot_curves(result.curves, outputs.path(PLOT_NAME), all_violations(result.curves, looped))
         write_text(outputs.path(REPORT_NAME), report)
     except OSError as error:
         outputs.abort()

@@ -418,6 +418,7 @@ def cmd_play_live(args) -> int:
         work = 1e3 * report.work_s
         within = "every one within the limits" if not outside else f"{len(outside)} limit violation(s)"
         print(
+            f"start-up {report.startup_s:.2f} s; "
             f"{len(report.sent)} packets at {args.rate:g} Hz, {within}; work per period median "
             f"{sorted(work)[len(work) // 2]:.2f} ms, max {work.max():.2f} ms ({report.status.late} over a "
             f"period); largest lag {report.lag_s.max():.3f} s; "

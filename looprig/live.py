@@ -385,7 +385,8 @@ class LiveReport:
     ``time.monotonic``] when each packet left; ``lag_s`` (P,) [s] the lag after each packet
     (:attr:`LiveStatus.lag_s`); ``wanted`` (P, A) [rad | m] the frame's values each packet
     moved towards; ``stop_requested`` / ``stopped`` [s, monotonic] when :meth:`LiveLink.stop`
-    was called and when the servos were left as set."""
+    was called and when the servos were left as set; ``startup_s`` [s]: the link's
+    :meth:`LiveLink.open` before the first packet (:attr:`LiveLink.startup_s`)."""
 
     period: float
     work_s: np.ndarray
@@ -396,6 +397,7 @@ class LiveReport:
     stop_requested: float
     stopped: float
     status: LiveStatus = field(default_factory=LiveStatus)
+    startup_s: float = math.nan
 
 
 class PacketLog:
@@ -548,6 +550,7 @@ class LiveLink:
             self._stop_requested,
             self._stopped,
             self.status,
+            self.startup_s,
         )
 
     # -------------------------------------------------------------- the thread

@@ -4,6 +4,7 @@ the closed-form duration, the stop within one period, the port pulled mid-stream
 servos checked before the first packet."""
 
 import math
+import re
 import time
 
 import numpy as np
@@ -201,6 +202,8 @@ def test_play_live_streams_a_file_too_fast_for_its_limits_within_them(tmp_path, 
         snapshot = bus.snapshot()
     out, err = capsys.readouterr()
     assert "packets at 100 Hz, every one within the limits" in out
+    startup = re.search(r"start-up (\d+\.\d+) s;", out)  # before the first packet
+    assert startup and float(startup.group(1)) > 0.0, out
     assert "the clip breaks" in err and "fell behind the clip" in err
     _, sent = goals(snapshot)
     assert live.sent_violations(motors, np.vstack([motors.ticks(values[0]), sent]), RATE) == []

@@ -32,7 +32,7 @@ from .constraints import _polynomial
 from .joint_space import JointScrews
 from .kkt import MOTIONS
 from .mechanism import JointKind
-from .rotations import quat_from_matrix, quat_to_matrix, rotvec_from_quat
+from .rotations import quat_from_matrix, quat_to_matrix
 from .terms import FrameTask, JointConstraints, MinimalMotion, MotorLock
 
 #: Joint kinds whose tree joints :meth:`TreeKinematics.assemble` puts back together (a
@@ -116,7 +116,8 @@ def unsupported(problem) -> str | None:
     if extra:
         return f"equality terms {[t.name for t in extra]}"
     coordinate = _joint_coordinates(problem)
-    joints = [problem.readout.names[m] for t in problem.equality_terms[1:] for m in t.motors]
+    motor_joints = [j.name for j in mech.actuated_joints]  # motor m's joint (actuators may be renamed)
+    joints = [motor_joints[m] for t in problem.equality_terms[1:] for m in t.motors]
     joints += [c.joint for c in mech.couplings] + [s for c in mech.couplings for s in c.sources]
     missing = [name for name in joints if name not in coordinate]
     if missing:
@@ -124,7 +125,7 @@ def unsupported(problem) -> str | None:
     readout = problem.readout
     loose = [
         n
-        for n, angle in zip(readout.names, readout.is_angle, strict=True)
+        for n, angle in zip(motor_joints, readout.is_angle, strict=True)
         if n not in coordinate and not angle
     ]
     if loose:
@@ -217,9 +218,15 @@ class TreeKinematics:
             names = self.couplings.readout.names
             self.coupling_q = np.array([self.coordinate[n][0] for n in names], int)
             self.coupling_sign = np.array([self.coordinate[n][1] for n in names])
+        #: motor m's joint (an actuator may carry its own name); the motors that close
+        #: loops (revolute: :func:`unsupported`)
+        self.motor_joints = [j.name for j in mech.actuated_joints]
+        self.loop_motors = np.array(
+            [m for m, n in enumerate(self.motor_joints) if n not in self.coordinate], int
+        )
         self.locks = []
         for term in problem.equality_terms[1:]:
-            names = [problem.readout.names[m] for m in term.motors]
+            names = [self.motor_joints[m] for m in term.motors]
             q = np.array([self.coordinate[n][0] for n in names], int)
             sign = np.array([self.coordinate[n][1] for n in names])
             self.locks.append((term, q, sign))
@@ -323,7 +330,7 @@ class TreeKinematics:
         for a revolute motor that closes a loop (:func:`unsupported` admits no other)."""
         readout = self.problem.readout
         rows = np.zeros((len(readout.names), self.D, R.shape[-1]))
-        for m, name in enumerate(readout.names):
+        for m, name in enumerate(self.motor_joints):
             if name in self.coordinate:
                 q, sign = self.coordinate[name]
                 rows[m, q] = sign
@@ -352,7 +359,7 @@ class TreeKinematics:
         if not A.size:
             return self.D
         singular = np.linalg.svd(A, compute_uv=False)
-        return self.D - int(np.sum(singular > 1e-9 * max(singular.max(initial=0.0), 1e-300)))
+        return self.D - int(np.sum(singular > 1e-6 * max(singular.max(initial=0.0), 1e-300)))
 
     def point_jacobian(self, screws, bodies: np.ndarray, p: np.ndarray) -> np.ndarray:
         """d p / d q (K, 3, D, F) of world points p (K, 3, F) on ``bodies`` (K,)."""
@@ -527,42 +534,84 @@ def metric(model: TreeKinematics, R, c, screws, moved_motors, moved_bodies):
     its value there around the unassembled starts.
 
     :class:`~looprig.core.terms.MinimalMotion`'s ``w L^2 (J_p^T S J_p + eps D)`` on the
-    tree's joint basis Z (the free bodies' :func:`body_tangents`): the motors' read-off
-    Jacobian is :meth:`TreeKinematics.motor_rows`, the body metric ``D`` enters with
-    weight 1 for floating bodies and eps = 1e-9 for the others. The damping is the
-    per-frame solver's Levenberg ``eps_p I`` on the body tangents, ``eps_p Z^T Z``
-    (:func:`damping`): it is what resolves what the metric weighs by its eps alone, as
-    in the per-frame solver. The starts' assembly (:meth:`TreeKinematics.assemble`) is
-    counted as part of the first step, as the per-frame solver's first step counts its
-    move onto the tree joints: moved_motors (A, F) [rad | m], the motors' values at the
-    assembled starts minus the starts'; moved_bodies (n, 6, F), every body's tangent
-    ``[dc, dtheta]`` [m, rad] from its start to its assembled start."""
+    tree's joint basis Z (the bodies' :func:`body_tangents`), plus the per-frame solver's
+    Levenberg ``eps_p I`` on the body tangents (:func:`damping`): the motors' part (their
+    read-off Jacobian is :meth:`TreeKinematics.motor_rows`) and the floating bodies'
+    ``D`` (weight 1) exactly; the other bodies' ``eps D`` (eps = 1e-9) and the damping
+    (1e-12) by their diagonal on Z. With every direction seen by a motor, target or loop
+    (:func:`unsupported` refuses the others) those two shift the answer by about their
+    weight relative to the motors' (1e-9 of a step); where nothing else sees a direction
+    they alone would resolve it, along the per-frame solver's own path.
+
+    The starts' assembly (:meth:`TreeKinematics.assemble`) counts as part of the first
+    step, as the per-frame solver's first step counts its move onto the tree joints:
+    moved_motors (A, F) [rad | m]: the motors' values at the assembled starts minus the
+    starts'; moved_bodies (n, 6, F): every body's tangent ``[dc, dtheta]`` [m, rad]
+    from its start to its assembled start."""
     problem = model.problem
     F, D = R.shape[-1], model.D
     H, g = np.zeros((D, D, F)), np.zeros((D, F))
     bodies = problem.constraints.free_bodies
-    weight = np.zeros((len(bodies), 6))  # each body tangent's weight in the metric
+    alpha = np.zeros((len(bodies), F))  # each body's weight on dc [1/m^2] ...
+    beta = np.zeros((len(bodies), F))  # ... and on dtheta, except the floating bodies'
+    floating = np.zeros(len(bodies), bool)
+    shift = damping(model, R)
     terms = [t for t in problem.objective_terms if isinstance(t, MinimalMotion)]
     if terms:
         term = terms[0]
         scale = term.weight * term.length_scale**2
-        rows = model.motor_rows(R, screws)  # (A, D, F)
         motor_weight = scale * term._row_scale**2  # (A,)
-        tree_motor = np.array([name in model.coordinate for name in problem.readout.names], bool)
-        for m in np.flatnonzero(tree_motor):  # one coordinate: a diagonal entry
-            q = model.coordinate[problem.readout.names[m]][0]
-            H[q, q] += motor_weight[m]
-        loop = ~tree_motor
-        H += np.einsum("adf,aef->def", motor_weight[loop, None, None] * rows[loop], rows[loop])
-        g += ((motor_weight[:, None] * moved_motors)[:, None] * rows).sum(0)
-        weight = scale * term._body_metric * np.where(term.floating, 1.0, term._eps)[:, None]
-    W = weight.reshape(1, -1) + damping(model, R)[:, None]  # (F, 6B)
-    T = body_tangents(model, c, screws, bodies)
-    Tf = np.ascontiguousarray(T.reshape(-1, D, F).transpose(2, 0, 1))  # (F, 6B, D)
-    WTf = W[..., None] * Tf
-    H += (np.swapaxes(Tf, 1, 2) @ WTf).transpose(1, 2, 0)
-    a = moved_bodies[bodies].reshape(-1, F).T  # (F, 6B)
-    g += (a[:, None, :] @ WTf)[:, 0].T
+        for m, name in enumerate(model.motor_joints):
+            if name in model.coordinate:  # one coordinate: a diagonal entry
+                q, sign = model.coordinate[name]
+                H[q, q] += motor_weight[m]
+                g[q] += motor_weight[m] * sign * moved_motors[m]
+        loop = model.loop_motors
+        if len(loop):
+            rows = model.motor_rows(R, screws)[loop]  # (A_loop, D, F)
+            H += np.einsum("adf,aef->def", motor_weight[loop, None, None] * rows, rows)
+            g += ((motor_weight[loop, None] * moved_motors[loop])[:, None] * rows).sum(0)
+        floating = term.floating
+        metric_body = scale * term._body_metric
+        alpha += np.where(floating, metric_body[0], term._eps * metric_body[0])[:, None]
+        beta += np.where(floating, metric_body[3], term._eps * metric_body[3])[:, None]
+    alpha += shift
+    beta += shift
+    # the floating bodies exactly: T^T W T and T^T W a over their tangents T (6, D, F)
+    for k in np.flatnonzero(floating):
+        T = body_tangents(model, c, screws, bodies[k : k + 1])[0]
+        W = np.concatenate([np.broadcast_to(alpha[k], (3, F)), np.broadcast_to(beta[k], (3, F))])
+        H += np.einsum("kdf,kef->def", W[:, None] * T, T)
+        g += (W[:, None] * T * moved_bodies[bodies[k]][:, None]).sum(0)
+    # the others by the diagonal: per coordinate, sums over the bodies it moves of
+    # alpha |omega x c + v|^2 + beta |omega|^2, from their weighted moments
+    others = bodies[~floating]
+    a, b, cb = alpha[~floating], beta[~floating], c[others]  # (B,), (B,), (B, 3, F)
+    dc, dtheta = moved_bodies[others, :3], moved_bodies[others, 3:]
+    moments = np.concatenate(
+        [
+            a[:, None],
+            a[:, None] * cb,
+            (a[:, None, None] * cb[:, :, None] * cb[:, None]).reshape(-1, 9, F),
+            b[:, None],
+            a[:, None] * cross(cb, dc),
+            a[:, None] * dc,
+            b[:, None] * dtheta,
+        ],
+        axis=1,
+    )  # (B, 23, F)
+    sums = np.tensordot(model.moves[others].T, moments, axes=1)  # (D, 23, F)
+    omega, v = screws[0].transpose(1, 0, 2), screws[1].transpose(1, 0, 2)  # (D, 3, F)
+    second = sums[:, 4:13].reshape(D, 3, 3, F)
+    turned = (second * omega[:, None]).sum(2)  # (D, 3, F): A2 omega
+    diagonal = (
+        dot(omega, omega) * (second[:, 0, 0] + second[:, 1, 1] + second[:, 2, 2] + sums[:, 13])
+        - dot(omega, turned)
+        + 2.0 * dot(cross(v, omega), sums[:, 1:4])
+        + dot(v, v) * sums[:, 0]
+    )
+    H[np.arange(D), np.arange(D)] += diagonal
+    g += dot(omega, sums[:, 14:17]) + dot(v, sums[:, 17:20]) + dot(omega, sums[:, 20:23])
     return H, g
 
 
@@ -616,13 +665,14 @@ def solve(model: TreeKinematics, positions, rotations, starts: np.ndarray, setti
     it again)."""
     problem = model.problem
     tol = problem.constraints.tolerance(settings.constraint_tolerance)
-    R_all, c_all = model.to_frames(starts)
+    R0, c0 = model.to_frames(starts)
+    R_all, c_all = R0.copy(), c0.copy()
     model.assemble(R_all, c_all)
     F = len(starts)
     target_p = np.ascontiguousarray(positions.transpose(1, 2, 0))  # (K, 3, F)
     target_a = np.ascontiguousarray(rotations.transpose(1, 3, 2, 0))  # (K, axis, 3, F)
     screws = model.screws(R_all, c_all)
-    H_all, g_first, values_all = _start_terms(model, R_all, c_all, starts, screws)
+    H_all, g_first, values_all = _start_terms(model, R0, c0, R_all, c_all, starts, screws)
     sign = np.ones(model.D)
     for q, s in model.coordinate.values():
         sign[q] = s
@@ -710,31 +760,33 @@ def _kkt_matrix(H, Jt, Jc, compliance: float) -> np.ndarray:
     return K
 
 
-def _start_terms(model: TreeKinematics, R, c, starts, screws):
-    """At the assembled starts (R (n, 3, 3, F), c (n, 3, F)) of ``starts`` (F, n, 7):
-    the minimal-motion metric with the damping (D, D, F) and its gradient there around
-    the unassembled starts (D, F) (:func:`metric`), and the joint values (D, F)
-    [rad | m] of the coordinates that couplings and held motors read."""
-    readout = model.problem.readout
-    # the read-offs take positions from the states and rotations from R
-    states = np.zeros(starts.shape)
-    states[..., :3] = c.transpose(2, 0, 1)
-    rotations = R.transpose(3, 0, 1, 2)
-    R_starts = quat_to_matrix(starts[..., 3:])
-    moved = readout.read(states, R=rotations).T - readout.read(starts, R=R_starts).T
-    moved = np.where(readout.is_angle[:, None], np.angle(np.exp(1j * moved)), moved)  # (A, F)
-    turned = rotations @ np.swapaxes(R_starts, -1, -2)
-    moved_bodies = np.concatenate(
+def _start_terms(model: TreeKinematics, R0, c0, R, c, starts, screws):
+    """At the assembled starts (R (n, 3, 3, F), c (n, 3, F); before assembly R0, c0) of
+    ``starts`` (F, n, 7): the minimal-motion metric with the damping (D, D, F) and its
+    gradient there around the unassembled starts (D, F) (:func:`metric`), and the joint
+    values (D, F) [rad | m] of the coordinates that couplings and held motors read."""
+    F = R.shape[-1]
+    # the bodies' tangents from start to assembled start: dc, and dtheta from
+    # R R0^T ~ I + [dtheta]x (the assembly turns a body by at most a start's defect)
+    turned = np.stack(
         [
-            (states[..., :3] - starts[..., :3]).transpose(1, 2, 0),
-            rotvec_from_quat(quat_from_matrix(turned)).transpose(1, 2, 0),
+            R[:, 2] * R0[:, 1] - R[:, 1] * R0[:, 2],
+            R[:, 0] * R0[:, 2] - R[:, 2] * R0[:, 0],
+            R[:, 1] * R0[:, 0] - R[:, 0] * R0[:, 1],
         ],
         axis=1,
-    )  # (n, 6, F)
+    ).sum(2)  # (n, 3, F): vee(R R0^T - R0 R^T)
+    moved_bodies = np.concatenate([c - c0, 0.5 * turned], axis=1)
+    states = np.zeros(starts.shape)  # the read-offs take positions from here, rotations from R
+    states[..., :3] = c.transpose(2, 0, 1)
+    rotations = R.transpose(3, 0, 1, 2)
+    readout = model.problem.readout
+    moved = readout.read(states, R=rotations).T - readout.read(starts, R=R0.transpose(3, 0, 1, 2)).T
+    moved = np.where(readout.is_angle[:, None], np.angle(np.exp(1j * moved)), moved)  # (A, F)
     H, g = metric(model, R, c, screws, moved, moved_bodies)
-    values = np.zeros((model.D, len(starts)))
+    values = np.zeros((model.D, F))
     if model.couplings is not None:
         values[model.coupling_q] = model.couplings.readout.read(states, R=rotations).T
     for term, q, _ in model.locks:
-        values[q] = readout.read(states, R=rotations)[:, term.motors].T
+        values[q] = model.problem.readout.read(states, R=rotations)[:, term.motors].T
     return H, g, values

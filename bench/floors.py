@@ -76,10 +76,11 @@ def clip_split(mech: str, repeat: int) -> dict[str, float]:
     target_a = np.ascontiguousarray(targets.rotations.transpose(1, 3, 2, 0))
 
     def setup_terms():
-        R, c = model.to_frames(starts)
+        R0, c0 = model.to_frames(starts)
+        R, c = R0.copy(), c0.copy()
         model.assemble(R, c)
         screws = model.screws(R, c)
-        return R, c, screws, tree._start_terms(model, R, c, starts, screws)
+        return R, c, screws, tree._start_terms(model, R0, c0, R, c, starts, screws)
 
     R, c, screws, (H, _, values) = setup_terms()
 

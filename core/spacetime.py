@@ -40,6 +40,8 @@ from .banded import NewtonSystem, RowSet, StencilRows, converged_kkt
 from .ik import IKProblem
 from .joint_space import JointScrews
 from .rotations import quat_to_matrix
+from .spacetime_tree import TreeClip
+from .spacetime_tree import applies as tree_path
 from .step import build_step, with_constraint_curvature
 from .terms import Reference, Targets
 from .terms.limits import ActuatorLimits
@@ -657,23 +659,39 @@ class _Linearization:
 
 
 def _linearize(
-    problem, screws: JointScrews, at, values, loop_multipliers, damping: float, frozen=None, anchor=None
+    problem,
+    screws: JointScrews,
+    at,
+    values,
+    loop_multipliers,
+    damping: float,
+    frozen=None,
+    anchor=None,
+    kin: TreeClip | None = None,
 ) -> _Linearization:
     """The :class:`_Linearization` at ``at`` (a :class:`~looprig.core.step.LinearizedStep`
     of every frame) whose motors read ``values`` (F, A); loop_multipliers (F, m) or None;
     damping: Levenberg's, relative to each frame's largest Hessian diagonal entry;
     frozen (F,) bool or None: frames that do not move (their steps are exactly zero: no
     gradient, no motor rate, an identity Hessian); anchor: (weight, displacement (F, D))
-    of the gentle interior point's pull back to its start, or None."""
+    of the gentle interior point's pull back to its start, or None; kin: the iterate's
+    kinematics in tree coordinates (``at`` a :class:`~looprig.core.spacetime_tree.TreePoint`),
+    or None (a :class:`~looprig.core.step.LinearizedStep`)."""
     cs, tree = problem.constraints, problem.tree
-    S, R = at.point.state, at.point.R
-    F = len(S)
-    Z = tree.joint_basis(S, R)
-    model = at.model
-    if loop_multipliers is not None:
-        model = with_constraint_curvature(problem, model, at.point, loop_multipliers)
-    H_theta = model.project(Z, np.zeros(F)) + _objective_curvature(problem, screws, at.point)
-    g_theta = (at.gradient[:, None, :] @ Z)[:, 0]
+    F = len(at.value)
+    if kin is not None:  # no loops: the tree's own kernels
+        Z = None
+        H_theta, g_theta, PZ = kin.linearized(at)
+        H_theta = H_theta + _objective_curvature(problem, screws, at.point)
+    else:
+        S, R = at.point.state, at.point.R
+        Z = tree.joint_basis(S, R)
+        model = at.model
+        if loop_multipliers is not None:
+            model = with_constraint_curvature(problem, model, at.point, loop_multipliers)
+        H_theta = model.project(Z, np.zeros(F)) + _objective_curvature(problem, screws, at.point)
+        g_theta = (at.gradient[:, None, :] @ Z)[:, 0]
+        PZ = problem.readout.jacobian(S, R, cs.column_of_body, cs.n_vars) @ Z
     if anchor is not None:
         pull, displacement = anchor
         H_theta = H_theta + pull * np.eye(tree.dof)
@@ -689,8 +707,6 @@ def _linearize(
     else:
         W = np.broadcast_to(np.eye(tree.dof), (F, tree.dof, tree.dof))
         q0, restore = np.zeros((F, tree.dof)), None
-    P = problem.readout.jacobian(S, R, cs.column_of_body, cs.n_vars)
-    PZ = P @ Z
     Wt = np.swapaxes(W, 1, 2)
     H = _convex(Wt @ H_theta @ W, damping)
     if frozen is not None and frozen.any():
@@ -797,7 +813,11 @@ def _interior_point(
     values = np.array(actuators, dtype=float)
     reference = Reference(states.copy(), quat_to_matrix(states[..., 3:]), values.copy())
 
+    kin = TreeClip(problem, targets) if tree_path(problem) else None
+
     def evaluate(S):  # the joints' Jacobian only when the loops ask for it (lazily)
+        if kin is not None:
+            return kin.evaluate(S)
         return build_step(problem, problem.point(S, targets, reference), constraint_jacobian=False)
 
     def row_excess(v):
@@ -819,7 +839,7 @@ def _interior_point(
     loops = np.r_[tree.loop_rows, np.arange(tree.cs_rows, at.constraint.shape[1])]
     for _ in range(settings.max_iterations):
         if weight is None and gentle:
-            stiffness = _linearize(problem, screws, at, values, None, 0.0, frozen).H_theta
+            stiffness = _linearize(problem, screws, at, values, None, 0.0, frozen, kin=kin).H_theta
             pull = ANCHOR * max(float(np.abs(np.diagonal(stiffness, axis1=1, axis2=2)).max()), 1e-300)
         lin = _linearize(
             problem,
@@ -830,6 +850,7 @@ def _interior_point(
             damping,
             frozen,
             (pull, displacement) if gentle else None,
+            kin,
         )
         rows = RowSet([_stencil(r, lin.b, lin.B) for r in families], F, lin.W.shape[-1])
         if weight is None:
@@ -911,9 +932,12 @@ def _interior_point(
             - nu_limits * float(np.maximum(np.abs(r_p) - rounding, 0.0).sum())
         )
 
-        def tried(step, slack_step, start=(states, at, values, slack)):
+        def tried(step, slack_step, start=(states, at, values, slack), rates=lin.PZ):
             """The iterate after a step (F, D) of the joint coordinates and (m,) of the slacks."""
             S, at_S, v, s = start
+            if kin is not None:  # every motor a tree joint: moved by exactly its step
+                reached = kin.moved(at_S, step)
+                return reached.point.state, reached, v + (rates @ step[..., None])[..., 0], s + slack_step
             moved = tree.retract(S, at_S.point.R, step)
             if gentle:
                 moved, reached = _close_loops(problem, evaluate, moved, loops, tolerance)
@@ -962,6 +986,8 @@ def _interior_point(
     sizes = np.cumsum([int(np.prod(shape)) for shape in shapes])[:-1]
     z_parts = [part.reshape(shape) for part, shape in zip(np.split(z, sizes), shapes, strict=True)]
     s_parts = [part.reshape(shape) for part, shape in zip(np.split(slack, sizes), shapes, strict=True)]
+    if kin is not None:  # the joints' residual, as the other path reports it
+        at = build_step(problem, problem.point(states, targets, reference), constraint_jacobian=False)
     return SpaceTimeSolution(
         states,
         values,

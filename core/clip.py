@@ -158,7 +158,7 @@ def solve_clip(
     tree_path = reference is None and tree.unsupported(problem) is None
     reference = _reference(problem, starts) if reference is None else reference
     if tree_path:
-        fast = _solve_in_tree_coordinates(problem, targets, starts, reference, settings)
+        fast = _solve_in_tree_coordinates(problem, targets, starts, settings)
         frames = np.flatnonzero(~fast.converged)
     blocks = np.array_split(frames, max(1, -(-len(frames) // CLIP_BLOCK))) if len(frames) else []
     parts = [
@@ -175,13 +175,12 @@ def solve_clip(
 
 
 def _solve_in_tree_coordinates(
-    problem: IKProblem, targets: Targets, starts: np.ndarray, reference: Reference, settings: IKSettings
+    problem: IKProblem, targets: Targets, starts: np.ndarray, settings: IKSettings
 ) -> ClipSolution:
     """:func:`solve_clip` by Newton's method in the spanning tree's joint coordinates
-    (:mod:`~looprig.core.tree`), all frames at once; ``converged`` marks the frames it
-    settled (loop rows at the tolerance, the last step below ``step_tolerance``);
-    ``reference`` is not read (the starts are the minimal-motion metric's reference, as
-    :func:`solve_clip`'s default; a caller's own reference takes the other path)."""
+    (:mod:`~looprig.core.tree`), all frames at once, the starts being the minimal-motion
+    metric's reference (:func:`solve_clip`'s default); ``converged`` marks the frames it
+    settled (loop rows at the tolerance, the last step below ``step_tolerance``)."""
     model = tree.kinematics(problem)
     compliance = dual_regularization(problem, settings)
     return ClipSolution(

@@ -6,15 +6,23 @@ import numpy as np
 import pytest
 from looprig.core import FrameObjective, IKProblem, IKSettings, IKTargets, solve_ik, tree
 from looprig.core.clip import _reference, _solve_block, clip_starts, solve_clip
+from looprig.core.fk import solve_fk
 from looprig.core.library import NAMES, build
-from looprig.core.library._build import link
+from looprig.core.library._build import hinge, link
 from looprig.core.linalg import single_threaded_blas
-from looprig.core.mechanism import Body, Frame, Joint, JointKind, Mechanism
+from looprig.core.mechanism import Actuator, Body, Frame, Joint, JointKind, Mechanism
 from looprig.core.motion import feasible_motion
 from looprig.core.rotations import quat_to_matrix
 from looprig.core.terms import MotorLock, Targets
+from test_constraints import fan
+from test_couplings import COUPLINGS
 
-TREE_NAMES = [n for n in NAMES if n != "walker"]  # the walker's test problem has a CoM task
+TREE_NAMES = [n for n in NAMES if n != "walker"]  # the walker: frame by frame in retarget
+FD_NAMES = [
+    n
+    for n in NAMES
+    if tree.unsupported(IKProblem(build(n), [FrameObjective(f.name, 1, 1) for f in build(n).frames])) is None
+]
 
 
 def _problem(name: str, terms=(), settings=None) -> IKProblem:
@@ -30,24 +38,16 @@ def _rows(model, R, c, values, targets):
     return np.concatenate([rc, rt]), np.concatenate([Jc, Jt]), screws
 
 
-@pytest.mark.parametrize("name", [n for n in TREE_NAMES if tree.unsupported(_problem(n)) is None])
-def test_tree_jacobians_match_differences_through_the_retraction(name):
-    """Every loop, held-motor and task row's Jacobian in tree coordinates against central
-    differences of the rows along each coordinate, moved by :meth:`retract`."""
-    problem = _problem(name)
-    states = feasible_motion(problem.mechanism, duration=0.01, rate=100, seed=3)[:1]
-    readout = problem.readout
-    locks = [MotorLock(readout, np.arange(len(readout.names)), readout.read(states[0]) + 0.01, 0.3)]
-    if tree.unsupported(_problem(name, locks)) is None:
-        problem = _problem(name, locks)
+def _check_jacobians(problem: IKProblem, state: np.ndarray):
+    """Every loop, coupling, held-motor and task row's Jacobian in tree coordinates at
+    ``state`` (n, 7) against central differences of the rows along each coordinate,
+    moved by :meth:`retract` (held motors' and coupled joints' values moved with them)."""
     model = tree.TreeKinematics(problem)
-    R, c = model.to_frames(states)
+    R, c = model.to_frames(state[None])
     model.assemble(R, c)
     points, axes = problem.frame_terms.poses(model.to_states(R, c))
     targets = (points.transpose(1, 2, 0) + 0.01, np.swapaxes(axes, -1, -2).transpose(1, 2, 3, 0))
-    values = np.zeros((model.D, 1))
-    for lock_term, q, _ in model.locks:
-        values[q] = readout.read(model.to_states(R, c))[:, lock_term.motors].T
+    values = tree._start_terms(model, *model.to_frames(state[None]), R, c, state[None], model.screws(R, c))[2]
     _, J, screws = _rows(model, R, c, values, targets)
     h = 1e-6
     sign = np.ones(model.D)
@@ -62,7 +62,55 @@ def test_tree_jacobians_match_differences_through_the_retraction(name):
             model.retract(Rk, ck, screws, dq)
             moved.append(_rows(model, Rk, ck, values + sign[:, None] * dq, targets)[0])
         numeric = (moved[0] - moved[1]) / (2 * h)
-        assert np.abs(numeric - J[:, k]).max() <= 1e-7 * max(1.0, np.abs(J).max()), (name, k)
+        assert np.abs(numeric - J[:, k]).max() <= 1e-7 * max(1.0, np.abs(J).max()), k
+
+
+@pytest.mark.parametrize("name", FD_NAMES)
+def test_tree_jacobians_match_differences_through_the_retraction(name):
+    """On every supported reference mechanism (the walker: a floating root), with every
+    motor held."""
+    problem = _problem(name)
+    state = feasible_motion(problem.mechanism, duration=0.01, rate=100, seed=3)[0]
+    readout = problem.readout
+    locks = [MotorLock(readout, np.arange(len(readout.names)), readout.read(state) + 0.01, 0.3)]
+    if tree.unsupported(_problem(name, locks)) is None:
+        problem = _problem(name, locks)
+    _check_jacobians(problem, state)
+
+
+@pytest.mark.parametrize("coupling", COUPLINGS, ids=lambda c: c.name)
+def test_tree_jacobians_of_couplings_match_differences(coupling):
+    """The coupled fan (a differential, a polynomial): its coupling rows read tree joints."""
+    m = fan(coupling)
+    problem = IKProblem(m, [FrameObjective(name) for name in ("a", "b")])
+    assert tree.unsupported(problem) is None and tree.kinematics(problem).couplings is not None
+    state = solve_fk(m, [0.4, -0.7, 0.9]).state
+    _check_jacobians(problem, state)
+
+
+def test_tree_jacobians_of_a_slide_closing_a_loop_match_differences():
+    """A crank carrying two links whose ends slide along each other: the prismatic joint
+    closes the loop, so its slide and dot rows are loop rows."""
+    a, b, c = np.array([0.1, 0.0, 0.0]), np.array([0.1, 0.08, 0.0]), np.array([0.18, 0.03, 0.0])
+    m = Mechanism(
+        [
+            Body("ground", grounded=True),
+            link("crank", np.zeros(3), a),
+            link("left", a, b),
+            link("right", a, c),
+        ],
+        [
+            hinge("r0", "ground", "crank", np.zeros(3), actuator=Actuator()),
+            hinge("r1", "crank", "left", a),
+            hinge("r2", "crank", "right", a + [0.0, 0.0, 0.01]),
+            Joint("slot", JointKind.PRISMATIC, "left", "right", anchor=b, axis=c - b),
+        ],
+        [Frame("tip", "right", position=c)],
+    )
+    problem = IKProblem(m, [FrameObjective("tip", 1, 1)])
+    model = tree.kinematics(problem)
+    assert len(model.slide[0]) == 2 and len(model.dot[0]) == 3
+    _check_jacobians(problem, m.initial_state())
 
 
 def test_two_link_elbow_meets_the_law_of_cosines():

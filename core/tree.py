@@ -15,15 +15,18 @@ at the iterate, with the task rows ``J_t dq + r_t`` (every frame objective's wei
 rows), the constraint rows ``J_c dq + r_c`` and the minimal-motion metric ``H`` in tree
 coordinates (``Z^T H_s Z`` with ``Z`` the tree's joint basis and ``H_s`` the metric
 of :class:`~looprig.core.terms.MinimalMotion` in body coordinates, taken at the block's
-starts), the step is the KKT step of::
+starts, with the per-frame solver's Levenberg damping ``eps_p Z^T Z``: :func:`metric`),
+the step is the KKT step of::
 
-    min 1/2 |J_t dq + r_t|^2 + 1/2 dq^T (H + eps_p I) dq   s.t.  J_c dq = -r_c
+    min 1/2 |J_t dq + r_t|^2 + 1/2 dq^T H dq   s.t.  J_c dq = -r_c
 
-(``[[H + eps_p I + J_t^T J_t, J_c^T], [J_c, -eps_d I]]``), the per-frame solver's step
-written in another basis of the same tangent space.
+(``[[H + J_t^T J_t, J_c^T], [J_c, -eps_d I]]``), the per-frame solver's step written in
+another basis of the same tangent space; after each Newton step the same matrix gives
+a chord step (:func:`solve`).
 
 Layout: body rotations ``R`` (n, 3, 3, F), CoM positions ``c`` (n, 3, F) [m], world;
-screws ``omega``, ``v`` (D, 3, F); Jacobians (rows, D, F). Vector axis second to last.
+screws ``omega``, ``v`` (3, D, F), component first; Jacobians (rows, D, F) or, per
+point, (K, 3, D, F). The vector axis of (..., 3, F) arrays is second to last.
 """
 
 import numpy as np

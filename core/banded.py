@@ -18,6 +18,7 @@ of ``F d`` unknowns and bandwidth ``S_max d - 1``: linear in the number of frame
 """
 
 from dataclasses import dataclass
+from functools import cached_property
 
 import numpy as np
 import scipy.linalg as sla
@@ -32,35 +33,67 @@ class StencilRows:
 
     coefficients: (K, R, S, d); bound: (K, R). Rows are best scaled so that their bounds
     are of order one (the interior point's tolerances are absolute in the rows' units).
+    Rows that each read one unknown of every frame (a motor that is a tree joint reads
+    its own coordinate) are given by :meth:`on_columns` instead, and every product
+    then costs a few operations on (K, R) arrays instead of products of small matrices.
     """
 
-    coefficients: np.ndarray
+    coefficients: np.ndarray | None
     bound: np.ndarray
     offset: int = 0
+    columns: np.ndarray | None = None  # (R,) the unknown each row reads, :meth:`on_columns`
+    factors: np.ndarray | None = None  # (K, R, S) its coefficient there
+    d: int = 0  # the unknowns per frame, :meth:`on_columns`
+
+    @classmethod
+    def on_columns(cls, factors: np.ndarray, columns: np.ndarray, d: int, bound: np.ndarray, offset: int = 0):
+        """Rows that read one unknown each: ``sum_j factors[k, r, j] u[offset + k + j,
+        columns[r]] <= bound[k, r]``; d: the unknowns per frame."""
+        return cls(None, bound, offset, np.asarray(columns, int), factors, d)
 
     @property
     def width(self) -> int:
         """S, the frames a row reads."""
-        return self.coefficients.shape[2]
+        return (self.factors if self.coefficients is None else self.coefficients).shape[2]
 
     @property
     def size(self) -> int:
         """The number of rows."""
         return self.bound.size
 
+    @property
+    def dense(self) -> np.ndarray:
+        """The coefficients (K, R, S, d) whichever form the rows were given in."""
+        if self.coefficients is not None:
+            return self.coefficients
+        return self.factors[..., None] * self._selection[None, :, None, :]
+
+    @cached_property
+    def _selection(self) -> np.ndarray:
+        """(R, d): row r reads unknown ``columns[r]``."""
+        E = np.zeros((len(self.columns), self.d))
+        E[np.arange(len(self.columns)), self.columns] = 1.0
+        return E
+
     def times(self, u: np.ndarray) -> np.ndarray:
         """The rows' values (K, R) at u (F, d)."""
         K, o = len(self.bound), self.offset
         out = np.zeros(self.bound.shape)
         for j in range(self.width):
-            out += (self.coefficients[:, :, j] @ u[o + j : o + j + K, :, None])[..., 0]
+            if self.coefficients is None:
+                out += self.factors[:, :, j] * u[o + j : o + j + K, self.columns]
+            else:
+                out += (self.coefficients[:, :, j] @ u[o + j : o + j + K, :, None])[..., 0]
         return out
 
     def transpose_times(self, y: np.ndarray, out: np.ndarray) -> None:
         """Add ``G^T y`` for row weights y (K, R) to out (F, d)."""
         K, o = len(self.bound), self.offset
         for j in range(self.width):
-            out[o + j : o + j + K] += (y[:, None, :] @ self.coefficients[:, :, j])[:, 0]
+            if self.coefficients is None:
+                out[o + j : o + j + K] += (y * self.factors[:, :, j]) @ self._selection
+            else:
+                out[o + j : o + j + K] += (y[:, None, :] @ self.coefficients[:, :, j])[:, 0]
 
 
 class _BandedMatrix:
@@ -84,6 +117,14 @@ class _BandedMatrix:
     def add_stencil(self, rows: StencilRows, weights: np.ndarray) -> None:
         """Add ``G^T diag(weights) G`` of one family of rows (weights (K, R))."""
         c, K, o = rows.coefficients, len(rows.bound), rows.offset
+        if c is None:  # rows on one unknown each: on the blocks' diagonals alone
+            diagonal = np.arange(self.d)
+            for i in range(rows.width):
+                weighted = weights * rows.factors[:, :, i]
+                for j in range(i + 1):
+                    added = (weighted * rows.factors[:, :, j]) @ rows._selection  # (K, d)
+                    self.blocks[o + j : o + j + K, i - j, diagonal, diagonal] += added
+            return
         for i in range(rows.width):
             weighted = np.swapaxes(c[:, :, i] * weights[..., None], 1, 2)  # (K, d, R)
             for j in range(i + 1):

@@ -190,6 +190,14 @@ def _stencil(rows: _Rows, b: np.ndarray, B: np.ndarray) -> StencilRows:
     weight = rows.sign / rows.scale  # (R,)
     if rows.live is not None:
         weight = rows.live[:, None] * weight  # (K, R)
+    touched = (B != 0.0).any(axis=0)  # (A, d)
+    if (touched.sum(axis=1) <= 1).all():  # every motor one coordinate (a tree joint's): its rate
+        column = touched.argmax(axis=1)  # (A,)
+        rate = np.take_along_axis(B, column[None, :, None], axis=2)[..., 0]  # (F, A)
+        factors = np.stack(
+            [w * weight * rate[rows.frames(j)][:, rows.motor] for j, w in enumerate(rows.stencil)], axis=2
+        )  # (K, R, S)
+        return StencilRows.on_columns(factors, column[rows.motor], B.shape[-1], -excess(rows, b), rows.first)
     coefficients = np.stack(
         [w * weight[..., None] * B[rows.frames(j)][:, rows.motor] for j, w in enumerate(rows.stencil)], axis=2
     )  # (K, R, S, d)
@@ -1030,7 +1038,7 @@ def row_stiffness(rows: RowSet, H: np.ndarray) -> np.ndarray:
         K, o = len(f.bound), f.offset
         reach = np.zeros(f.bound.shape)
         for j in range(f.width):
-            c = f.coefficients[:, :, j]  # (K, R, d)
+            c = f.dense[:, :, j]  # (K, R, d)
             reach += np.einsum("krd,kde,kre->kr", c, H_inv[o + j : o + j + K], c)
         parts.append(np.where(reach > 0.0, 1.0 / np.where(reach > 0.0, reach, 1.0), 1.0).ravel())
     return np.concatenate(parts) if parts else np.zeros(0)

@@ -27,7 +27,7 @@ def dense(rows: RowSet) -> np.ndarray:
         for k in range(len(f.bound)):
             for r in range(f.bound.shape[1]):
                 row = np.zeros((rows.frames, rows.d))
-                row[k : k + f.width] = f.coefficients[k, r]
+                row[k : k + f.width] = f.dense[k, r]
                 G.append(row.ravel())
     return np.array(G).reshape(-1, rows.frames * rows.d)
 
@@ -81,3 +81,32 @@ def test_converged_kkt_needs_all_three(r_d, r_p, mu, expected):
 def test_stationarity_is_relative_to_its_parts():
     """A residual of 1e-7 beside parts of 1e3 is rounding, not an error."""
     assert converged_kkt(np.array([1e-7]), np.zeros(1), 0.0, 1e-9, np.array([1e3]))
+
+
+@settings(max_examples=30, deadline=None)
+@given(st.integers(0, 10_000), st.integers(3, 9), st.integers(1, 4))
+def test_rows_on_one_unknown_each_are_the_rows_with_those_coefficients(seed, frames, d):
+    """:meth:`StencilRows.on_columns` (a motor that is a tree joint: each row reads one
+    coordinate) gives the same products and Newton matrix as its dense coefficients."""
+    rng = np.random.default_rng(seed)
+    families, dense_families = [], []
+    for width in (1, 2, 3):
+        K = frames - width + 1
+        factors, columns = rng.normal(size=(K, 3, width)), rng.integers(0, d, 3)
+        rows = StencilRows.on_columns(factors, columns, d, rng.uniform(0.5, 1.5, (K, 3)))
+        families.append(rows)
+        dense_families.append(StencilRows(rows.dense, rows.bound))
+    fast, slow = RowSet(families, frames, d), RowSet(dense_families, frames, d)
+    u, y = rng.normal(size=(frames, d)), rng.normal(size=fast.size)
+    np.testing.assert_allclose(fast.times(u), slow.times(u), atol=1e-12)
+    np.testing.assert_allclose(fast.transpose(y), slow.transpose(y), atol=1e-12)
+    A = rng.normal(size=(frames, d, d))
+    H = A @ np.swapaxes(A, 1, 2) + 0.1 * np.eye(d)
+    s, z = rng.uniform(0.01, 2.0, fast.size), rng.uniform(0.01, 2.0, fast.size)
+    r_d, r_p, r_c = rng.normal(size=(frames, d)), rng.normal(size=fast.size), rng.normal(size=fast.size)
+    for a, b in zip(
+        NewtonSystem(H, fast, s, z).direction(r_d, r_p, r_c),
+        NewtonSystem(H, slow, s, z).direction(r_d, r_p, r_c),
+        strict=True,
+    ):
+        np.testing.assert_allclose(a, b, atol=1e-9)

@@ -690,7 +690,7 @@ def _linearize(
     if kin is not None:  # no loops: the tree's own kernels
         Z = None
         H_theta, g_theta, PZ = kin.linearized(at)
-        H_theta = H_theta + _objective_curvature(problem, screws, at.point)
+        H_theta = H_theta + kin.curvature(at, screws)
     else:
         S, R = at.point.state, at.point.R
         Z = tree.joint_basis(S, R)
@@ -943,9 +943,9 @@ def _interior_point(
         def tried(step, slack_step, start=(states, at, values, slack), rates=lin.PZ):
             """The iterate after a step (F, D) of the joint coordinates and (m,) of the slacks."""
             S, at_S, v, s = start
-            if kin is not None:  # every motor a tree joint: moved by exactly its step
-                reached = kin.moved(at_S, step)
-                return reached.point.state, reached, v + (rates @ step[..., None])[..., 0], s + slack_step
+            if kin is not None:  # every motor a tree joint: moved by exactly its step; the
+                reached = kin.moved(at_S, step)  # body states are read off once, at the end
+                return None, reached, v + (rates @ step[..., None])[..., 0], s + slack_step
             moved = tree.retract(S, at_S.point.R, step)
             if gentle:
                 moved, reached = _close_loops(problem, evaluate, moved, loops, tolerance)
@@ -994,7 +994,8 @@ def _interior_point(
     sizes = np.cumsum([int(np.prod(shape)) for shape in shapes])[:-1]
     z_parts = [part.reshape(shape) for part, shape in zip(np.split(z, sizes), shapes, strict=True)]
     s_parts = [part.reshape(shape) for part, shape in zip(np.split(slack, sizes), shapes, strict=True)]
-    if kin is not None:  # the joints' residual, as the other path reports it
+    if kin is not None:  # the body states, and the joints' residual as the other path reports it
+        states = at.point.state
         at = build_step(problem, problem.point(states, targets, reference), constraint_jacobian=False)
     return SpaceTimeSolution(
         states,

@@ -17,9 +17,10 @@ from functools import cached_property
 
 import numpy as np
 
+from .joint_space import JointScrews
 from .rotations import quat_from_matrix
 from .terms import Targets
-from .tree import kinematics, unsupported
+from .tree import kinematics, turn, unsupported
 
 
 def applies(problem) -> bool:
@@ -109,6 +110,29 @@ class TreeClip:
         if at.screws is None:
             at.screws = self.model.screws(at.R, at.c)
         return at.screws
+
+    def curvature(self, at: TreePoint, order: JointScrews) -> np.ndarray:
+        """The tracking's second-order part in the joint coordinates (F, D, D) that
+        Gauss-Newton leaves out: ``sum_k a_k . d2 x_k`` over the frames' points and axes
+        x_k under the objective's gradient a_k with respect to them, ``a . (omega_c1 x
+        J_c2(x))`` for c1 outer to c2 (``order``: :class:`~looprig.core.joint_space.JointScrews`,
+        whose :meth:`~looprig.core.joint_space.JointScrews.curvature` this is, frame axis last)."""
+        m, screws = self.model, self._screws(at)
+        body = m.frame_body
+        Rb = at.R[body]
+        p = turn(Rb, m.frame_point) + at.c[body]  # (K, 3, F)
+        pairs = [(m.sqrt_position[:, :, None] ** 2 * (p - self.positions), m.point_jacobian(screws, body, p))]
+        for axis in m.task_axes:
+            u = turn(Rb, m.frame_axes[:, axis])
+            pull = m.sqrt_orientation[:, axis, None, None] ** 2 * (u - self.axes[:, axis])
+            pairs.append((pull, m.direction_jacobian(screws, body, u)))
+        X = 0.0
+        for force, J in pairs:  # a x omega_c = -(omega_c x a), on the coordinates that move x
+            M = -m.direction_jacobian(screws, body, force)  # (K, 3, D, F)
+            X = X + (M[:, :, :, None] * J[:, :, None]).sum((0, 1))  # (D, D, F)
+        X = X.transpose(2, 0, 1)
+        XT = np.swapaxes(X, 1, 2)
+        return np.where(order.symmetric, 0.5 * (X + XT), np.where(order.outer_first, X, XT))
 
     def linearized(self, at: TreePoint):
         """At ``at``: the tracking's Gauss-Newton Hessian (F, D, D) and gradient (F, D) in

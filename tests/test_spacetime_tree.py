@@ -52,8 +52,8 @@ def test_the_tree_path_serves_robots_without_loops_only():
 
 def test_iterate_linearisation_and_step_equal_the_maximal_paths(boxer):
     """Off the exact answer (random joint steps), every quantity the interior point
-    reads: the tracking value, Newton's Hessian and gradient in joint coordinates, the
-    motors' rates, the retracted iterate and its motors."""
+    reads: the tracking value, Newton's Hessian and gradient in joint coordinates (the
+    tracking's curvature too), the motors' rates, the retracted iterate and its motors."""
     mechanism, _, mapping, exact, targets = boxer
     problem = tracking_problem(mechanism, mapping)
     rng = np.random.default_rng(3)
@@ -76,6 +76,9 @@ def test_iterate_linearisation_and_step_equal_the_maximal_paths(boxer):
         np.testing.assert_allclose(
             getattr(frame_last, name), getattr(maximal, name), rtol=0, atol=1e-12, err_msg=name
         )
+    np.testing.assert_allclose(
+        kin.curvature(point, screws), spacetime._objective_curvature(problem, screws, at.point), atol=1e-13
+    )
     step = 0.02 * rng.standard_normal((len(S), tree.dof))
     moved = kin.moved(point, step)
     S2 = tree.retract(S, at.point.R, step)

@@ -260,16 +260,20 @@ def draw_graph_editor(context, path: Path, size=(960, 440), curves=None) -> None
     image.convert("RGB").save(path)
 
 
-def draw_retimed(context, path: Path) -> None:
-    """The demo retimed (Timing Stretch) with markers at frames 7 and 19 pinned, as the
-    Graph Editor shows it after the bake (:func:`draw_graph_editor`): the crank held under
-    its 4 rad/s limit, its action ending after the scene's last frame."""
-    scene = context.scene
+def retarget_stretched(scene) -> None:
+    """Retarget the demo with Timing Stretch and markers at frames 7 and 19 pinned."""
     scene.looprig.timing = "stretch"
     for name, frame in (("beat 1", 7), ("beat 2", 19)):
         scene.timeline_markers.new(name, frame=frame)
     if bpy.ops.looprig.retarget() != {"FINISHED"}:
         raise SystemExit(f"retarget failed: {scene.looprig.status}")
+
+
+def draw_retimed(context, path: Path) -> None:
+    """The demo retimed (:func:`retarget_stretched`), as the Graph Editor shows it after
+    the bake (:func:`draw_graph_editor`): the crank held under its 4 rad/s limit, its
+    action ending after the scene's last frame."""
+    retarget_stretched(context.scene)
     draw_graph_editor(context, path)
 
 

@@ -35,7 +35,7 @@ from pathlib import Path
 
 if __package__ in (None, ""):  # run as a script: the repository root on the path
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from blender_addon.screenshots import ROOT, build, draw_graph_editor  # noqa: I001  (first: it sets Blender's user resources)
+from blender_addon.screenshots import ROOT, build, draw_graph_editor, retarget_stretched  # noqa: I001  (first: it sets Blender's user resources)
 
 import bpy
 import numpy as np
@@ -349,12 +349,7 @@ def retime_panel(context, path: Path) -> None:
     """The Retarget panel after a retarget with Timing Stretch and markers at frames 7 and 19."""
     from looprig.blender_addon import panels
 
-    scene = context.scene
-    scene.looprig.timing = "stretch"
-    for name, frame in (("beat 1", 7), ("beat 2", 19)):
-        scene.timeline_markers.new(name, frame=frame)
-    if bpy.ops.looprig.retarget() != {"FINISHED"}:
-        raise SystemExit(f"retarget failed: {scene.looprig.status}")
+    retarget_stretched(context.scene)
     draw_panel(panels.LOOPRIG_PT_solve, context, path, width=420)
 
 

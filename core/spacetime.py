@@ -243,14 +243,7 @@ def solve_spacetime(
     paper's state regularizer), whose part the hard limits take."""
     settings = settings or SpaceTimeSettings()
     limits = limits or problem.actuator_limits
-    tracking_only = dataclasses.replace(
-        problem.regularization,
-        state_weight=0.0,
-        velocity_weight=0.0,
-        actuator_weight=0.0,
-        acceleration_weight=0.0,
-    )
-    problem = dataclasses.replace(problem, regularization=tracking_only)
+    problem = tracking_only(problem)
     screws = JointScrews(problem.tree, len(problem.mechanism.bodies))
     held = held_limits(limits, settings.margin)
     families = limit_rows(held, len(states), rate, frozen, ends)
@@ -301,6 +294,19 @@ def solve_spacetime(
     solution = tried[name]
     solution.start, solution.iterations = name, iterations + sum(t.iterations for t in tried.values())
     return solution
+
+
+def tracking_only(problem: IKProblem) -> IKProblem:
+    """``problem`` with its tracking terms alone: the objective :func:`solve_spacetime`
+    minimises (no minimal-motion metric, no terms that compare consecutive frames)."""
+    regularization = dataclasses.replace(
+        problem.regularization,
+        state_weight=0.0,
+        velocity_weight=0.0,
+        actuator_weight=0.0,
+        acceleration_weight=0.0,
+    )
+    return dataclasses.replace(problem, regularization=regularization)
 
 
 def held_limits(limits: ActuatorLimits, margin: float) -> ActuatorLimits:

@@ -21,15 +21,7 @@ HAND = TargetSpec("hand", "hand", (1.0, 1.0, 1.0), (1.0, 1.0, 1.0))
 
 def tracking_problem(mechanism, mapping):
     """The problem the space-time solve runs: the tracking terms alone."""
-    problem = build_problem(mechanism, dataclasses.replace(mapping, auto_hold=False))
-    reg = dataclasses.replace(
-        problem.regularization,
-        state_weight=0.0,
-        velocity_weight=0.0,
-        actuator_weight=0.0,
-        acceleration_weight=0.0,
-    )
-    return dataclasses.replace(problem, regularization=reg)
+    return spacetime.tracking_only(build_problem(mechanism, dataclasses.replace(mapping, auto_hold=False)))
 
 
 @pytest.fixture(scope="module")

@@ -3,6 +3,7 @@ its gaps, gears, differentials and servos survive import, check and export, and 
 scene builds solves as the one the file gives."""
 
 import json
+import sys
 import warnings
 from pathlib import Path
 
@@ -12,12 +13,14 @@ import pytest
 from conftest import ROOT
 from looprig.cad_import import load_model, save_mechanism
 from looprig.core import analyse_mobility, solve_fk
-from looprig.core.retarget import RetargetMapping, TargetSpec, TrackSamples, retarget
-from scipy.spatial.transform import Rotation
+from looprig.core.retarget import retarget
 
 from blender_addon.model_cache import robot_model
 from blender_addon.robot_records import ERROR
 from blender_addon.scene_data import EXACT_KEY
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from test_toddlerbot import head_nod
 
 TODDLERBOT = ROOT / "tests" / "data" / "toddlerbot_2xc" / "toddlerbot_2xc.xml"
 pytest.importorskip("mujoco")
@@ -63,32 +66,13 @@ def test_the_scenes_toddlerbot_solves_as_the_files():
     assert ours.converged and ours.residual < scene.closure_gap / 10
     np.testing.assert_allclose(ours.state, theirs.state, atol=1e-12)
     # a 0.05 s head nod at 1200 Hz, head and torso targeted: the same curves
-    clip, mapping = _nod(scene, frames=61)
+    clip, mapping = head_nod(scene, frames=61, amplitude=0.05)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         ours, theirs = retarget(scene, clip, mapping), retarget(core.mechanism, clip, mapping)
     assert ours.converged.all() and ours.position_error.max() < 1e-8
     assert ours.curves.names == theirs.curves.names
     np.testing.assert_allclose(ours.curves.values, theirs.curves.values, atol=1e-12)
-
-
-def _nod(mechanism, frames: int):
-    """The head turned 0.05 rad sin(2 pi t / T) about the neck's pitch axis over ``frames``
-    at 1200 Hz, the torso still; and the mapping targeting both."""
-    head, torso, pitch = mechanism.frame("head"), mechanism.frame("torso"), mechanism.joint("neck_pitch")
-    t = np.arange(frames) / 1200.0
-    nod = Rotation.from_rotvec(np.outer(0.05 * np.sin(2 * np.pi * t / t[-1]), pitch.axis))
-    R_head = (nod * Rotation.from_quat(head.orientation[[1, 2, 3, 0]])).as_matrix()
-    R_torso = Rotation.from_quat(torso.orientation[[1, 2, 3, 0]]).as_matrix()
-    clip = TrackSamples(
-        t,
-        {
-            "head": pitch.anchor + nod.apply(head.position - pitch.anchor),
-            "torso": np.tile(torso.position, (frames, 1)),
-        },
-        {"head": R_head, "torso": np.tile(R_torso, (frames, 1, 1))},
-    )
-    return clip, RetargetMapping(tuple(TargetSpec(k, k, (1, 1, 1), (1, 1, 1)) for k in ("head", "torso")))
 
 
 def test_an_edited_limit_comes_from_blender_and_a_moved_closure_loses_its_gap():

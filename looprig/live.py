@@ -38,6 +38,7 @@ non-zero start velocity and braking, which is exactly what it is tested for.
 import gc
 import math
 import os
+import sys
 import threading
 import time
 from collections.abc import Callable
@@ -502,6 +503,10 @@ class LiveLink:
         )
         gc.collect()
         gc.freeze()
+        # the link's thread waits for the interpreter lock at most this long when another
+        # thread runs Python (Blender's UI, a bus emulator): the default 5 ms is half a period
+        self._switch_interval = sys.getswitchinterval()
+        sys.setswitchinterval(SWITCH_INTERVAL)
         self.startup_s = time.perf_counter() - opened
         self._thread.start()
 
@@ -682,11 +687,16 @@ class LiveLink:
             self._stopped = time.monotonic()
             self.status.running = False
             gc.unfreeze()
+            sys.setswitchinterval(self._switch_interval)
             try:
                 bus.close()
             except Exception:  # a port already gone cannot be closed again
                 pass
 
+
+#: The interpreter's thread switch interval while the link streams [s] (Python's default is
+#: 5 ms: the link's thread could wait half a period for the lock behind another thread).
+SWITCH_INTERVAL = 5e-4
 
 #: The link thread's ``SCHED_FIFO`` priority (1-99) with :attr:`LiveSettings.realtime`: above
 #: ordinary processes, below audio servers' real-time threads (a sound played with the link).

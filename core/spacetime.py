@@ -772,6 +772,8 @@ def _convex(H: np.ndarray, damping: float) -> np.ndarray:
     methods), then every frame gets ``damping`` (at least 1e-12) times the largest
     diagonal entry of the clip's Hessians on its diagonal."""
     scale = max(float(np.abs(np.diagonal(H, axis1=1, axis2=2)).max(initial=0.0)), 1e-300)
+    if not np.isfinite(H).all():  # a diverged iterate: the interior point stops on it
+        return H
     lowest = np.linalg.eigvalsh(H)[:, 0]
     shift = np.maximum(-1.1 * lowest, 0.0) + max(damping, 1e-12) * scale
     return H + shift[:, None, None] * np.eye(H.shape[-1])
@@ -866,6 +868,8 @@ def _interior_point(
             (pull, displacement) if gentle else None,
             kin,
         )
+        if not (np.isfinite(lin.H).all() and np.isfinite(lin.g).all()):  # diverged: not converged
+            break
         rows = RowSet([_stencil(r, lin.b, lin.B) for r in families], F, lin.W.shape[-1])
         if weight is None:
             weight = row_stiffness(rows, lin.H) if gentle else 1.0
@@ -913,6 +917,8 @@ def _interior_point(
             du, ds, dz = system.direction(r_d, r_p, r_c)
         else:
             du, ds, dz = -np.linalg.solve(lin.H, lin.g[..., None])[..., 0], slack, z
+        if not all(np.isfinite(x).all() for x in (du, ds, dz)):  # a singular Newton system
+            break  # (not converged: the caller tries its next start)
         boundary = max(0.99, 1.0 - barrier)
         alpha = _to_boundary(slack, ds, boundary)
         alpha_z = _to_boundary(z, dz, boundary)

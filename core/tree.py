@@ -1,5 +1,9 @@
 """Whole-clip IK in tree (joint) coordinates, the frame axis last.
 
+One module although long: the kinematics (:class:`TreeKinematics`: assembly, screws,
+retraction, rows), the metric and the Newton loop share one frame-last layout and the
+tree's coordinate bookkeeping, and the space-time solve builds on the same kernels.
+
 Hand-written: kinematics, Jacobians and small dense solves laid out over the frame axis
 (every numpy call works on length-F vectors), which no library offers for a batch of
 small mechanisms; numpy's stacked 3x3 products and batched LAPACK pay more per frame.

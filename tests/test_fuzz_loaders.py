@@ -15,7 +15,7 @@ import warnings
 from pathlib import Path
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 from looprig.cad_import import load_mechanism
 from looprig.cad_import.mjcf import load_mjcf
@@ -166,6 +166,7 @@ BVH = (Path(__file__).parent / "test_tracks.py").read_text().split('BVH = """', 
 
 @fuzz_settings(500)
 @given(mutated(BVH))
+@example(BVH.replace("CHANNELS 3", "CHANNELS \u00b9", 1))  # a digit to str.isdigit, not to int()
 def test_fuzz_bvh(text):
     check(lambda t: read_bvh("fuzz.bvh", text=t), text, Clip)
 

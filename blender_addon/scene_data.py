@@ -71,7 +71,7 @@ def _hardware_id(text: str):
     text = text.strip()
     if not text:
         return None
-    return int(text) if text.lstrip("-").isdigit() else text
+    return int(text) if text.lstrip("-").isdecimal() else text
 
 
 def _limit(value: float) -> float:

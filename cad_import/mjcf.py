@@ -86,7 +86,7 @@ def _mujoco_error(path, error: Exception, stage: str) -> FileFormatError:
     marker = message.rfind(", line ")
     if marker >= 0:
         digits = message[marker + 7 :].split()[0] if message[marker + 7 :].split() else ""
-        if digits.isdigit():
+        if digits.isdecimal():
             line = int(digits)
     problem = " ".join(part.strip() for part in message.splitlines() if part.strip())
     for prefix in ("XML Error: ", "Error: ", "ParseXML: "):

@@ -431,7 +431,7 @@ def read_urdf(
             spec.servo = element.get("servo") or spec.servo  # a catalogue name, checked on building
             hardware = element.get("hardware_id")
             if hardware is not None:
-                spec.hardware_id = int(hardware) if hardware.strip().lstrip("-").isdigit() else hardware
+                spec.hardware_id = int(hardware) if hardware.strip().lstrip("-").isdecimal() else hardware
             for attr, field in (
                 ("lower", "lower"),
                 ("upper", "upper"),

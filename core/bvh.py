@@ -78,7 +78,7 @@ class _Tokens:
 
     def integer(self, what: str) -> int:
         token, line = self.next(what)
-        if not (token.isascii() and token.isdigit()):  # ("¹".isdigit() is True; int() refuses it)
+        if not token.isdecimal():  # what int() reads ("¹" is a digit to isdigit, not to int)
             raise self.error(f"{what}: {token!r} is not a non-negative integer", line)
         return int(token)
 

@@ -250,6 +250,6 @@ def clip_sound(path, offset_s, curves_path, start_s: float, device=None) -> tupl
         offset_s = recorded.offset_s if same else 0.0
     reference = SoundReference(str(path), float(offset_s))
     sound = read_sound(path)
-    if isinstance(device, str) and device.isdigit():
+    if isinstance(device, str) and device.isdecimal():
         device = int(device)
     return SoundClock(aligned(sound, reference.offset_s, start_s), sound.samplerate, device), reference

@@ -363,7 +363,7 @@ def motor_ids(pairs) -> dict[str, int] | None:
     ids = {}
     for pair in pairs:
         name, _, value = pair.partition("=")
-        if not name or not value.strip().isdigit():
+        if not name or not value.strip().isdecimal():
             raise LooprigError(f"--ids: expected MOTOR=ID (a whole number), got {pair!r}")
         ids[name] = int(value)
     return ids
@@ -460,7 +460,7 @@ def cmd_demo(args) -> int:
 
 def positive_int(text: str) -> int:
     """argparse type: a whole number >= 1."""
-    if not text.strip().isdigit() or int(text) < 1:
+    if not text.strip().isdecimal() or int(text) < 1:
         raise argparse.ArgumentTypeError(f"must be a whole number >= 1, got {text!r}")
     return int(text)
 

@@ -158,7 +158,7 @@ def load_plan(path, homing_fraction: float = 0.25) -> PlayPlan:
 def _servo_id(path, name: str, hardware_id) -> int:
     """A servo id (0..252) from an actuator's hardware id (an integer or a string of digits)."""
     text = str(hardware_id).strip()
-    if hardware_id is None or not text.isdigit() or not 0 <= int(text) <= 252:
+    if hardware_id is None or not text.isdecimal() or not 0 <= int(text) <= 252:
         raise PlayError(
             f"{path}: actuator {name!r}: hardware id {hardware_id!r} is not a Dynamixel id (0..252)"
         )

@@ -36,6 +36,7 @@ from .fk import FKSettings, solve_constraints
 from .ik import IKProblem, IKSettings, IKTargets, dual_regularization, solve_ik
 from .rotations import (
     quat_conjugate,
+    quat_from_matrix,
     quat_from_rotvec,
     quat_multiply,
     quat_normalize,
@@ -45,6 +46,7 @@ from .rotations import (
 )
 from .step import build_step, qp_multipliers, step_kkt, with_constraint_curvature
 from .terms import ActuatorBarrier, Reference, Targets, VelocityBarrier
+from .tree_forward import applies, forward
 
 
 def couples_frames(problem: IKProblem) -> bool:
@@ -103,6 +105,23 @@ def interpolate_states(times_known: np.ndarray, states_known: np.ndarray, times:
     rotation vector relative to the known frame that starts the interval (shortest
     arcs). Its error shrinks with the fourth power of the spacing (linear: the square),
     so a Newton step from it lands within the step tolerance."""
+    index, window, weights = _cubic_weights(times_known, times)
+    known = states_known[window]  # (K-1, w, n, 7)
+    out = np.empty((len(times),) + states_known.shape[1:])
+    out[..., :3] = np.einsum("tw,twna->tna", weights, known[index, ..., :3])
+    # the window's orientations relative to the interval's first frame, once per interval
+    anchor = states_known[:-1, None, :, 3:]  # (K-1, 1, n, 4)
+    relative = quat_multiply(quat_conjugate(anchor), known[..., 3:])
+    relative = rotvec_from_quat(np.where(relative[..., :1] < 0.0, -relative, relative))
+    turn = np.einsum("tw,twna->tna", weights, relative[index])
+    out[..., 3:] = quat_normalize(quat_multiply(anchor[index, 0], quat_from_rotvec(turn)))
+    return out
+
+
+def _cubic_weights(times_known: np.ndarray, times: np.ndarray):
+    """For values known at increasing ``times_known`` (K,), the cubic through the four
+    nearest (fewer when fewer are known) at each of ``times`` (T,): each time's interval
+    (T,), each interval's known frames (K-1, w) and the Lagrange weights (T, w)."""
     K = len(times_known)
     index = np.clip(np.searchsorted(times_known, times, side="right") - 1, 0, K - 2)  # (T,) interval
     # per interval i (from known frame i): the known frames of its cubic (K-1, w)
@@ -114,16 +133,29 @@ def interpolate_states(times_known: np.ndarray, states_known: np.ndarray, times:
         for m in range(t.shape[1]):
             if m != j:
                 weights[:, j] *= (times - t[:, m]) / (t[:, j] - t[:, m])
-    known = states_known[window]  # (K-1, w, n, 7)
-    out = np.empty((len(times),) + states_known.shape[1:])
-    out[..., :3] = np.einsum("tw,twna->tna", weights, known[index, ..., :3])
-    # the window's orientations relative to the interval's first frame, once per interval
-    anchor = states_known[:-1, None, :, 3:]  # (K-1, 1, n, 4)
-    relative = quat_multiply(quat_conjugate(anchor), known[..., 3:])
-    relative = rotvec_from_quat(np.where(relative[..., :1] < 0.0, -relative, relative))
-    turn = np.einsum("tw,twna->tna", weights, relative[index])
-    out[..., 3:] = quat_normalize(quat_multiply(anchor[index, 0], quat_from_rotvec(turn)))
-    return out
+    return index, window, weights
+
+
+def interpolate_coordinates(times_known: np.ndarray, known, times: np.ndarray):
+    """Tree coordinates at ``times`` from coordinates known at increasing ``times_known``
+    (K,): ``known`` = (q (D, K), root axes (r, 3, 3, K), root positions (r, 3, K)), as
+    :func:`~looprig.core.tree.solve_coordinates` takes them. The joint coordinates by the
+    cubic of :func:`interpolate_states`, the floating roots as bodies there; the known
+    frames exactly. Poses from these are assembled whatever the spacing."""
+    q, axes, positions = known
+    if len(times_known) == 1:
+        return tuple(np.repeat(x, len(times), axis=-1) for x in known)
+    index, window, weights = _cubic_weights(times_known, times)
+    out_q = np.einsum("tw,dtw->dt", weights, q[:, window[index]])
+    if not len(axes):
+        none = (len(times),)
+        return out_q, np.zeros(axes.shape[:-1] + none), np.zeros(positions.shape[:-1] + none)
+    roots = np.concatenate(
+        [positions.transpose(2, 0, 1), quat_from_matrix(np.ascontiguousarray(axes.transpose(3, 0, 2, 1)))], -1
+    )
+    states = interpolate_states(times_known, roots, times)  # (T, r, 7)
+    out_axes = np.ascontiguousarray(quat_to_matrix(states[..., 3:]).transpose(1, 3, 2, 0))
+    return out_q, out_axes, np.ascontiguousarray(states[..., :3].transpose(1, 2, 0))
 
 
 def solve_clip(
@@ -408,7 +440,16 @@ def coarse_states(
     between every ``sub``-th of them (:data:`MAX_SEQUENTIAL_MOTION`; ``sub`` the
     largest of stride, stride / 2, ..., 2 for which they do), as a clip of their own
     (recursively with stride ``sub``, so only those are solved in sequence). Returns
-    their indices (K,) and states (K, n, 7)."""
+    their indices (K,) and states (K, n, 7). Problems kept in tree coordinates
+    (:func:`in_coordinates`) take the same steps there (:func:`coarse_coordinates`)."""
+    if in_coordinates(problem):
+        model = tree.kinematics(problem)
+        fw = forward(model)
+        first = fw.coordinates(*model.to_frames(first_state[None]))
+        coarse, known = coarse_coordinates(problem, times, targets, first, stride, settings)
+        states = fw.states(*fw.poses(*known)[:2])
+        states[0] = first_state
+        return coarse, states
     coarse = _every(np.arange(len(times)), stride)
     sub = stride if len(coarse) > SEQUENTIAL_COARSE else 1
     while sub > 1 and _target_motion(problem, targets, _every(coarse, sub)) > MAX_SEQUENTIAL_MOTION:
@@ -469,9 +510,91 @@ def coarse_then_clip(
 ) -> ClipSolution:
     """A clip whose frame 0 is solved (``first_state``): its coarse frames
     (:func:`coarse_states`), then every frame from :func:`clip_starts` by
-    :func:`solve_clip`. Returns states for all F frames (frame 0 = ``first_state``)."""
+    :func:`solve_clip`. Returns states for all F frames (frame 0 = ``first_state``).
+
+    Where the tree path applies and poses from coordinates
+    (:func:`in_coordinates`), every stage keeps the tree's coordinates instead
+    (:func:`coarse_coordinates`, :func:`interpolate_coordinates`,
+    :func:`~looprig.core.tree.solve_coordinates`): the same stages, starts interpolated
+    joint by joint (assembled), body states made once at the end."""
+    if in_coordinates(problem):
+        return _coarse_then_clip_in_coordinates(problem, times, targets, first_state, stride, settings)
     starts = clip_starts(times, *coarse_states(problem, times, targets, first_state, stride, settings))
     return solve_unconverged(problem, targets, solve_clip(problem, targets, starts, settings=settings))
+
+
+def in_coordinates(problem: IKProblem) -> bool:
+    """Whether :func:`coarse_then_clip` keeps ``problem``'s clip in tree coordinates: the
+    tree path applies (:func:`~looprig.core.tree.unsupported`) and its tree joints are
+    posed from coordinates (:func:`~looprig.core.tree_forward.applies`)."""
+    return tree.unsupported(problem) is None and applies(tree.kinematics(problem))
+
+
+def _coarse_then_clip_in_coordinates(problem, times, targets, first_state, stride, settings):
+    settings = settings or problem.settings
+    model = tree.kinematics(problem)
+    first = forward(model).coordinates(*model.to_frames(first_state[None]))
+    coarse, known = coarse_coordinates(problem, times, targets, first, stride, settings)
+    starts = interpolate_coordinates(times[coarse], known, times)
+    return _solved_in_coordinates(problem, targets, starts, settings, first_state)[0]
+
+
+def _solved_in_coordinates(problem, targets: Targets, starts, settings, before=None):
+    """Every frame of ``targets`` solved from coordinates ``starts``
+    (:func:`~looprig.core.tree.solve_coordinates`); the frames it leaves are solved again
+    from the frame before (:func:`solve_unconverged`; ``before`` (n, 7) for frame 0).
+    Returns the :class:`ClipSolution` and the answers' coordinates."""
+    model = tree.kinematics(problem)
+    compliance = dual_regularization(problem, settings)
+    poses, iterations, converged, residual = tree.solve_coordinates(
+        model, targets.positions, targets.rotations, starts, settings, compliance
+    )
+    solution = ClipSolution(poses.states(), iterations, converged, residual)
+    again = np.flatnonzero(~converged)
+    if not len(again):
+        return solution, poses.coordinates
+    solution = solve_unconverged(problem, targets, solution, before)
+    coordinates = poses.coordinates
+    read = forward(model).coordinates(*model.to_frames(solution.states[again]), near=starts[0][:, again])
+    for x, y in zip(coordinates, read, strict=True):
+        x[..., again] = y
+    return solution, coordinates
+
+
+def coarse_coordinates(problem, times, targets: Targets, first, stride: int = 8, settings=None):
+    """:func:`coarse_states` in tree coordinates (:func:`in_coordinates` problems): the
+    coarse frames' indices (K,) and coordinates (as
+    :func:`~looprig.core.tree.solve_coordinates` takes them, K frames), frame 0 being
+    ``first``. The frames solved in sequence are solved one at a time by the tree's
+    Newton method from the one before (by the per-frame solver where that does not
+    settle)."""
+    settings = settings or problem.settings
+    coarse = _every(np.arange(len(times)), stride)
+    sub = stride if len(coarse) > SEQUENTIAL_COARSE else 1
+    while sub > 1 and _target_motion(problem, targets, _every(coarse, sub)) > MAX_SEQUENTIAL_MOTION:
+        sub //= 2
+    if sub > 1:
+        sub_times, sub_targets = times[coarse], targets.take(coarse)
+        known_at, known = coarse_coordinates(problem, sub_times, sub_targets, first, sub, settings)
+        starts = interpolate_coordinates(sub_times[known_at], known, sub_times)
+        return coarse, _solved_in_coordinates(problem, sub_targets, starts, settings)[1]
+    model = tree.kinematics(problem)
+    fw = forward(model)
+    compliance = dual_regularization(problem, problem.settings)
+    frames = [first]
+    for f in coarse[1:]:
+        frame = (targets.positions[f : f + 1], targets.rotations[f : f + 1])
+        poses, _, converged, _ = tree.solve_coordinates(
+            model, *frame, frames[-1], problem.settings, compliance
+        )
+        if converged[0]:
+            frames.append(poses.coordinates)
+            continue
+        previous = fw.states(*fw.poses(*frames[-1])[:2])[0]
+        com = None if targets.com is None else targets.com[f]
+        state = solve_ik(problem, IKTargets(targets.positions[f], targets.rotations[f], com), previous).state
+        frames.append(fw.coordinates(*model.to_frames(state[None]), near=frames[-1][0]))
+    return coarse, tuple(np.concatenate(x, axis=-1) for x in zip(*frames, strict=True))
 
 
 def solve_unconverged(

@@ -36,11 +36,13 @@ point, (K, 3, D, F). The vector axis of (..., 3, F) arrays is second to last.
 import numpy as np
 
 from .constraints import _polynomial
+from .frame_last import apply, axis_rotation, cross, dot, matmul3, turn
 from .joint_space import JointScrews
 from .kkt import MOTIONS
 from .mechanism import JointKind
 from .rotations import quat_from_matrix, quat_to_matrix
 from .terms import FrameTask, JointConstraints, MinimalMotion, MotorLock
+from .tree_forward import applies, forward
 
 #: Joint kinds whose tree joints :meth:`TreeKinematics.assemble` puts back together (a
 #: start interpolated between solved frames opens them slightly); free joints carry roots.
@@ -52,58 +54,6 @@ TREE_KINDS = {
     JointKind.SPHERICAL,
     JointKind.FREE,
 }
-
-
-def cross(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """``a x b`` over the vector axis (second to last, length 3), broadcast."""
-    a0, a1, a2 = a[..., 0, :], a[..., 1, :], a[..., 2, :]
-    b0, b1, b2 = b[..., 0, :], b[..., 1, :], b[..., 2, :]
-    return np.stack([a1 * b2 - a2 * b1, a2 * b0 - a0 * b2, a0 * b1 - a1 * b0], axis=-2)
-
-
-def dot(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """``a . b`` over the vector axis (second to last)."""
-    return a[..., 0, :] * b[..., 0, :] + a[..., 1, :] * b[..., 1, :] + a[..., 2, :] * b[..., 2, :]
-
-
-def turn(R: np.ndarray, local: np.ndarray) -> np.ndarray:
-    """Body-fixed vectors in world axes: R (K, 3, 3, F), local (K, 3) -> (K, 3, F)."""
-    return (
-        R[:, :, 0] * local[:, None, 0, None]
-        + R[:, :, 1] * local[:, None, 1, None]
-        + R[:, :, 2] * local[:, None, 2, None]
-    )
-
-
-def matmul3(A: np.ndarray, B: np.ndarray) -> np.ndarray:
-    """Products of 3x3 matrices (..., 3, 3, F)."""
-    return (
-        A[..., :, 0, None, :] * B[..., None, 0, :, :]
-        + A[..., :, 1, None, :] * B[..., None, 1, :, :]
-        + (A[..., :, 2, None, :] * B[..., None, 2, :, :])
-    )
-
-
-def apply(Q: np.ndarray, x: np.ndarray) -> np.ndarray:
-    """``Q x`` for matrices Q (3, 3, F) and vectors x (3, F)."""
-    return Q[:, 0] * x[0] + Q[:, 1] * x[1] + Q[:, 2] * x[2]
-
-
-def axis_rotation(axis: np.ndarray, angle: np.ndarray) -> np.ndarray:
-    """Rotations (K, 3, 3, F) by angle (K, F) [rad] about unit axes (K, 3, F) (Rodrigues)."""
-    s, c = np.sin(angle), np.cos(angle)
-    x, y, z = axis[:, 0], axis[:, 1], axis[:, 2]
-    Q = (1.0 - c)[:, None, None] * axis[:, :, None] * axis[:, None, :]
-    Q[:, 0, 0] += c
-    Q[:, 1, 1] += c
-    Q[:, 2, 2] += c
-    Q[:, 0, 1] -= s * z
-    Q[:, 1, 0] += s * z
-    Q[:, 0, 2] += s * y
-    Q[:, 2, 0] -= s * y
-    Q[:, 1, 2] -= s * x
-    Q[:, 2, 1] += s * x
-    return Q
 
 
 def unsupported(problem) -> str | None:
@@ -220,6 +170,13 @@ class TreeKinematics:
         self.slide = self._instances(cs._slide, loop)
         # joint-value rows: couplings (rows of the constraint set), then held motors
         self.coordinate = _joint_coordinates(problem)
+        #: per coordinate: +-1 from a unit step to the joint value its joint reads (1 where
+        #: none), and whether it turns (else it slides or is a root's)
+        self.sign = np.ones(self.D)
+        for q, sign in self.coordinate.values():
+            self.sign[q] = sign
+        self.angle_coordinate = np.zeros(self.D, bool)
+        self.angle_coordinate[self.motion_q[self.rotation]] = True
         self.couplings = cs._couplings
         if self.couplings is not None:
             names = self.couplings.readout.names
@@ -554,9 +511,10 @@ def metric(model: TreeKinematics, R, c, screws, moved_motors, moved_bodies):
     step, as the per-frame solver's first step counts its move onto the tree joints:
     moved_motors (A, F) [rad | m]: the motors' values at the assembled starts minus the
     starts'; moved_bodies (n, 6, F): every body's tangent ``[dc, dtheta]`` [m, rad]
-    from its start to its assembled start."""
+    from its start to its assembled start. Both None: starts assembled, g zero."""
     problem = model.problem
     F, D = R.shape[-1], model.D
+    first_step = moved_motors is not None
     H, g = np.zeros((D, D, F)), np.zeros((D, F))
     bodies = problem.constraints.free_bodies
     alpha = np.zeros((len(bodies), F))  # each body's weight on dc [1/m^2] ...
@@ -572,12 +530,14 @@ def metric(model: TreeKinematics, R, c, screws, moved_motors, moved_bodies):
             if name in model.coordinate:  # one coordinate: a diagonal entry
                 q, sign = model.coordinate[name]
                 H[q, q] += motor_weight[m]
-                g[q] += motor_weight[m] * sign * moved_motors[m]
+                if first_step:
+                    g[q] += motor_weight[m] * sign * moved_motors[m]
         loop = model.loop_motors
         if len(loop):
             rows = model.motor_rows(R, screws)[loop]  # (A_loop, D, F)
             H += np.einsum("adf,aef->def", motor_weight[loop, None, None] * rows, rows)
-            g += ((motor_weight[loop, None] * moved_motors[loop])[:, None] * rows).sum(0)
+            if first_step:
+                g += ((motor_weight[loop, None] * moved_motors[loop])[:, None] * rows).sum(0)
         floating = term.floating
         metric_body = scale * term._body_metric
         alpha += np.where(floating, metric_body[0], term._eps * metric_body[0])[:, None]
@@ -589,25 +549,18 @@ def metric(model: TreeKinematics, R, c, screws, moved_motors, moved_bodies):
         T = body_tangents(model, c, screws, bodies[k : k + 1])[0]
         W = np.concatenate([np.broadcast_to(alpha[k], (3, F)), np.broadcast_to(beta[k], (3, F))])
         H += np.einsum("kdf,kef->def", W[:, None] * T, T)
-        g += (W[:, None] * T * moved_bodies[bodies[k]][:, None]).sum(0)
+        if first_step:
+            g += (W[:, None] * T * moved_bodies[bodies[k]][:, None]).sum(0)
     # the others by the diagonal: per coordinate, sums over the bodies it moves of
     # alpha |omega x c + v|^2 + beta |omega|^2, from their weighted moments
     others = bodies[~floating]
     a, b, cb = alpha[~floating], beta[~floating], c[others]  # (B,), (B,), (B, 3, F)
-    dc, dtheta = moved_bodies[others, :3], moved_bodies[others, 3:]
-    moments = np.concatenate(
-        [
-            a[:, None],
-            a[:, None] * cb,
-            (a[:, None, None] * cb[:, :, None] * cb[:, None]).reshape(-1, 9, F),
-            b[:, None],
-            a[:, None] * cross(cb, dc),
-            a[:, None] * dc,
-            b[:, None] * dtheta,
-        ],
-        axis=1,
-    )  # (B, 23, F)
-    sums = np.tensordot(model.moves[others].T, moments, axes=1)  # (D, 23, F)
+    spread = (a[:, None, None] * cb[:, :, None] * cb[:, None]).reshape(-1, 9, F)
+    moments = [a[:, None], a[:, None] * cb, spread, b[:, None]]
+    if first_step:
+        dc, dtheta = moved_bodies[others, :3], moved_bodies[others, 3:]
+        moments += [a[:, None] * cross(cb, dc), a[:, None] * dc, b[:, None] * dtheta]
+    sums = np.tensordot(model.moves[others].T, np.concatenate(moments, axis=1), axes=1)  # (D, 14 | 23, F)
     omega, v = screws[0].transpose(1, 0, 2), screws[1].transpose(1, 0, 2)  # (D, 3, F)
     second = sums[:, 4:13].reshape(D, 3, 3, F)
     turned = (second * omega[:, None]).sum(2)  # (D, 3, F): A2 omega
@@ -618,7 +571,8 @@ def metric(model: TreeKinematics, R, c, screws, moved_motors, moved_bodies):
         + dot(v, v) * sums[:, 0]
     )
     H[np.arange(D), np.arange(D)] += diagonal
-    g += dot(omega, sums[:, 14:17]) + dot(v, sums[:, 17:20]) + dot(omega, sums[:, 20:23])
+    if first_step:
+        g += dot(omega, sums[:, 14:17]) + dot(v, sums[:, 17:20]) + dot(omega, sums[:, 20:23])
     return H, g
 
 
@@ -654,6 +608,58 @@ def damping(model: TreeKinematics, R) -> np.ndarray:
     return 1e-12 * np.maximum(diagonal.max((0, 1)), 1.0)
 
 
+class _Poses:
+    """The iterate of :func:`solve` on F frames: the tree's coordinates, posed by
+    :class:`~looprig.core.tree_forward.TreeForward` where every tree joint is a kind it
+    poses, else the bodies' poses moved by :meth:`TreeKinematics.retract`."""
+
+    def __init__(self, model: TreeKinematics, R0=None, c0=None, coordinates=None):
+        self.model = model
+        self.forward = forward(model) if applies(model) else None
+        if coordinates is not None:  # (q, root axes, root positions): posed by the forward kinematics
+            self.q, self.root_axes, self.root_c = (np.array(x, dtype=float) for x in coordinates)
+        elif self.forward is None:
+            self.R, self.c = R0.copy(), c0.copy()
+            model.assemble(self.R, self.c)
+        else:
+            self.q, self.root_axes, self.root_c = self.forward.coordinates(R0, c0)
+
+    @property
+    def coordinates(self):
+        """The coordinates (q (D, F), root axes (r, 3, 3, F), root positions (r, 3, F))."""
+        return self.q, self.root_axes, self.root_c
+
+    def at(self, frames=None):
+        """Rotations (n, 3, 3, B), CoM positions (n, 3, B) and screws of ``frames``
+        (all: None)."""
+        if self.forward is None:
+            R, c = (self.R, self.c) if frames is None else (self.R[..., frames], self.c[..., frames])
+            return R, c, self.model.screws(R, c)
+        fw = self.forward
+        pick = (lambda x: x) if frames is None else (lambda x: x[..., frames])
+        A, c, motions = fw.poses(pick(self.q), pick(self.root_axes), pick(self.root_c))
+        return fw.rotations(A), c, fw.screws(A, c, motions)
+
+    def step(self, frames, R, c, screws, dq) -> None:
+        """Move ``frames`` (at R, c with their screws) by dq (D, B)."""
+        if self.forward is None:
+            self.model.retract(R, c, screws, dq)
+            self.R[..., frames], self.c[..., frames] = R, c
+            return
+        q, axes, positions = self.q[:, frames], self.root_axes[..., frames], self.root_c[..., frames]
+        self.forward.moved(q, axes, positions, dq)
+        self.q[:, frames], self.root_axes[..., frames], self.root_c[..., frames] = q, axes, positions
+
+    def states(self, frames=None) -> np.ndarray:
+        """Body states (F, n, 7) of ``frames`` (all: None)."""
+        if self.forward is None:
+            R, c = (self.R, self.c) if frames is None else (self.R[..., frames], self.c[..., frames])
+            return self.model.to_states(R, c)
+        pick = (lambda x: x) if frames is None else (lambda x: x[..., frames])
+        A, c, _ = self.forward.poses(pick(self.q), pick(self.root_axes), pick(self.root_c))
+        return self.forward.states(A, c)
+
+
 def solve(model: TreeKinematics, positions, rotations, starts: np.ndarray, settings, compliance: float):
     """Newton's method in tree coordinates (module docstring) on F frames from ``starts``
     (F, n, 7), against frame targets positions (F, K, 3) [m] and rotations (F, K, 3, 3).
@@ -670,19 +676,41 @@ def solve(model: TreeKinematics, positions, rotations, starts: np.ndarray, setti
     below ``settings.step_tolerance`` [rad | m] (that step is taken); a frame whose steps
     stop shrinking, or that runs out of iterations, is not converged (the caller solves
     it again)."""
+    R0, c0 = model.to_frames(starts)
+    poses = _Poses(model, R0, c0)
+    H, g_first, values = _start_terms(model, R0, c0, *poses.at())
+    converged = _newton(model, poses, positions, rotations, H, g_first, values, settings, compliance)
+    return (poses.states(), *converged)
+
+
+def solve_coordinates(model: TreeKinematics, positions, rotations, coordinates, settings, compliance: float):
+    """:func:`solve` from starts given as coordinates ``(q (D, F), root axes (r, 3, 3, F),
+    root positions (r, 3, F))`` of a model whose tree joints
+    :func:`~looprig.core.tree_forward.applies` poses (assembled: no first step closes
+    them). Returns the :class:`_Poses` reached (their coordinates and states),
+    iterations, converged and residual as :func:`solve`."""
+    poses = _Poses(model, coordinates=coordinates)
+    R, c, screws = poses.at()
+    H, _ = metric(model, R, c, screws, None, None)
+    values = np.zeros((model.D, R.shape[-1]))
+    read_q = [] if model.couplings is None else [model.coupling_q]
+    read_q += [q for _, q, _ in model.locks]
+    if read_q:  # joint values: zero in the file's pose; angles as the read-off gives them
+        q = np.unique(np.concatenate(read_q))
+        value = poses.q[q] * np.array([model.sign[i] for i in q])[:, None]
+        values[q] = np.where(model.angle_coordinate[q, None], np.angle(np.exp(1j * value)), value)
+    return (poses, *_newton(model, poses, positions, rotations, H, None, values, settings, compliance))
+
+
+def _newton(model, poses, positions, rotations, H_all, g_first, values_all, settings, compliance):
+    """The Newton loop of :func:`solve` on ``poses`` (moved in place); returns iterations,
+    converged and residual (F,)."""
     problem = model.problem
     tol = problem.constraints.tolerance(settings.constraint_tolerance)
-    R0, c0 = model.to_frames(starts)
-    R_all, c_all = R0.copy(), c0.copy()
-    model.assemble(R_all, c_all)
-    F = len(starts)
+    F = positions.shape[0]
     target_p = np.ascontiguousarray(positions.transpose(1, 2, 0))  # (K, 3, F)
     target_a = np.ascontiguousarray(rotations.transpose(1, 3, 2, 0))  # (K, axis, 3, F)
-    screws = model.screws(R_all, c_all)
-    H_all, g_first, values_all = _start_terms(model, R0, c0, R_all, c_all, starts, screws)
-    sign = np.ones(model.D)
-    for q, s in model.coordinate.values():
-        sign[q] = s
+    sign = model.sign
     rotation_coordinate = np.zeros(model.D, bool)
     rotation_coordinate[model.motion_q[model.rotation]] = True
     for col in model.root_columns:
@@ -702,8 +730,8 @@ def solve(model: TreeKinematics, positions, rotations, starts: np.ndarray, setti
     for _ in range(min(settings.max_iterations, 12)):
         if not len(active):
             break
-        R, c, values = R_all[..., active], c_all[..., active], values_all[:, active]
-        screws = model.screws(R, c)
+        R, c, screws = poses.at(active)
+        values = values_all[:, active]
         new = fresh[active]
         rc, rt = np.empty((mc, len(active))), np.empty((mt, len(active)))
         if new.any():
@@ -722,7 +750,7 @@ def solve(model: TreeKinematics, positions, rotations, starts: np.ndarray, setti
                 *sub, None, target_p[..., active[~new]], target_a[..., active[~new]]
             )[0]
         gradient = (Jt_all[..., active] * rt[:, None]).sum(0)
-        if iterations.max() == 0:  # the first step: the metric around the unassembled starts
+        if g_first is not None and iterations.max() == 0:  # the first step: around the unassembled starts
             gradient += g_first
         rhs = -np.concatenate([gradient, rc]).T  # (Fa, D + mc)
         K = K_all[active]
@@ -734,9 +762,8 @@ def solve(model: TreeKinematics, positions, rotations, starts: np.ndarray, setti
         size = np.abs(dq).max(0)
         violation = np.abs(rc).max(0, initial=0.0)
         iterations[active] += 1
-        model.retract(R, c, screws, dq)
-        values += sign[:, None] * dq
-        R_all[..., active], c_all[..., active], values_all[:, active] = R, c, values
+        poses.step(active, R, c, screws, dq)
+        values_all[:, active] = values + sign[:, None] * dq
         done = (size <= settings.step_tolerance) & (violation <= tol)
         bad = ~np.isfinite(size) | ((iterations[active] > 2) & (size > 0.5 * last[active]) & ~done)
         last[active] = size
@@ -748,7 +775,7 @@ def solve(model: TreeKinematics, positions, rotations, starts: np.ndarray, setti
         converged[active[done]] = True
         failed[active[bad]] = True
         active = active[~done & ~bad]
-    return model.to_states(R_all, c_all), iterations, converged & ~failed, residual
+    return iterations, converged & ~failed, residual
 
 
 def _kkt_matrix(H, Jt, Jc, compliance: float) -> np.ndarray:
@@ -759,7 +786,8 @@ def _kkt_matrix(H, Jt, Jc, compliance: float) -> np.ndarray:
     K = np.empty((F, D + mc, D + mc))
     Kt = K.transpose(1, 2, 0)  # (D + mc, D + mc, F) view
     Kt[:D, :D] = H
-    K[:, :D, :D] += np.einsum("rif,rjf->fij", Jt, Jt)
+    rows = np.ascontiguousarray(Jt.transpose(2, 0, 1))  # (F, m_t, D): one BLAS product a frame
+    K[:, :D, :D] += np.matmul(rows.transpose(0, 2, 1), rows)
     Kt[:D, D:] = Jc.transpose(1, 0, 2)
     Kt[D:, :D] = Jc
     Kt[D:, D:] = 0.0
@@ -767,9 +795,27 @@ def _kkt_matrix(H, Jt, Jc, compliance: float) -> np.ndarray:
     return K
 
 
-def _start_terms(model: TreeKinematics, R0, c0, R, c, starts, screws):
-    """At the assembled starts (R (n, 3, 3, F), c (n, 3, F); before assembly R0, c0) of
-    ``starts`` (F, n, 7): the minimal-motion metric with the damping (D, D, F) and its
+def read(readout, R: np.ndarray, c: np.ndarray) -> np.ndarray:
+    """The joint values (K, F) [rad | m] a :class:`~looprig.core.readoff.JointReadout`
+    reads at rotations R (n, 3, 3, F) and CoM positions c (n, 3, F): its formula on
+    the frame-last layout (angles from the child's reference axis against the parent's
+    joint axes, displacements of the child anchor along the parent's axis)."""
+    parent, child = R[readout.parent], R[readout.child]
+    y = turn(child, readout.y_child)
+    values = np.arctan2(
+        dot(y, turn(parent, readout.F_parent[:, :, 2])), dot(y, turn(parent, readout.F_parent[:, :, 1]))
+    )
+    if readout.is_angle.all():
+        return values
+    offset = turn(child, readout.x_child) + c[readout.child]
+    offset -= turn(parent, readout.x_parent) + c[readout.parent]
+    along = dot(offset, turn(parent, readout.F_parent[:, :, 0]))
+    return np.where(readout.is_angle[:, None], values, along)
+
+
+def _start_terms(model: TreeKinematics, R0, c0, R, c, screws):
+    """At the assembled starts (R (n, 3, 3, F), c (n, 3, F); before assembly R0, c0):
+    the minimal-motion metric with the damping (D, D, F) and its
     gradient there around the unassembled starts (D, F) (:func:`metric`), and the joint
     values (D, F) [rad | m] of the coordinates that couplings and held motors read."""
     F = R.shape[-1]
@@ -784,16 +830,14 @@ def _start_terms(model: TreeKinematics, R0, c0, R, c, starts, screws):
         axis=1,
     ).sum(2)  # (n, 3, F): vee(R R0^T - R0 R^T)
     moved_bodies = np.concatenate([c - c0, 0.5 * turned], axis=1)
-    states = np.zeros(starts.shape)  # the read-offs take positions from here, rotations from R
-    states[..., :3] = c.transpose(2, 0, 1)
-    rotations = R.transpose(3, 0, 1, 2)
     readout = model.problem.readout
-    moved = readout.read(states, R=rotations).T - readout.read(starts, R=R0.transpose(3, 0, 1, 2)).T
+    motors = read(readout, R, c)
+    moved = motors - read(readout, R0, c0)
     moved = np.where(readout.is_angle[:, None], np.angle(np.exp(1j * moved)), moved)  # (A, F)
     H, g = metric(model, R, c, screws, moved, moved_bodies)
     values = np.zeros((model.D, F))
     if model.couplings is not None:
-        values[model.coupling_q] = model.couplings.readout.read(states, R=rotations).T
+        values[model.coupling_q] = read(model.couplings.readout, R, c)
     for term, q, _ in model.locks:
-        values[q] = model.problem.readout.read(states, R=rotations)[:, term.motors].T
+        values[q] = motors[term.motors]
     return H, g, values

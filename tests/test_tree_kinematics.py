@@ -47,7 +47,7 @@ def _check_jacobians(problem: IKProblem, state: np.ndarray):
     model.assemble(R, c)
     points, axes = problem.frame_terms.poses(model.to_states(R, c))
     targets = (points.transpose(1, 2, 0) + 0.01, np.swapaxes(axes, -1, -2).transpose(1, 2, 3, 0))
-    values = tree._start_terms(model, *model.to_frames(state[None]), R, c, state[None], model.screws(R, c))[2]
+    values = tree._start_terms(model, *model.to_frames(state[None]), R, c, model.screws(R, c))[2]
     _, J, screws = _rows(model, R, c, values, targets)
     h = 1e-6
     sign = np.ones(model.D)

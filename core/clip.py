@@ -443,33 +443,45 @@ def coarse_states(
     their indices (K,) and states (K, n, 7). Problems kept in tree coordinates
     (:func:`in_coordinates`) take the same steps there (:func:`coarse_coordinates`)."""
     if in_coordinates(problem):
-        model = tree.kinematics(problem)
-        fw = forward(model)
-        first = fw.coordinates(*model.to_frames(first_state[None]))
-        coarse, known = coarse_coordinates(problem, times, targets, first, stride, settings)
+        fw = forward(tree.kinematics(problem))
+        coarse, known = coarse_coordinates(problem, times, targets, first_state, stride, settings)
         states = fw.states(*fw.poses(*known)[:2])
         states[0] = first_state
         return coarse, states
-    coarse = _every(np.arange(len(times)), stride)
-    sub = stride if len(coarse) > SEQUENTIAL_COARSE else 1
-    while sub > 1 and _target_motion(problem, targets, _every(coarse, sub)) > MAX_SEQUENTIAL_MOTION:
-        sub //= 2
+    coarse, sub = _coarse_frames(problem, targets, len(times), stride)
     if sub > 1:
         sub_times, sub_targets = times[coarse], targets.take(coarse)
         starts = clip_starts(
             sub_times, *coarse_states(problem, sub_times, sub_targets, first_state, sub, settings)
         )
         return coarse, solve_clip(problem, sub_targets, starts, settings=settings).states
-    known = np.empty((len(coarse),) + first_state.shape)
+    return coarse, _in_sequence(problem, targets, coarse, first_state)
+
+
+def _coarse_frames(problem: IKProblem, targets: Targets, frames: int, stride: int):
+    """Every ``stride``-th of a clip's ``frames`` and the last (K,), and the stride
+    among those that :func:`coarse_states` solves in sequence (1: all of them)."""
+    coarse = _every(np.arange(frames), stride)
+    sub = stride if len(coarse) > SEQUENTIAL_COARSE else 1
+    while sub > 1 and _target_motion(problem, targets, _every(coarse, sub)) > MAX_SEQUENTIAL_MOTION:
+        sub //= 2
+    return coarse, sub
+
+
+def _in_sequence(problem: IKProblem, targets: Targets, frames: np.ndarray, first_state: np.ndarray):
+    """States (K, n, 7) of ``frames`` (K,) of a clip solved in order by the per-frame
+    solver, each warm-started from (and unwrapped against) the one before; frame 0 is
+    ``first_state``."""
+    known = np.empty((len(frames),) + first_state.shape)
     known[0] = state = first_state
     actuators = problem.readout.read(state)
-    for i, f in enumerate(coarse[1:], start=1):
+    for i, f in enumerate(frames[1:], start=1):
         com = None if targets.com is None else targets.com[f]
         target = IKTargets(targets.positions[f], targets.rotations[f], com)
         result = solve_ik(problem, target, state, previous_actuators=actuators)
         known[i] = state = result.state
         actuators = result.actuators
-    return coarse, known
+    return known
 
 
 def _every(frames: np.ndarray, stride: int) -> np.ndarray:
@@ -532,9 +544,7 @@ def in_coordinates(problem: IKProblem) -> bool:
 
 def _coarse_then_clip_in_coordinates(problem, times, targets, first_state, stride, settings):
     settings = settings or problem.settings
-    model = tree.kinematics(problem)
-    first = forward(model).coordinates(*model.to_frames(first_state[None]))
-    coarse, known = coarse_coordinates(problem, times, targets, first, stride, settings)
+    coarse, known = coarse_coordinates(problem, times, targets, first_state, stride, settings)
     starts = interpolate_coordinates(times[coarse], known, times)
     return _solved_in_coordinates(problem, targets, starts, settings, first_state)[0]
 
@@ -561,40 +571,27 @@ def _solved_in_coordinates(problem, targets: Targets, starts, settings, before=N
     return solution, coordinates
 
 
-def coarse_coordinates(problem, times, targets: Targets, first, stride: int = 8, settings=None):
+def coarse_coordinates(problem, times, targets: Targets, first_state, stride: int = 8, settings=None):
     """:func:`coarse_states` in tree coordinates (:func:`in_coordinates` problems): the
     coarse frames' indices (K,) and coordinates (as
     :func:`~looprig.core.tree.solve_coordinates` takes them, K frames), frame 0 being
-    ``first``. The frames solved in sequence are solved one at a time by the tree's
-    Newton method from the one before (by the per-frame solver where that does not
-    settle)."""
+    ``first_state`` (n, 7). The frames solved in sequence are solved by the per-frame
+    solver as there (at one frame it pays less than the batched kernels), their
+    coordinates read at once and their turns unwrapped along the sequence."""
     settings = settings or problem.settings
-    coarse = _every(np.arange(len(times)), stride)
-    sub = stride if len(coarse) > SEQUENTIAL_COARSE else 1
-    while sub > 1 and _target_motion(problem, targets, _every(coarse, sub)) > MAX_SEQUENTIAL_MOTION:
-        sub //= 2
+    coarse, sub = _coarse_frames(problem, targets, len(times), stride)
     if sub > 1:
         sub_times, sub_targets = times[coarse], targets.take(coarse)
-        known_at, known = coarse_coordinates(problem, sub_times, sub_targets, first, sub, settings)
+        known_at, known = coarse_coordinates(problem, sub_times, sub_targets, first_state, sub, settings)
         starts = interpolate_coordinates(sub_times[known_at], known, sub_times)
         return coarse, _solved_in_coordinates(problem, sub_targets, starts, settings)[1]
     model = tree.kinematics(problem)
-    fw = forward(model)
-    compliance = dual_regularization(problem, problem.settings)
-    frames = [first]
-    for f in coarse[1:]:
-        frame = (targets.positions[f : f + 1], targets.rotations[f : f + 1])
-        poses, _, converged, _ = tree.solve_coordinates(
-            model, *frame, frames[-1], problem.settings, compliance
-        )
-        if converged[0]:
-            frames.append(poses.coordinates)
-            continue
-        previous = fw.states(*fw.poses(*frames[-1])[:2])[0]
-        com = None if targets.com is None else targets.com[f]
-        state = solve_ik(problem, IKTargets(targets.positions[f], targets.rotations[f], com), previous).state
-        frames.append(fw.coordinates(*model.to_frames(state[None]), near=frames[-1][0]))
-    return coarse, tuple(np.concatenate(x, axis=-1) for x in zip(*frames, strict=True))
+    q, axes, positions = forward(model).coordinates(
+        *model.to_frames(_in_sequence(problem, targets, coarse, first_state))
+    )
+    turns = model.angle_coordinate
+    q[turns] = np.unwrap(q[turns], axis=-1)
+    return coarse, (q, axes, positions)
 
 
 def solve_unconverged(

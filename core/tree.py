@@ -36,7 +36,7 @@ point, (K, 3, D, F). The vector axis of (..., 3, F) arrays is second to last.
 import numpy as np
 
 from .constraints import _polynomial
-from .frame_last import apply, axis_rotation, cross, dot, matmul3, turn
+from .frame_last import ELIMINATE_FROM, apply, axis_rotation, cross, dot, eliminate, matmul3, substitute, turn
 from .joint_space import JointScrews
 from .kkt import MOTIONS
 from .mechanism import JointKind
@@ -717,7 +717,9 @@ def _newton(model, poses, positions, rotations, H_all, g_first, values_all, sett
         rotation_coordinate[col + 3 : col + 6] = True
     inverse_limit = np.where(rotation_coordinate, 1.0, 1.0 / model.L) / settings.max_step
     D, mc, mt = model.D, model.n_constraints, len(model.task_keep)
-    K_all = np.empty((F, D + mc, D + mc))  # each frame's last factorised KKT matrix
+    frame_last = F >= ELIMINATE_FROM  # factors kept (n, n, F) by eliminate, else K (F, n, n) for LAPACK
+    n = D + mc
+    K_all = np.empty((n, n, F) if frame_last else (F, n, n))  # each frame's last factorised KKT matrix
     Jt_all = np.empty((mt, D, F))  # and the task Jacobian it was made with
     iterations = np.zeros(F, int)
     converged = np.zeros(F, bool)
@@ -741,7 +743,11 @@ def _newton(model, poses, positions, rotations, H_all, g_first, values_all, sett
             rt[:, new], Jt = model.task_rows(
                 *sub, sub_screws, target_p[..., active[new]], target_a[..., active[new]]
             )
-            K_all[active[new]] = _kkt_matrix(H_all[..., active[new]], Jt, Jc, compliance)
+            K = _kkt_matrix(H_all[..., active[new]], Jt, Jc, compliance)
+            if frame_last:
+                K_all[..., active[new]] = eliminate(K.transpose(1, 2, 0))
+            else:
+                K_all[active[new]] = K
             Jt_all[..., active[new]] = Jt
         if not new.all():
             sub = (R[..., ~new], c[..., ~new])
@@ -752,12 +758,16 @@ def _newton(model, poses, positions, rotations, H_all, g_first, values_all, sett
         gradient = (Jt_all[..., active] * rt[:, None]).sum(0)
         if g_first is not None and iterations.max() == 0:  # the first step: around the unassembled starts
             gradient += g_first
-        rhs = -np.concatenate([gradient, rc]).T  # (Fa, D + mc)
-        K = K_all[active]
-        try:
-            dq = np.linalg.solve(K, rhs[..., None])[..., 0].T[:D]
-        except np.linalg.LinAlgError:  # an exactly singular frame: least squares for all
-            dq = np.einsum("fij,fj->if", np.linalg.pinv(K), rhs)[:D]
+        rhs = -np.concatenate([gradient, rc])  # (D + mc, Fa)
+        if frame_last:
+            with np.errstate(divide="ignore", invalid="ignore"):  # a singular frame fails below
+                dq = substitute(K_all[..., active], rhs)[:D]
+        else:
+            K = K_all[active]
+            try:
+                dq = np.linalg.solve(K, rhs.T[..., None])[..., 0].T[:D]
+            except np.linalg.LinAlgError:  # an exactly singular frame: least squares for all
+                dq = np.einsum("fij,jf->if", np.linalg.pinv(K), rhs)[:D]
         dq /= np.maximum(1.0, (np.abs(dq) * inverse_limit[:, None]).max(0))
         size = np.abs(dq).max(0)
         violation = np.abs(rc).max(0, initial=0.0)

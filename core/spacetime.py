@@ -808,7 +808,8 @@ def _interior_point(
     mu (:meth:`~looprig.core.banded.NewtonSystem.direction`): the slacks and the
     multipliers each at most 99 % of the way to zero, the primal step cut by a line
     search on the l1 merit ``f - mu sum log s + nu_C |C_loops|_1 + nu |G p + s - h|_1``
-    (nu above the multipliers). Once the barrier problem is solved to 10 mu, mu drops
+    (nu above the multipliers seen so far; nu_C above the loops' present ones, falling
+    at most tenfold a step). Once the barrier problem is solved to 10 mu, mu drops
     to ``min(mu / 5, mu^1.5)`` (Fiacco and McCormick's monotone rule, as IPOPT's).
     From a warm start (``multipliers`` given: the whole clip after its coarse answer,
     near the central path) each iteration also sets mu by Mehrotra's predictor-corrector
@@ -926,10 +927,14 @@ def _interior_point(
         z_next = z + alpha_z * dz
         force = motor_forces(families, rows.split(z_next), values.shape)
         new_loop_multipliers = _loop_multipliers(problem, lin, theta, force)
-        # the merit's penalties: above the multipliers they weigh (l1 exact penalty)
+        # the merit's penalties: above the multipliers they weigh (l1 exact penalty). The
+        # loops' follows their multipliers down (a tenth a step at most): one large estimate
+        # far from the answer (1e3 on the Dancer's looped dance, against 0.2 after) kept
+        # weighing the loops' second-order gap above the objective's whole decrease, and
+        # the line search cut every step to 1/256 for 200 iterations
         nu_limits = max(nu_limits, 1.1 * float(np.abs(z_next).max(initial=0.0)))
         if new_loop_multipliers is not None:
-            nu_loops = max(nu_loops, 1.1 * float(np.abs(new_loop_multipliers).max(initial=0.0)))
+            nu_loops = max(0.1 * nu_loops, 1.1 * float(np.abs(new_loop_multipliers).max(initial=0.0)))
 
         def merit(
             step_at, v, s, moved, loops=loops, barrier=barrier, nu=(nu_loops, nu_limits), w=(weight, pull)
@@ -945,11 +950,14 @@ def _interior_point(
             )
 
         here = merit(at, values, slack, displacement)
+        # the merit's slope along the step: the full step takes the loops' residual and the
+        # rows' (the merit's: at the iterate, not r_p, which reads the motors after q0 has
+        # restored the loops) to zero, to first order
         slope = (
             float(np.einsum("bd,bd->", lin.g_theta, theta))
             - (barrier * float(np.sum(weight * ds / slack)) if rows.size else 0.0)
             - nu_loops * float(np.abs(at.constraint[:, loops]).sum())
-            - nu_limits * float(np.maximum(np.abs(r_p) - rounding, 0.0).sum())
+            - nu_limits * float(np.maximum(np.abs(row_excess(values) + slack) - rounding, 0.0).sum())
         )
 
         def tried(step, slack_step, start=(states, at, values, slack), rates=lin.PZ):

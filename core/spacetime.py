@@ -284,7 +284,7 @@ def solve_spacetime(
         coarse = np.arange(0, F, stride)
         coarse_frozen = None if frozen is None else frozen[coarse]
         coarse_ends = (ends[0], ends[1] and coarse[-1] == F - 1)
-        coarse_seam = None if seam is None else int(round(seam / stride))  # (a warm start's)
+        coarse_seam = None if seam is None else round(seam / stride)  # (a warm start's)
         coarse_rows = limit_rows(held, len(coarse), rate / stride, coarse_frozen, coarse_ends, coarse_seam)
         clip = (targets.take(coarse), coarse_rows, coarse_frozen)
         tried = {name: solve(S[coarse], V[coarse], clip) for name, (S, V) in starts.items()}

@@ -139,19 +139,31 @@ class _Rows:
 
 
 def limit_rows(
-    limits: ActuatorLimits, frames: int, rate: float, frozen: np.ndarray | None = None, ends=(True, True)
+    limits: ActuatorLimits,
+    frames: int,
+    rate: float,
+    frozen: np.ndarray | None = None,
+    ends=(True, True),
+    seam: int | None = None,
 ) -> list[_Rows]:
     """Every finite limit of every motor as one-sided stencil rows over ``frames``
     (:data:`STENCILS`; the end rows only at the ``ends`` (first, last) that are the
     clip's, and only where the clip is longer than their stencil, as the checks read the
     ends then). ``frozen`` (F,) bool: frames that keep their values; a run of frozen
-    frames alone is no row (:attr:`_Rows.live`)."""
+    frames alone is no row (:attr:`_Rows.live`). ``seam``: where a loop's first frame
+    is, inside these frames (:func:`_hold_cyclic`): the end rows of the clip's first
+    frame from there on and of its last before, where they fit."""
     span = np.where(np.isfinite(limits.upper - limits.lower), limits.upper - limits.lower, 1.0)
     families = []
     for quantity, stencil, where in STENCILS:
         S = len(stencil)
-        if frames < S or (where != "every" and (frames == S or not ends[where == "last"])):
-            continue
+        if where == "every":
+            placed = [(0, frames - S + 1)] if frames >= S else []
+        else:
+            last = where == "last"
+            placed = [(frames - S if last else 0, 1)] if frames > S and ends[last] else []
+            if seam is not None and 0 <= seam - S * last and seam - S * last + S <= frames:
+                placed.append((seam - S * last, 1))
         if quantity == "position":
             uppers, lowers, scale = limits.upper, -limits.lower, np.maximum(span, 1e-6)
         else:
@@ -163,8 +175,7 @@ def limit_rows(
             for sign, bound in ((1.0, uppers[m]), (-1.0, lowers[m]))
             if np.isfinite(bound)
         ]
-        if channels:
-            first, runs = {"every": (0, frames - S + 1), "first": (0, 1), "last": (frames - S, 1)}[where]
+        for first, runs in placed if channels else ():
             motor, sign, bound, norm = (np.array(c) for c in zip(*channels, strict=True))
             rows = _Rows(quantity, stencil, first, runs, motor.astype(int), sign, bound, norm)
             if frozen is not None:
@@ -227,13 +238,15 @@ def solve_spacetime(
     settings: SpaceTimeSettings | None = None,
     frozen: np.ndarray | None = None,
     ends=(True, True),
+    seam: int | None = None,
 ) -> SpaceTimeSolution:
     """The clip ``targets`` (batched to F frames) solved at once under hard motor limits
     (module docstring), from assembled ``states`` (F, n, 7) whose motors read
     ``actuators`` (F, A) unwrapped [rad | m]: typically the unlimited clip solver's
     answer. ``limits``: the problem's actuators' by default; ``frozen`` (F,) bool and
     ``ends``: frames kept as they are, and whether the first and last frames are a
-    clip's ends (:func:`limit_rows`; :func:`hold_limits` solves windows of a clip so).
+    clip's ends (:func:`limit_rows`; :func:`hold_limits` solves windows of a clip so);
+    ``seam``: where a loop's first frame is in these frames (:func:`limit_rows`).
 
     The objective is the tracking terms' alone: the problem's minimal-motion metric is
     left out (it would damp every step and so keep the iterations from converging where
@@ -246,7 +259,7 @@ def solve_spacetime(
     problem = tracking_only(problem)
     screws = JointScrews(problem.tree, len(problem.mechanism.bodies))
     held = held_limits(limits, settings.margin)
-    families = limit_rows(held, len(states), rate, frozen, ends)
+    families = limit_rows(held, len(states), rate, frozen, ends, seam)
 
     def solve(
         start_states, start_values, clip=(targets, families, frozen), stage=settings
@@ -271,7 +284,8 @@ def solve_spacetime(
         coarse = np.arange(0, F, stride)
         coarse_frozen = None if frozen is None else frozen[coarse]
         coarse_ends = (ends[0], ends[1] and coarse[-1] == F - 1)
-        coarse_rows = limit_rows(held, len(coarse), rate / stride, coarse_frozen, coarse_ends)
+        coarse_seam = None if seam is None else round(seam / stride)  # (a warm start's)
+        coarse_rows = limit_rows(held, len(coarse), rate / stride, coarse_frozen, coarse_ends, coarse_seam)
         clip = (targets.take(coarse), coarse_rows, coarse_frozen)
         tried = {name: solve(S[coarse], V[coarse], clip) for name, (S, V) in starts.items()}
         iterations = sum(t.iterations for t in tried.values())
@@ -411,6 +425,8 @@ def _best(tried: dict) -> str:
 WINDOW_SECONDS = 0.25
 #: How far [rad | m] a window's outermost moving frames may end from the exact answer.
 WINDOW_EDGE = 1e-6
+#: How many frames each side of a loop's seam its end rows read (:func:`_hold_windows`).
+SEAM_READ = max(len(stencil) for _, stencil, _ in STENCILS)
 
 
 def hold_limits(
@@ -441,17 +457,28 @@ def hold_limits(
 
 
 def _hold_windows(
-    problem, targets, states, actuators, rate: float, limits, settings, end_rows=True, kept_ends=False
+    problem,
+    targets,
+    states,
+    actuators,
+    rate: float,
+    limits,
+    settings,
+    end_rows=True,
+    kept_ends=False,
+    seam: int | None = None,
 ) -> SpaceTimeSolution | None:
     """:func:`hold_limits` of a clip; ``end_rows``: whether its first and last frames are
     a clip's ends (the rows the checks read there: :func:`limit_rows`); ``kept_ends``:
     its two outermost frames each side kept as they are (a loop's middle,
-    :func:`_hold_cyclic`)."""
+    :func:`_hold_cyclic`); ``seam``: the frame where a loop's first frame is, whose end
+    rows are held there (:func:`limit_rows`; a window that reaches them takes all the
+    frames they read)."""
     values = np.asarray(actuators, dtype=float)
     F = len(values)
     ends = (end_rows, end_rows)
     broken = np.zeros(F, bool)
-    for rows in limit_rows(limits, F, rate, ends=ends):
+    for rows in limit_rows(limits, F, rate, ends=ends, seam=seam):
         over = (excess(rows, values) > 0.0).any(axis=1)  # (K,)
         for j in range(len(rows.stencil)):
             broken[rows.frames(j)] |= over
@@ -464,7 +491,11 @@ def _hold_windows(
     start = (states, values)  # a grown window starts from the last one's answer
     while True:
         window = (np.convolve(broken, np.ones(2 * margin + 1))[margin : margin + F] > 0) & movable
+        around = slice(max(seam - SEAM_READ, 0), seam + SEAM_READ) if seam is not None else slice(0)
+        if window[around].any():
+            window[around] = movable[around]
         sub, frozen = _with_frozen_edges(window)
+        at = int(np.searchsorted(sub, seam)) if window[around].any() else None
         solution = solve_spacetime(
             problem,
             targets.take(sub),
@@ -475,6 +506,7 @@ def _hold_windows(
             settings,
             frozen,
             (sub[0] == 0 and end_rows, sub[-1] == F - 1 and end_rows),
+            at,
         )
         moved = np.abs(solution.actuators - values[sub]).max(axis=1) > WINDOW_EDGE
         edges = frozen | np.r_[frozen[1:], True] | np.r_[True, frozen[:-1]]  # frozen or next to it
@@ -493,7 +525,12 @@ def _hold_cyclic(problem, targets, states, actuators, rate: float, limits, setti
     without the rows at its ends (every row inside it held), then the clip turned round
     by half its length, so that the seam is inside, with the first pass's middle frames
     as its ends, kept. Every row of the loop then holds: the second pass holds those
-    that read the seam, and those that read only the kept frames held in the first."""
+    that read the seam, and those that read only the kept frames held in the first.
+    The second pass holds the clip's end rows too, at the seam (the one-sided speeds
+    and the end cubics' accelerations that ``looprig check`` reads at a clip's ends):
+    the loop passes as a clip, and so do its copies played in a row (the Dancer's dance
+    kept the wrap-round rows alone, and three loops in a row read 90 rad/s^2 of 30 at
+    their first frame)."""
     values = np.asarray(actuators, dtype=float)
     F = len(values)
     first = _hold_windows(problem, targets, states, values, rate, limits, settings, end_rows=False)
@@ -502,7 +539,7 @@ def _hold_cyclic(problem, targets, states, actuators, rate: float, limits, setti
         return first
     order = np.r_[F // 2 : F, : F // 2]
     turned = _hold_windows(
-        problem, targets.take(order), S[order], V[order], rate, limits, settings, False, kept_ends=True
+        problem, targets.take(order), S[order], V[order], rate, limits, settings, False, True, F - F // 2
     )
     if turned is None:
         return first
@@ -808,7 +845,8 @@ def _interior_point(
     mu (:meth:`~looprig.core.banded.NewtonSystem.direction`): the slacks and the
     multipliers each at most 99 % of the way to zero, the primal step cut by a line
     search on the l1 merit ``f - mu sum log s + nu_C |C_loops|_1 + nu |G p + s - h|_1``
-    (nu above the multipliers). Once the barrier problem is solved to 10 mu, mu drops
+    (nu above the multipliers seen so far; nu_C above the loops' present ones, falling
+    at most tenfold a step). Once the barrier problem is solved to 10 mu, mu drops
     to ``min(mu / 5, mu^1.5)`` (Fiacco and McCormick's monotone rule, as IPOPT's).
     From a warm start (``multipliers`` given: the whole clip after its coarse answer,
     near the central path) each iteration also sets mu by Mehrotra's predictor-corrector
@@ -926,10 +964,14 @@ def _interior_point(
         z_next = z + alpha_z * dz
         force = motor_forces(families, rows.split(z_next), values.shape)
         new_loop_multipliers = _loop_multipliers(problem, lin, theta, force)
-        # the merit's penalties: above the multipliers they weigh (l1 exact penalty)
+        # the merit's penalties: above the multipliers they weigh (l1 exact penalty). The
+        # loops' follows their multipliers down (a tenth a step at most): one large estimate
+        # far from the answer (1e3 on the Dancer's looped dance, against 0.2 after) kept
+        # weighing the loops' second-order gap above the objective's whole decrease, and
+        # the line search cut every step to 1/256 for 200 iterations
         nu_limits = max(nu_limits, 1.1 * float(np.abs(z_next).max(initial=0.0)))
         if new_loop_multipliers is not None:
-            nu_loops = max(nu_loops, 1.1 * float(np.abs(new_loop_multipliers).max(initial=0.0)))
+            nu_loops = max(0.1 * nu_loops, 1.1 * float(np.abs(new_loop_multipliers).max(initial=0.0)))
 
         def merit(
             step_at, v, s, moved, loops=loops, barrier=barrier, nu=(nu_loops, nu_limits), w=(weight, pull)
@@ -945,11 +987,14 @@ def _interior_point(
             )
 
         here = merit(at, values, slack, displacement)
+        # the merit's slope along the step: the full step takes the loops' residual and the
+        # rows' (the merit's: at the iterate, not r_p, which reads the motors after q0 has
+        # restored the loops) to zero, to first order
         slope = (
             float(np.einsum("bd,bd->", lin.g_theta, theta))
             - (barrier * float(np.sum(weight * ds / slack)) if rows.size else 0.0)
             - nu_loops * float(np.abs(at.constraint[:, loops]).sum())
-            - nu_limits * float(np.maximum(np.abs(r_p) - rounding, 0.0).sum())
+            - nu_limits * float(np.maximum(np.abs(row_excess(values) + slack) - rounding, 0.0).sum())
         )
 
         def tried(step, slack_step, start=(states, at, values, slack), rates=lin.PZ):

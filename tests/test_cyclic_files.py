@@ -44,3 +44,33 @@ def test_a_loop_is_recorded_with_its_seam_read_as_a_loop(tmp_path, capsys):
     assert main(["check", str(tmp_path / "loop" / "curves.csv"), "--strict", "--cyclic"]) == 0
     assert main(["check", str(tmp_path / "clip" / "curves.csv"), "--strict"]) != 0
     assert main(["check", str(tmp_path / "clip" / "curves.csv"), "--strict", "--cyclic"]) != 0
+
+
+def test_the_demo_dance_written_as_a_loop_passes_the_cyclic_check_and_three_loops_the_strict_one(
+    tmp_path, capsys
+):
+    """Issue 26: the bundled dance on the Dancer, retargeted with ``--cyclic`` at the demo's
+    own settings (its seam asks up to 46 rad/s of 3.14 rad/s servos): its files pass
+    ``looprig check --strict --cyclic``, and the curves played three times in a row,
+    written as one clip, pass ``looprig check --strict``."""
+    import dataclasses
+
+    from looprig.app import load_curves
+    from looprig.demo import CLIP_FILE, MAP_FILE
+
+    out = tmp_path / "out"
+    command = ["retarget", "dancer", str(CLIP_FILE), "--map", str(MAP_FILE), "-o", str(out), "--quiet"]
+    assert main([*command, "--cyclic", "--formats", "csv", "json"]) == 0
+    assert json.loads((out / "report.json").read_text())["limit_solve"]["converged"]
+    for name in ("curves.csv", "curves.json"):
+        capsys.readouterr()
+        assert main(["check", str(out / name), "--strict", "--cyclic"]) == 0, capsys.readouterr()
+    once = load_curves(out / "curves.csv")
+    F = len(once.times)
+    rate = (F - 1) / (once.times[-1] - once.times[0])
+    three = dataclasses.replace(
+        once, times=once.times[0] + np.arange(3 * F) / rate, values=np.tile(once.values, (3, 1))
+    )
+    write_curves(three, tmp_path / "three", ["csv"], allow_violations=False)
+    capsys.readouterr()
+    assert main(["check", str(tmp_path / "three" / "curves.csv"), "--strict"]) == 0, capsys.readouterr()

@@ -308,3 +308,29 @@ def test_the_demo_dance_played_faster_holds_every_servo_limit(speed):
     assert solve["converged"], solve
     assert not all_violations(held.curves)
     assert held.residual.max() <= 1e-9
+
+
+@pytest.mark.parametrize("rate", [None, 100.0])
+def test_the_demo_dance_played_in_a_loop_holds_every_servo_limit_across_its_seam(rate):
+    """Issue 26: the bundled dance does not end where it starts, so looped (``cyclic``) its
+    seam asks up to 46 rad/s of the Dancer's 3.14 rad/s servos at the demo's 600 Hz (7.7
+    rad/s at 100 Hz). Held, the seam's window converges (it crawled at 1/256 steps for
+    200 iterations while a loop multiplier of 1e3 seen once, at the start, kept weighing
+    the loops' second-order gap in the line search's merit) and every limit holds on the
+    loop's wrap-round differences; three loops in a row pass as one clip."""
+    import dataclasses
+
+    from looprig.demo import demo_inputs
+
+    mechanism, samples, mapping, _ = demo_inputs()
+    mapping = dataclasses.replace(mapping, cyclic=True, rate=rate or mapping.rate)
+    looped = LimitCheckSettings(cyclic=True)
+    reported = retarget(mechanism, samples, dataclasses.replace(mapping, limit_mode="report"))
+    assert all_violations(reported.curves, looped)  # the seam
+    held = retarget(mechanism, samples, mapping)
+    solve = held.summary()["limit_solve"]
+    assert solve is not None and solve["converged"], solve
+    assert not all_violations(held.curves, looped)
+    assert held.residual.max() <= 1e-9
+    three = ActuatorCurves.from_mechanism(mechanism, np.tile(held.curves.values, (3, 1)), mapping.rate)
+    assert not all_violations(three)

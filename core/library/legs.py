@@ -9,7 +9,7 @@ XH430-class servos (0.082 kg each) plus brackets.
 
 import numpy as np
 
-from ..mechanism import Body, Frame, Joint, JointKind, Mechanism
+from ..model.mechanism import Body, Frame, Joint, JointKind, Mechanism
 from ._build import X_AXIS, Y_AXIS, Z_AXIS, hinge, link, point, servo, unit
 
 SIDES = {"left": 1.0, "right": -1.0}

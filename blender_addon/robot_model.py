@@ -22,7 +22,8 @@ from looprig.core.errors import LooprigError
 from looprig.core.maths.rotations import nearest_rotation, quat_from_matrix
 from looprig.core.maths.rotations import pose_matrix as state_pose_matrix
 from looprig.core.model.filevalues import limit_from_file
-from looprig.core.model.mechanism import (
+from looprig.core.model.mechanism import Mechanism
+from looprig.core.model.parts import (
     LIMIT_FIELDS,
     ActuatedMotion,
     Actuator,
@@ -32,7 +33,6 @@ from looprig.core.model.mechanism import (
     Joint,
     JointKind,
     LimitSource,
-    Mechanism,
 )
 from scipy.sparse import coo_array
 from scipy.sparse.csgraph import connected_components, shortest_path

@@ -13,7 +13,8 @@ import math
 from dataclasses import dataclass, field
 
 import numpy as np
-from looprig.core.model.mechanism import JointKind, Mechanism
+from looprig.core.model.mechanism import Mechanism
+from looprig.core.model.parts import JointKind
 
 ERROR, WARNING, INFO = "ERROR", "WARNING", "INFO"
 

@@ -56,7 +56,8 @@ import numpy as np
 
 from ..core.errors import MechanismError
 from ..core.model.filevalues import limit_from_file, limit_to_file
-from ..core.model.mechanism import (
+from ..core.model.mechanism import Mechanism
+from ..core.model.parts import (
     LIMIT_FIELDS,
     ActuatedMotion,
     Actuator,
@@ -66,7 +67,6 @@ from ..core.model.mechanism import (
     Joint,
     JointKind,
     LimitSource,
-    Mechanism,
 )
 from ..core.model.servos import ServoError, servo_model
 from .errors import MAX_MODEL_BYTES, FileFormatError, check_file_size

@@ -36,18 +36,10 @@ import numpy as np
 
 from ..core.errors import MechanismError
 from ..core.maths.rotations import nearest_rotation, pose_matrix, quat_from_matrix
-from ..core.model.constraints import ConstraintSet, FrameClosure, mean_joint_distance
-from ..core.model.mechanism import (
-    ActuatedMotion,
-    Actuator,
-    Body,
-    Coupling,
-    Frame,
-    Joint,
-    JointKind,
-    LimitSource,
-    Mechanism,
-)
+from ..core.model.constraints import ConstraintSet
+from ..core.model.mechanism import Mechanism
+from ..core.model.parts import ActuatedMotion, Actuator, Body, Coupling, Frame, Joint, JointKind, LimitSource
+from ..core.model.primitives import FrameClosure, mean_joint_distance
 from ..core.model.readoff import ActuatorReadout
 from ..core.model.servos import ServoError, ServoMatch, ServoModel, match_servo, servo_model
 from ..core.solvers.fk import FKSettings, solve_constraints, solve_fk
@@ -202,7 +194,7 @@ class ClosureSpec:
 @dataclass
 class CouplingSpec:
     """A joint coupling in tree coordinates: ``q_joint = offset + sum_k P_k(q_sources[k])``
-    (:class:`~looprig.core.model.mechanism.Coupling`'s fields, and where the file says it).
+    (:class:`~looprig.core.model.parts.Coupling`'s fields, and where the file says it).
 
     q are the tree joints' coordinates (zero at the file's zero configuration,
     MJCF ``qpos0``) [rad or m]; the Mechanism's coupling is re-expressed about the

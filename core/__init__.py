@@ -15,8 +15,9 @@ from .curves.violations import LimitViolationError, Violation
 from .errors import LooprigError, MechanismError, SolverError, TargetError
 from .maths.linalg import single_threaded_blas
 from .model.constraints import ConstraintSet
-from .model.mechanism import ActuatedMotion, Actuator, Body, Coupling, Frame, Joint, JointKind, Mechanism
+from .model.mechanism import Mechanism
 from .model.mobility import MobilityReport, analyse_mobility
+from .model.parts import ActuatedMotion, Actuator, Body, Coupling, Frame, Joint, JointKind
 from .model.readoff import ActuatorReadout, JointReadout, unwrap_sequence
 from .retarget.mapping import AimSpec, ComSpec, RetargetMapping, SupportPhase, TargetSpec
 from .retarget.pipeline import RetargetResult, retarget

@@ -17,7 +17,7 @@ from pathlib import Path
 
 from .core import LooprigError, analyse_mobility
 from .core.library import NAMES, build
-from .core.model.mechanism import LIMIT_FIELDS
+from .core.model.parts import LIMIT_FIELDS
 
 #: Export formats: name -> (writer function name in looprig.core.export, file suffix).
 EXPORT_FORMATS = {

@@ -63,7 +63,8 @@ import casadi as ca
 import numpy as np
 import scipy.linalg
 from looprig.core.maths.rotations import frame_with_axes, quat_to_matrix
-from looprig.core.model.mechanism import ActuatedMotion, Joint, JointKind, Mechanism
+from looprig.core.model.mechanism import Mechanism
+from looprig.core.model.parts import ActuatedMotion, Joint, JointKind
 from looprig.core.terms import FrameObjective
 
 _EYE = np.eye(3)

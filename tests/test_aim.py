@@ -13,7 +13,8 @@ import pytest
 from jacobians import numerical_jacobian
 from looprig.core.errors import LooprigWarning, TargetError
 from looprig.core.maths.rotations import quat_to_matrix, retract
-from looprig.core.model.mechanism import Actuator, Body, Frame, Joint, JointKind, Mechanism
+from looprig.core.model.mechanism import Mechanism
+from looprig.core.model.parts import Actuator, Body, Frame, Joint, JointKind
 from looprig.core.retarget import AimSpec, RetargetMapping, TargetSpec, TrackSamples, retarget
 from looprig.core.solvers.ik import IKProblem
 from looprig.core.terms import AimObjective, AimTask, Reference, Targets

@@ -15,8 +15,8 @@ from looprig.core import (
 )
 from looprig.core.library import build
 from looprig.core.maths.rotations import quat_from_rotvec, quat_to_matrix, retract
-from looprig.core.model.constraints import CLOSURE_POINTS, FrameClosure
-from looprig.core.model.mechanism import Coupling
+from looprig.core.model.parts import Coupling
+from looprig.core.model.primitives import CLOSURE_POINTS, FrameClosure
 from looprig.core.model.readoff import JointReadout
 from looprig.core.solvers.fk import solve_fk
 
@@ -87,7 +87,7 @@ def test_jacobian_matches_finite_differences(seed, actuated):
 
 def test_rows_per_kind_match_the_joint_dof():
     """Each joint removes 6 - dof freedoms with the minimal number of rows."""
-    from looprig.core.model.mechanism import JOINT_DOF
+    from looprig.core.model.parts import JOINT_DOF
 
     m = every_kind_chain()
     cs = ConstraintSet(m, actuated=False)

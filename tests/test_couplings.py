@@ -5,7 +5,7 @@ joint where its coupling puts it."""
 
 import numpy as np
 import pytest
-from looprig.core.model.mechanism import Coupling
+from looprig.core.model.parts import Coupling
 from looprig.core.model.readoff import JointReadout
 from looprig.core.retarget import RetargetMapping, TargetSpec, TrackSamples, retarget
 from looprig.core.solvers.fk import solve_fk

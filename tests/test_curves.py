@@ -25,7 +25,8 @@ from looprig.core.curves.resample import (
 from looprig.core.curves.violations import LimitViolationError, Violation, merge_violations
 from looprig.core.errors import CurvesError
 from looprig.core.library.planar import fourbar, slider_crank
-from looprig.core.model.mechanism import ActuatedMotion, Actuator, Body, Joint, JointKind, Mechanism
+from looprig.core.model.mechanism import Mechanism
+from looprig.core.model.parts import ActuatedMotion, Actuator, Body, Joint, JointKind
 
 F_HZ = 1.3  # test frequency [Hz]
 W = 2 * np.pi * F_HZ  # [rad/s]

@@ -8,8 +8,9 @@ import pytest
 from looprig.core import FrameObjective, IKProblem, build_step
 from looprig.core.library import NAMES, build
 from looprig.core.maths.rotations import quat_to_matrix, retract
-from looprig.core.model.mechanism import Joint, JointKind, Mechanism
+from looprig.core.model.mechanism import Mechanism
 from looprig.core.model.mobility import analyse_mobility
+from looprig.core.model.parts import Joint, JointKind
 from looprig.core.solvers.fk import FKSettings, solve_constraints
 from looprig.core.solvers.kkt import DenseKKT, ReducedKKT
 from looprig.core.solvers.step import step_kkt

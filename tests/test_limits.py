@@ -15,7 +15,8 @@ import numpy as np
 import pytest
 from looprig.cad_import import FileFormatError, FileFormatWarning, load_model, save_mechanism
 from looprig.core.errors import TargetError
-from looprig.core.model.mechanism import Actuator, Body, Joint, JointKind, Mechanism
+from looprig.core.model.mechanism import Mechanism
+from looprig.core.model.parts import Actuator, Body, Joint, JointKind
 from looprig.core.model.servos import (
     CATALOGUE,
     RPM,

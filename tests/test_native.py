@@ -377,7 +377,7 @@ def test_couplings_round_trip_and_are_validated(tmp_path):
     """A gear, and a differential with polynomial terms, save and load bit-exact; a file
     written before differentials (one ``source`` and ``ratio``) still loads; a wrong entry
     is one line naming it."""
-    from looprig.core.model.mechanism import Coupling
+    from looprig.core.model.parts import Coupling
 
     base = build("slider_crank")
     revolute = [j.name for j in base.joints if j.kind == JointKind.REVOLUTE]

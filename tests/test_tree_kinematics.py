@@ -10,7 +10,8 @@ from looprig.core.library._build import hinge, link
 from looprig.core.library.feasible import feasible_motion
 from looprig.core.maths.linalg import single_threaded_blas
 from looprig.core.maths.rotations import quat_to_matrix
-from looprig.core.model.mechanism import Actuator, Body, Frame, Joint, JointKind, Mechanism
+from looprig.core.model.mechanism import Mechanism
+from looprig.core.model.parts import Actuator, Body, Frame, Joint, JointKind
 from looprig.core.solvers import tree
 from looprig.core.solvers.clip import _reference, _solve_block, clip_starts, solve_clip
 from looprig.core.solvers.fk import solve_fk

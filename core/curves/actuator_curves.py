@@ -44,7 +44,8 @@ import numpy as np
 from scipy.interpolate import CubicSpline
 
 from ..errors import CurvesError, did_you_mean
-from ..model.mechanism import Actuator, Mechanism
+from ..model.mechanism import Mechanism
+from ..model.parts import Actuator
 from ..model.readoff import unwrap_sequence
 from .violations import (
     QUANTITIES,

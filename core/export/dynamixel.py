@@ -174,7 +174,7 @@ class DynamixelSettings:
         cls, mechanism, mode: str = "position", names: Sequence[str] | None = None, **options
     ) -> "DynamixelSettings":
         """Settings whose motors take each actuator's zero offset, direction and travel
-        per turn (:class:`~looprig.core.model.mechanism.Actuator`). names: the actuators the
+        per turn (:class:`~looprig.core.model.parts.Actuator`). names: the actuators the
         curves hold (default: all); the mechanism's others (motors a retarget's
         ``motors`` made passive) are left out."""
         motors = {

@@ -16,7 +16,8 @@ import numpy as np
 from ..baselines.serial_ik import SerialChain, SerialIKResult
 from ..errors import MechanismError
 from ..maths.rotations import quat_from_matrix, quat_to_matrix
-from ..model.mechanism import Body, Frame, Joint, JointKind, Mechanism
+from ..model.mechanism import Mechanism
+from ..model.parts import Body, Frame, Joint, JointKind
 from ..solvers.ik import IKProblem, IKSettings, IKTargets, solve_ik
 from ..terms import FrameObjective, Regularization
 from ._build import Y_AXIS, link

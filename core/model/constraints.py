@@ -1,7 +1,5 @@
 """Joint and actuator constraints, vectorised by primitive.
 
-One module although long: every primitive and the stacked evaluation that serves them all.
-
 Every joint kind is a combination of three primitives, each evaluated for all
 of its instances in the mechanism at once (stacked numpy arrays, no Python loop
 over joints):
@@ -22,7 +20,6 @@ are not unknowns. All evaluations accept states with leading batch axes.
 """
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field
 
 import numpy as np
 import scipy.sparse as sp
@@ -34,239 +31,22 @@ from ..maths.rotations import (
     quat_to_matrix,
     tangent_block_entries,
 )
-from .mechanism import ActuatedMotion, JointKind, Mechanism
-from .readoff import JointReadout
+from .coupling_rows import CouplingRows
+from .mechanism import Mechanism
+from .parts import ActuatedMotion, JointKind
+from .primitives import (
+    CLOSURE_POINTS,
+    FrameClosure,
+    JacobianBlocks,
+    JointRows,
+    StackBuilder,
+    X,
+    Y,
+    Z,
+    mean_joint_distance,
+)
 
-X, Y, Z = 0, 1, 2
 _EYE3 = np.eye(3)
-
-
-def mean_joint_distance(mechanism: Mechanism) -> float:
-    """Mean pairwise distance between joint anchors [m] (1.0 if undefined)."""
-    anchors = np.array([j.anchor for j in mechanism.joints if j.kind != JointKind.FREE])
-    if len(anchors) < 2:
-        return 1.0
-    diff = anchors[:, None, :] - anchors[None, :, :]
-    dist = np.linalg.norm(diff, axis=-1)[np.triu_indices(len(anchors), k=1)]
-    mean = float(dist.mean())
-    return mean if mean > 1e-9 else 1.0
-
-
-#: Closure rows as coincident points, offsets in joint-frame axes times the length
-#: scale: one point (spherical), two on the axis (revolute), three (fixed). Unlike
-#: dot-product rows they have no spurious half-turn solutions, so a loop written far
-#: from closed assembles onto the right branch.
-CLOSURE_POINTS = {
-    JointKind.SPHERICAL: (np.zeros(3),),
-    JointKind.REVOLUTE: (np.zeros(3), np.array([1.0, 0.0, 0.0])),
-    JointKind.FIXED: (np.zeros(3), np.array([1.0, 0.0, 0.0]), np.array([0.0, 1.0, 0.0])),
-}
-
-
-@dataclass(frozen=True)
-class FrameClosure:
-    """Two body-fixed frames that must coincide: a loop closure written open.
-
-    Files written in joint coordinates (URDF with closures, MJCF ``connect``)
-    often place a loop's two ends apart; such a closure cannot be a
-    :class:`~looprig.core.model.mechanism.Joint` (whose anchor is one point of the
-    initial configuration) until the loop is assembled. ``T_i`` and ``T_j``
-    (4, 4) place the frames in the coordinates of ``body_i`` and ``body_j``
-    (origin at the body's state position, body axes) [m]. ``kind``: spherical
-    (origins coincide), revolute (origins coincide, ``axis`` shared) or fixed
-    (frames coincide); ``axis`` (3,) is in the frames' own coordinates. Rows:
-    point coincidences (:data:`CLOSURE_POINTS`).
-    """
-
-    name: str
-    kind: JointKind
-    body_i: str
-    body_j: str
-    T_i: np.ndarray
-    T_j: np.ndarray
-    axis: np.ndarray = field(default_factory=lambda: np.array([0.0, 0.0, 1.0]))
-
-
-@dataclass
-class _Stack:
-    """Instances of one primitive: body indices, local vectors, row numbers."""
-
-    bi: np.ndarray  # (K,) int
-    bj: np.ndarray  # (K,) int
-    a: np.ndarray  # (K, 3) local on i: point x_i, or axis u_i
-    b: np.ndarray  # (K, 3) local on j: point x_j, or axis v_j
-    c: np.ndarray  # (K, 3) local on i: u_i rotated +90 deg (dot), or slide axis n_i
-    d: np.ndarray  # (K, 3) local on j: point x_j (slide only)
-    rows: np.ndarray  # (K, r) int
-    actuator: np.ndarray  # (K,) index into the actuator values, or -1
-
-
-class _StackBuilder:
-    def __init__(self, width: int):
-        self.width = width
-        self.items: list[tuple] = []
-
-    def add(self, bi, bj, a, b, c=None, d=None, actuator=-1):
-        zero = np.zeros(3)
-        self.items.append((bi, bj, a, b, zero if c is None else c, zero if d is None else d, actuator))
-
-    def build(self, first_row: int) -> _Stack:
-        k = len(self.items)
-        cols = list(zip(*self.items, strict=True)) if k else [[]] * 7
-        rows = first_row + np.arange(k * self.width).reshape(k, self.width)
-        return _Stack(
-            bi=np.array(cols[0], dtype=int),
-            bj=np.array(cols[1], dtype=int),
-            a=np.array(cols[2], dtype=float).reshape(k, 3),
-            b=np.array(cols[3], dtype=float).reshape(k, 3),
-            c=np.array(cols[4], dtype=float).reshape(k, 3),
-            d=np.array(cols[5], dtype=float).reshape(k, 3),
-            rows=rows,
-            actuator=np.array(cols[6], dtype=int),
-        )
-
-
-@dataclass
-class _JointRows:
-    """Adds the primitive instances of one joint to the stacks."""
-
-    point_stack: _StackBuilder
-    dot_stack: _StackBuilder
-    slide_stack: _StackBuilder
-    row_joint: list[list[int]]
-    joint: int
-    i: int
-    j: int
-    Fi: np.ndarray
-    Fj: np.ndarray
-    xi: np.ndarray
-    xj: np.ndarray
-
-    def point(self):
-        self.point_stack.add(self.i, self.j, self.xi, self.xj)
-        self.row_joint[0].append(self.joint)
-
-    def dot(self, ai, aj, rotated=None, actuator=-1):
-        self.dot_stack.add(self.i, self.j, self.Fi[:, ai], self.Fj[:, aj], rotated, actuator=actuator)
-        self.row_joint[1].append(self.joint)
-
-    def slide(self, axis, actuator=-1):
-        self.slide_stack.add(
-            self.i, self.j, self.xi, self.Fi[:, axis], self.Fi[:, axis], self.xj, actuator=actuator
-        )
-        self.row_joint[2].append(self.joint)
-
-    def rotation_lock(self):
-        self.dot(X, Y)
-        self.dot(X, Z)
-        self.dot(Y, Z)
-
-    def add_passive(self, kind: JointKind):
-        """The rows of a passive joint of this kind (see the module docstring)."""
-        if kind in (JointKind.FIXED, JointKind.REVOLUTE, JointKind.SPHERICAL, JointKind.UNIVERSAL):
-            self.point()
-        if kind in (JointKind.PRISMATIC, JointKind.CYLINDRICAL):
-            self.slide(Y)
-            self.slide(Z)
-        if kind in (JointKind.FIXED, JointKind.PRISMATIC, JointKind.PARALLEL):
-            self.rotation_lock()
-        if kind in (JointKind.REVOLUTE, JointKind.CYLINDRICAL, JointKind.PLANAR):
-            self.dot(X, Y)
-            self.dot(X, Z)
-        if kind == JointKind.UNIVERSAL:
-            self.dot(X, Y)
-        if kind == JointKind.PLANAR:
-            self.slide(X)
-        # FREE: no rows
-
-
-@dataclass
-class JacobianBlocks:
-    """The constraint Jacobian as :meth:`ConstraintSet.evaluate` makes it, before assembly.
-
-    rows (..., m, 2, 6): every row's derivative by the tangent of its joint's parent
-    (``[..., 0, :]``, body i) and of its child (``[..., 1, :]``, body j), zero for the
-    coupling rows; couplings: those rows' blocks on the bodies of their joints ((..., k, 6)
-    per slot, :class:`_CouplingRows`), or None.
-    """
-
-    rows: np.ndarray
-    couplings: tuple | None = None
-
-
-def _polynomial(coefficients: np.ndarray, x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """``P(x) = sum_p c_p x^p`` (p = 1..P) and ``P'(x)`` by Horner, per term: coefficients
-    (T, P), x (..., T) -> two (..., T) arrays."""
-    value = np.zeros_like(x)
-    slope = np.zeros_like(x)
-    for c in coefficients.T[::-1]:  # c_P first
-        slope = slope * x + value
-        value = value * x + c
-    return value * x, slope * x + value
-
-
-class _CouplingRows:
-    """Rows ``s (q_joint - offset - sum_k P_k(q_source_k))`` of a mechanism's couplings
-    (:class:`~looprig.core.model.mechanism.Coupling`), vectorised over couplings and their terms.
-
-    q from :class:`~looprig.core.model.readoff.JointReadout` (exact Jacobian blocks), read for
-    the K coupled joints and then the T terms (one per source of each coupling, all
-    couplings' in one stack, their polynomials padded to one degree); ``s`` is the length
-    scale L for an angle-valued joint (rows in metres, like the dot rows), 1 for a
-    displacement. The row's derivative is ``s (dq_joint - sum_k P_k'(q_k) dq_k)``. A row
-    touches the parents and children of its joints, which may repeat, so its Jacobian is
-    accumulated; the blocks come in slots (the joints' parents, their children, then per
-    term rank r the parents and children of every coupling's r-th source), none of which
-    holds a row twice, so each slot scatters with one fancy-indexed add.
-    """
-
-    def __init__(self, mechanism: Mechanism, first_row: int, length_scale: float, column_of_body: np.ndarray):
-        couplings = mechanism.couplings
-        K = len(couplings)
-        term_coupling = np.array([k for k, c in enumerate(couplings) for _ in c.sources], int)  # (T,)
-        term_rank = np.array([r for c in couplings for r in range(len(c.sources))], int)
-        joints = [mechanism.joint(c.joint) for c in couplings]
-        joints += [mechanism.joint(s) for c in couplings for s in c.sources]
-        self.readout = JointReadout(mechanism, joints)
-        self.rows = first_row + np.arange(K)
-        self.offset = np.array([c.offset for c in couplings])
-        coefficients = [c.coefficients() for c in couplings]
-        degree = max(x.shape[1] for x in coefficients)
-        self.coefficients = np.concatenate(
-            [np.pad(x, ((0, 0), (0, degree - x.shape[1]))) for x in coefficients]
-        )  # (T, P)
-        self.scale = np.where(self.readout.is_angle[:K], length_scale, 1.0)
-        self.term_coupling = term_coupling
-        self.sum_terms = np.zeros((len(term_coupling), K))  # (T, K): adds each coupling's terms
-        self.sum_terms[np.arange(len(term_coupling)), term_coupling] = 1.0
-        r = self.readout
-        # per slot: its entries in the readout's joints, and which body of each (0 parent, 1 child)
-        entries = [np.arange(K)] + [
-            K + np.flatnonzero(term_rank == rank) for rank in range(term_rank.max() + 1)
-        ]
-        self.slots = [(e, side) for e in entries for side in (0, 1)]
-        entry_row = self.rows[np.concatenate([np.arange(K), term_coupling])]  # (K + T,)
-        self.scatter = []
-        for e, side in self.slots:  # per slot: kept entries, their rows (Kf, 1), columns (Kf, 6)
-            col0 = column_of_body[(r.parent, r.child)[side][e]]
-            keep = np.flatnonzero(col0 >= 0)
-            self.scatter.append((keep, entry_row[e][keep][:, None], col0[keep][:, None] + np.arange(6)))
-
-    def evaluate(self, state, R, jacobian: bool):
-        """Rows (..., K) [m] and, with ``jacobian``, their blocks per slot (..., k, 6)."""
-        K = len(self.rows)
-        q = self.readout.read(state, R=R)  # (..., K + T)
-        value, slope = _polynomial(self.coefficients, q[..., K:])
-        rows = self.scale * (q[..., :K] - self.offset - value @ self.sum_terms)
-        if not jacobian:
-            return rows, None
-        blocks = self.readout.blocks(state, R)  # (..., K + T, 2, 6)
-        weight = np.concatenate(
-            [np.broadcast_to(self.scale, slope.shape[:-1] + (K,)), -self.scale[self.term_coupling] * slope],
-            -1,
-        )
-        weighted = weight[..., None, None] * blocks
-        return rows, tuple(weighted[..., e, side, :] for e, side in self.slots)
 
 
 class ConstraintSet:
@@ -277,7 +57,7 @@ class ConstraintSet:
     (the state-based IK's ``C_IK(s)``). ``closures`` (:class:`FrameClosure`)
     add the rows of loops that are open in the initial configuration (to
     assemble them); their rows follow the joints' in :meth:`worst_joint`. The
-    mechanism's couplings add one row each, last (:class:`_CouplingRows`).
+    mechanism's couplings add one row each, last (:class:`CouplingRows`).
     """
 
     def __init__(self, mechanism: Mechanism, actuated: bool, closures: Sequence[FrameClosure] = ()):
@@ -293,7 +73,7 @@ class ConstraintSet:
 
         R0 = quat_to_matrix(mechanism.initial_state()[:, 3:])
         c0 = mechanism.initial_state()[:, :3]
-        point, dot, slide = _StackBuilder(3), _StackBuilder(1), _StackBuilder(1)
+        point, dot, slide = StackBuilder(3), StackBuilder(1), StackBuilder(1)
         row_joint: list[list[int]] = [[], [], []]  # joint index per instance, per primitive
         actuator_slot = {j.name: k for k, j in enumerate(mechanism.actuated_joints)}
         #: per joint: its frame's axes (3, 3 columns) in the parent's and the child's
@@ -303,7 +83,7 @@ class ConstraintSet:
         for jn, joint in enumerate(mechanism.joints):
             i, j = mechanism.body_index(joint.parent), mechanism.body_index(joint.child)
             F = frame_with_axes(joint.axis, joint.secondary_axis)  # world, initial
-            rows = _JointRows(
+            rows = JointRows(
                 point,
                 dot,
                 slide,
@@ -356,7 +136,7 @@ class ConstraintSet:
         self._couplings = None
         if mechanism.couplings:
             first = len(mechanism.joints) + len(closures)
-            self._couplings = _CouplingRows(mechanism, self.n_rows, self.length_scale, self.column_of_body)
+            self._couplings = CouplingRows(mechanism, self.n_rows, self.length_scale, self.column_of_body)
             self.row_joint = np.concatenate([self.row_joint, first + np.arange(len(mechanism.couplings))])
             self.n_rows += len(mechanism.couplings)
             self.closure_names += [c.name for c in mechanism.couplings]

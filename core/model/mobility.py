@@ -24,7 +24,7 @@ class MobilityReport:
     redundant_constraints: passive rows minus rank; grubler: the spatial count
     (one less per coupling); constraint_rows counts the joint rows and the
     ``coupling_rows`` (one per joint coupling); coupling_kinds: how many couplings
-    of each :attr:`~looprig.core.model.mechanism.Coupling.kind` (gear, differential,
+    of each :attr:`~looprig.core.model.parts.Coupling.kind` (gear, differential,
     polynomial) there are."""
 
     bodies: int

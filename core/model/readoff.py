@@ -18,7 +18,8 @@ from ..maths.rotations import (
     quat_to_matrix,
     tangent_block_entries,
 )
-from .mechanism import ActuatedMotion, Joint, JointKind, Mechanism
+from .mechanism import Mechanism
+from .parts import ActuatedMotion, Joint, JointKind
 
 _EYE3 = np.eye(3)
 

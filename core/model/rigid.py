@@ -24,8 +24,10 @@ from scipy.spatial.transform import Rotation
 
 from ..errors import MechanismError
 from ..maths.rotations import quat_conjugate, quat_multiply, quat_to_matrix
-from .constraints import mean_joint_distance
-from .mechanism import Body, Frame, Joint, JointKind, Mechanism, connected_groups
+from .graph import connected_groups
+from .mechanism import Mechanism
+from .parts import Body, Frame, Joint, JointKind
+from .primitives import mean_joint_distance
 
 #: A link lighter than this fraction of the robot's mass is a placeholder (URDF dummy link).
 MASSLESS = 1e-6

@@ -343,7 +343,7 @@ def derived_acceleration_limits(mechanism, states=None, gravity=GRAVITY) -> dict
     """
     from ..maths.rotations import quat_to_matrix
     from .constraints import ConstraintSet
-    from .mechanism import ActuatedMotion, JointKind
+    from .parts import ActuatedMotion, JointKind
     from .readoff import ActuatorReadout
 
     constraints = ConstraintSet(mechanism, actuated=False)

@@ -21,7 +21,8 @@ import numpy as np
 
 from ..errors import LooprigWarning, MechanismError, TargetError, did_you_mean
 from ..maths.rotations import quat_to_matrix
-from ..model.mechanism import LIMIT_FIELDS, LimitSource, Mechanism, actuator_name_choices
+from ..model.mechanism import Mechanism, actuator_name_choices
+from ..model.parts import LIMIT_FIELDS, LimitSource
 from ..model.servos import ServoError, derived_acceleration_limits, servo_model
 from ..terms.aim import AimObjective, unit_vector
 from .settings import RETARGET_SETTINGS, RetargetSettings

@@ -30,9 +30,10 @@ from ..curves.actuator_curves import ActuatorCurves, LimitCheckSettings, all_vio
 from ..errors import LooprigError, LooprigWarning, TargetError, did_you_mean
 from ..maths.linalg import single_threaded_blas
 from ..maths.rotations import quat_to_matrix
-from ..model.constraints import mean_joint_distance
 from ..model.filevalues import limit_to_file
-from ..model.mechanism import Actuator, JointKind, Mechanism
+from ..model.mechanism import Mechanism
+from ..model.parts import Actuator, JointKind
+from ..model.primitives import mean_joint_distance
 from ..model.readoff import ActuatorReadout, unwrap_sequence
 from ..model.rigid import RigidGroups
 from ..solvers.clip import (

@@ -60,7 +60,9 @@ import numpy as np
 
 from ..errors import MechanismError
 from ..maths.rotations import quat_to_matrix
-from ..model.mechanism import JointKind, Mechanism, cycle_rank
+from ..model.graph import cycle_rank
+from ..model.mechanism import Mechanism
+from ..model.parts import JointKind
 from ..model.readoff import ActuatorReadout, unwrap_sequence, unwrap_to
 from ..terms import ComObjective, ComTask, FrameObjective, FrameTask, MotorLock, Reference, Targets
 from ..terms.base import motor_units

@@ -26,7 +26,8 @@ import numpy as np
 from ..errors import TargetError
 from ..maths.rotations import cross, quat_to_matrix, retract
 from ..model.constraints import ConstraintSet
-from ..model.mechanism import JointKind, Mechanism
+from ..model.mechanism import Mechanism
+from ..model.parts import JointKind
 from ..model.readoff import ActuatorReadout
 from ..terms import (
     ActuatorBarrier,

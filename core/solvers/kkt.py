@@ -49,7 +49,7 @@ from ..maths.rotations import (
     skew,
 )
 from ..model.constraints import ConstraintSet
-from ..model.mechanism import JointKind
+from ..model.parts import JointKind
 
 X, Y, Z = 0, 1, 2
 #: A joint kind's free motions, each (side, joint-frame axis, rotation): a rotation

@@ -11,7 +11,7 @@ from functools import cached_property
 
 import numpy as np
 
-from ..model.constraints import JacobianBlocks
+from ..model.primitives import JacobianBlocks
 from ..terms import Point
 from .kkt import DENSE_KKT_ROWS, DenseKKT, ReducedKKT
 

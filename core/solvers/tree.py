@@ -36,8 +36,8 @@ point, (K, 3, D, F). The vector axis of (..., 3, F) arrays is second to last.
 import numpy as np
 
 from ..maths.rotations import quat_from_matrix, quat_to_matrix
-from ..model.constraints import _polynomial
-from ..model.mechanism import JointKind
+from ..model.coupling_rows import polynomial_and_slope as _polynomial
+from ..model.parts import JointKind
 from ..terms import FrameTask, JointConstraints, MinimalMotion, MotorLock
 from .joint_space import JointScrews
 from .kkt import MOTIONS

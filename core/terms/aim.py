@@ -319,7 +319,7 @@ def holding_view(mechanism: Mechanism, objectives: Sequence[AimObjective], point
     that moves little while it aims (a head).
     """
     from ..maths.rotations import quat_from_matrix
-    from ..model.mechanism import Frame
+    from ..model.parts import Frame
     from .tasks import FrameObjective
 
     objectives = [o.checked() for o in objectives]

@@ -20,7 +20,8 @@ from ..maths.rotations import (
     tangent_block_entries,
     vee_antisymmetric,
 )
-from ..model.mechanism import JointKind, Mechanism
+from ..model.mechanism import Mechanism
+from ..model.parts import JointKind
 from .base import LeastSquaresTerm, Point, on_all_columns, weights3
 
 _EYE3 = np.eye(3)

@@ -10,7 +10,7 @@ solve time.
 Runs: the paper's (its absolute state weight 2e-4) without and with its body
 velocity barrier; looprig's exact answer (``limit_mode: "report"``); looprig's
 defaults, which hold every declared limit (range, speed, acceleration: the windows
-of the clip that break one solved again under them all, core.spacetime).
+of the clip that break one solved again under them all, core.solvers.spacetime).
 
 Paper (its clip and robot): unregularized peak 147.04 rad/s, mean error
 0.02 mm, max 3.89 mm; regularized peak 5.90 rad/s, mean 1.66 mm, max 24.03 mm.
@@ -24,7 +24,7 @@ import time
 from collections import Counter
 
 import numpy as np
-from looprig.core.curves import all_violations
+from looprig.core.curves.actuator_curves import all_violations
 from looprig.core.library import build
 from looprig.core.library.clips import boxer_singular_clip
 from looprig.core.retarget import RetargetMapping, TargetSpec, retarget

@@ -2,8 +2,8 @@
 every term and constraint (with the constraints' Jacobian) and factorising the KKT
 system, on the peer benchmark's mechanisms (``bench/peers.py`` sets them up), for
 one frame (the per-frame solver: the whole KKT matrix or the tree's null space,
-whichever :func:`~looprig.core.step.step_kkt` picks) and for a block of
-:data:`~looprig.core.clip.CLIP_BLOCK` frames (the clip solver), in ms a frame,
+whichever :func:`~looprig.core.solvers.step.step_kkt` picks) and for a block of
+:data:`~looprig.core.solvers.clip.CLIP_BLOCK` frames (the clip solver), in ms a frame,
 best of ``--repeat`` runs with BLAS on one thread. A converged frame needs at least
 one of each, so these are the floors under looprig's figures in ``make bench-peers``.
 Then the whole-clip solve's stages and the tree path's kernels (:func:`clip_split`).
@@ -15,11 +15,11 @@ import argparse
 import time
 
 import numpy as np
-from looprig.core import tree
-from looprig.core.clip import CLIP_BLOCK, clip_starts, coarse_states, solve_clip
-from looprig.core.linalg import single_threaded_blas
-from looprig.core.rotations import quat_to_matrix
-from looprig.core.step import build_step, step_kkt
+from looprig.core.maths.linalg import single_threaded_blas
+from looprig.core.maths.rotations import quat_to_matrix
+from looprig.core.solvers import tree
+from looprig.core.solvers.clip import CLIP_BLOCK, clip_starts, coarse_states, solve_clip
+from looprig.core.solvers.step import build_step, step_kkt
 from looprig.core.terms import Reference
 from peers import SETUPS, setup
 
@@ -58,7 +58,7 @@ def floors(mech: str, batch: int, repeat: int) -> tuple[float, float]:
 def clip_split(mech: str, repeat: int) -> dict[str, float]:
     """ms a frame of each stage of ``coarse_then_clip`` on the whole trajectory (best of
     ``repeat``): the coarse frames (their sequence by the per-frame solver and their clip),
-    the interpolated starts, the fine clip; and, inside the tree path (``core/tree.py``)
+    the interpolated starts, the fine clip; and, inside the tree path (``core/solvers/tree.py``)
     on all frames from those starts, its kernels: the starts' assembly and the metric, one
     Newton evaluation (screws, rows and Jacobians, KKT matrices), the batched solve, one
     retraction and the read-back to body states."""

@@ -27,11 +27,11 @@ from xml.etree import ElementTree
 import numpy as np
 from looprig.cad_import import load_mechanism
 from looprig.core import Actuator, IKSettings, IKTargets, JointKind, Mechanism, solve_ik
-from looprig.core.clip import coarse_then_clip
-from looprig.core.ik import IKProblem
-from looprig.core.linalg import single_threaded_blas
-from looprig.core.rigid import RigidGroups
-from looprig.core.rotations import quat_to_matrix
+from looprig.core.maths.linalg import single_threaded_blas
+from looprig.core.maths.rotations import quat_to_matrix
+from looprig.core.model.rigid import RigidGroups
+from looprig.core.solvers.clip import coarse_then_clip
+from looprig.core.solvers.ik import IKProblem
 from looprig.core.terms import FrameObjective, Targets
 
 PEER_BENCH = Path(os.environ.get("PEER_BENCH", Path(__file__).resolve().parents[2] / "shared" / "peer-bench"))

@@ -21,8 +21,8 @@ from pathlib import Path
 import numpy as np
 from looprig.cad_import import load_mechanism
 from looprig.core.errors import LooprigWarning
+from looprig.core.model.rigid import RigidGroups
 from looprig.core.retarget import RetargetMapping, TargetSpec, TrackSamples, retarget
-from looprig.core.rigid import RigidGroups
 from scipy.spatial.transform import Rotation
 
 MODELS = Path(__file__).resolve().parents[2] / "shared" / "models" / "reachy_mini"

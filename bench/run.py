@@ -1,11 +1,11 @@
 """Benchmark: IK time and accuracy on every reference mechanism, per frame and as a clip.
 
 For each mechanism, a smooth 1-second motion the mechanism can perform is
-sampled at 1200 Hz (:func:`looprig.core.motion.feasible_motion`); every named
+sampled at 1200 Hz (:func:`looprig.core.library.feasible.feasible_motion`); every named
 frame of the mechanism is tracked in position and orientation (and the centre
 of mass, for the walker), warm-starting each frame from the previous one, as a
 retarget does; then the same targets by the whole-clip solver
-(:func:`looprig.core.clip.coarse_then_clip`): its time per frame, the frames it
+(:func:`looprig.core.solvers.clip.coarse_then_clip`): its time per frame, the frames it
 converged and its largest distance from the per-frame answer [m]. Prints one
 JSON object per line.
 
@@ -18,10 +18,10 @@ import time
 
 import numpy as np
 from looprig.core import ComObjective, FrameObjective, IKProblem, IKTargets, solve_ik
-from looprig.core.clip import coarse_then_clip
 from looprig.core.library import NAMES, build
-from looprig.core.linalg import blas_info, single_threaded_blas
-from looprig.core.motion import feasible_motion
+from looprig.core.library.feasible import feasible_motion
+from looprig.core.maths.linalg import blas_info, single_threaded_blas
+from looprig.core.solvers.clip import coarse_then_clip
 from looprig.core.terms import Targets
 
 #: Paper Table I, C++ on an i7-6700K [ms/frame].

@@ -45,7 +45,7 @@ import json
 import time
 
 import numpy as np
-from looprig.core.baselines import (
+from looprig.core.baselines.serial_ik import (
     METHODS,
     CCDSettings,
     JacobianSettings,
@@ -53,10 +53,10 @@ from looprig.core.baselines import (
     SerialIKResult,
     TriangulationSettings,
 )
-from looprig.core.ik import IKSettings
 from looprig.core.library.serial import TRIANGULATION_PAPER_LENGTHS, chain_state, serial_chain, solve_tip_ik
 from looprig.core.library.serial import tip_problem as build_tip_problem
-from looprig.core.linalg import blas_info, single_threaded_blas
+from looprig.core.maths.linalg import blas_info, single_threaded_blas
+from looprig.core.solvers.ik import IKSettings
 
 #: Seed 001, Sec. 4: cube side, reach tolerance, CCD iteration limit, the "within" count of Sec. 5.
 CUBE_SIDE = 60.0  # [units]

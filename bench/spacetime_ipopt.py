@@ -4,7 +4,7 @@ retarget and against IPOPT on the same problem (needs the test extra: casadi).
 One JSON line per run, all from one sitting:
 
 * ``exact``: ``limit_mode: "report"`` (the unlimited whole-clip solve);
-* ``hold``: the defaults (every declared limit held: core.spacetime), with its
+* ``hold``: the defaults (every declared limit held: core.solvers.spacetime), with its
   tracking cost (the sum over frames of the frame task's 1/2 |r|^2), RMS, mean and
   max hand error, the start it took, and whether ``looprig check --strict`` passes on
   its curves;
@@ -26,13 +26,13 @@ import warnings
 from pathlib import Path
 
 import numpy as np
-from looprig.core.curves import all_violations
+from looprig.core.curves.actuator_curves import all_violations
 from looprig.core.library import build
 from looprig.core.library.clips import boxer_singular_clip
-from looprig.core.linalg import single_threaded_blas
+from looprig.core.maths.linalg import single_threaded_blas
+from looprig.core.maths.rotations import quat_to_matrix
 from looprig.core.retarget import RetargetMapping, TargetSpec, build_problem, retarget
-from looprig.core.rotations import quat_to_matrix
-from looprig.core.spacetime import rewound_start
+from looprig.core.solvers.spacetime import rewound_start
 from looprig.core.terms import FrameObjective, Reference, Targets
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))

@@ -29,8 +29,8 @@ import mujoco
 import numpy as np
 from looprig.cad_import import load_model
 from looprig.core import ConstraintSet
-from looprig.core.mechanism import Mechanism
-from looprig.core.mobility import analyse_mobility
+from looprig.core.model.mechanism import Mechanism
+from looprig.core.model.mobility import analyse_mobility
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 from mujoco_rows import assemble, equality_rows, free_dofs, motor_dofs, nullity, without_gap  # test helper

@@ -15,10 +15,10 @@ import json
 import time
 
 import numpy as np
-from looprig.core.ik import IKSettings
 from looprig.core.library import build
 from looprig.core.library.clips import walker_step_clip
 from looprig.core.retarget import ComSpec, RetargetMapping, TargetSpec, retarget
+from looprig.core.solvers.ik import IKSettings
 from looprig.core.terms import ComObjective, ComTask
 
 TARGETS = (

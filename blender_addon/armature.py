@@ -24,7 +24,7 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from looprig.core.mechanism import JointKind
+from looprig.core.model.parts import JointKind
 
 from .mesh_mass import object_mass
 from .robot_model import rigid_part

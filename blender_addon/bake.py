@@ -20,7 +20,7 @@ there without any window.
 
 ``<actuator>`` is the motor's name as the robot names it (the joint's *Motor
 Name*, which a file import sets from the file's actuator), else its joint's:
-:attr:`~looprig.core.mechanism.Mechanism.actuator_names`, as every export names
+:attr:`~looprig.core.model.mechanism.Mechanism.actuator_names`, as every export names
 its curves.
 """
 
@@ -32,9 +32,10 @@ from dataclasses import dataclass
 
 import bpy
 import numpy as np
-from looprig.core.curves import ActuatorCurves, Violation, all_violations
+from looprig.core.curves.actuator_curves import ActuatorCurves, all_violations
+from looprig.core.curves.violations import Violation
 from looprig.core.export import DynamixelSettings
-from looprig.core.readoff import ActuatorReadout
+from looprig.core.model.readoff import ActuatorReadout
 
 from . import animation, motor_feedback
 from .robot_records import RobotModel

@@ -1,4 +1,4 @@
-"""NLA strips played in sequence (:mod:`looprig.core.chain`): each run of strips of the
+"""NLA strips played in sequence (:mod:`looprig.core.tracks.chain`): each run of strips of the
 targets' objects is a clip, each gap between two runs a transition solved within the
 motors' limits.
 
@@ -15,9 +15,9 @@ from __future__ import annotations
 import itertools
 
 import bpy
-from looprig.core.chain import chain_clips
 from looprig.core.errors import LooprigError
 from looprig.core.retarget import retarget
+from looprig.core.tracks.chain import chain_clips
 
 from .operators_retarget import LOOPRIG_OT_retarget, read_inputs
 from .operators_robot import RobotError
@@ -59,7 +59,7 @@ def strip_runs(scene, object_names) -> list[tuple[float, float, str]]:
 
 def chain_inputs(context):
     """The retarget inputs with the targets sampled inside the strips only and chained
-    (:func:`~looprig.core.chain.chain_clips`, the gaps as transitions), the clip spanning the
+    (:func:`~looprig.core.tracks.chain.chain_clips`, the gaps as transitions), the clip spanning the
     runs; and the chain."""
     inputs, sources = read_inputs(context, sample=False)
     if inputs.mapping.timing != "keep":

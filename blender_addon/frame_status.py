@@ -18,7 +18,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 import numpy as np
-from looprig.core.rotations import quat_to_matrix
+from looprig.core.maths.rotations import quat_to_matrix
 from looprig.core.terms.tasks import FrameObjective, FrameTask
 
 #: Status codes per sample, and their names.

@@ -11,7 +11,7 @@ times that constant matrix.
 from __future__ import annotations
 
 import numpy as np
-from looprig.core.rotations import pose_from_matrix, pose_matrix, quat_from_matrix
+from looprig.core.maths.rotations import pose_from_matrix, pose_matrix, quat_from_matrix
 
 from . import animation
 from .robot_model import rigid_part

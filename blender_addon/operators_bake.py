@@ -7,7 +7,7 @@ import math
 import bpy
 from bpy.props import BoolProperty, EnumProperty, FloatProperty, StringProperty
 from bpy_extras.io_utils import ExportHelper
-from looprig.core.curves import LimitViolationError
+from looprig.core.curves.violations import LimitViolationError
 from looprig.core.errors import LooprigError
 from looprig.core.export import (
     CHeaderSettings,

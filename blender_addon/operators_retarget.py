@@ -14,8 +14,8 @@ from dataclasses import dataclass
 
 import bpy
 import numpy as np
-from looprig.core.constraints import mean_joint_distance
 from looprig.core.errors import LooprigError
+from looprig.core.model.primitives import mean_joint_distance
 from looprig.core.retarget import ComSpec, RetargetCancelled, RetargetMapping, TargetSpec
 from mathutils import Euler
 

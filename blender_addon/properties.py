@@ -23,7 +23,7 @@ from bpy.props import (
     PointerProperty,
     StringProperty,
 )
-from looprig.core.settings import RETARGET_SETTINGS
+from looprig.core.retarget.settings import RETARGET_SETTINGS
 
 from .scene_graph import robot_frame_names
 
@@ -318,7 +318,7 @@ class LOOPRIG_PG_scene(bpy.types.PropertyGroup):
     use_com: BoolProperty(name="Centre of Mass", description="Add a centre-of-mass target")
     com_target: PointerProperty(name="CoM Target", type=bpy.types.Object)
     com_weight: FloatVectorProperty(name="CoM Weight", size=3, min=0.0, default=(1.0, 1.0, 0.0))
-    # retarget settings: generated from core.settings below (SOLVER_SETTINGS)
+    # retarget settings: generated from core.retarget.settings below (SOLVER_SETTINGS)
     use_scene_range: BoolProperty(name="Scene Range", default=True)
     frame_start: IntProperty(name="Start", default=1)
     frame_end: IntProperty(name="End", default=250)
@@ -369,12 +369,12 @@ class LOOPRIG_PG_scene(bpy.types.PropertyGroup):
 
 
 #: The retarget settings the panel shows, one property each, reflected from
-#: core.settings (``rate`` stays the scene's own: 0 there means the scene frame rate).
+#: core.retarget.settings (``rate`` stays the scene's own: 0 there means the scene frame rate).
 SOLVER_SETTINGS = tuple(s for s in RETARGET_SETTINGS if s.name != "rate")
 
 
 def _setting_property(setting):
-    """The Blender property of a :class:`~looprig.core.settings.Setting`: its name, help,
+    """The Blender property of a :class:`~looprig.core.retarget.settings.Setting`: its name, help,
     unit, default and range; an optional number is 0 when unset ("0: off")."""
     name = setting.name.replace("_", " ").title()
     unit = f" [{setting.unit}]" if setting.unit else ""

@@ -25,7 +25,7 @@ from pathlib import Path
 
 import bpy
 import numpy as np
-from looprig.core.curves import ActuatorCurves
+from looprig.core.curves.actuator_curves import ActuatorCurves
 from looprig.core.export import read_written
 
 from . import animation, bake, motor_feedback

@@ -3,7 +3,7 @@
 One module although long: the checks and the build share every record of a robot read from a scene.
 
 :func:`build_robot` turns the plain records of :mod:`.robot_records` into a
-:class:`~looprig.core.mechanism.Mechanism` and a list of
+:class:`~looprig.core.model.mechanism.Mechanism` and a list of
 :class:`~.robot_records.Problem`\\ s, each naming the object to click; the
 geometry helpers below serve the readers and writers. Everything here is pure
 Python and numpy so it is unit-tested without Blender.
@@ -19,8 +19,11 @@ from looprig.cad_import.meshes import triangle_mass_properties
 from looprig.cad_import.native import coupling_from_dict
 from looprig.core import analyse_mobility
 from looprig.core.errors import LooprigError
-from looprig.core.filevalues import limit_from_file
-from looprig.core.mechanism import (
+from looprig.core.maths.rotations import nearest_rotation, quat_from_matrix
+from looprig.core.maths.rotations import pose_matrix as state_pose_matrix
+from looprig.core.model.filevalues import limit_from_file
+from looprig.core.model.mechanism import Mechanism
+from looprig.core.model.parts import (
     LIMIT_FIELDS,
     ActuatedMotion,
     Actuator,
@@ -30,10 +33,7 @@ from looprig.core.mechanism import (
     Joint,
     JointKind,
     LimitSource,
-    Mechanism,
 )
-from looprig.core.rotations import nearest_rotation, quat_from_matrix
-from looprig.core.rotations import pose_matrix as state_pose_matrix
 from scipy.sparse import coo_array
 from scipy.sparse.csgraph import connected_components, shortest_path
 

@@ -2,7 +2,7 @@
 
 The scene readers (:mod:`.scene_graph`, :mod:`.armature`) fill these records;
 :func:`.robot_model.build_robot` checks them and builds the
-:class:`~looprig.core.mechanism.Mechanism`. Conventions: metres, radians,
+:class:`~looprig.core.model.mechanism.Mechanism`. Conventions: metres, radians,
 kilograms, world z up; 4x4 matrices ``T_a_b`` map b coordinates into a
 coordinates; quaternions ``(w, x, y, z)``.
 """
@@ -13,7 +13,8 @@ import math
 from dataclasses import dataclass, field
 
 import numpy as np
-from looprig.core.mechanism import JointKind, Mechanism
+from looprig.core.model.mechanism import Mechanism
+from looprig.core.model.parts import JointKind
 
 ERROR, WARNING, INFO = "ERROR", "WARNING", "INFO"
 
@@ -158,7 +159,7 @@ class RobotModel:
     mesh files as (path, T_body_mesh (4, 4), role, rgba). T_body_object: per body
     name, (4, 4) the object's matrix in body coordinates (scale included), to
     turn solved body poses back into object matrices. mobility: the
-    :class:`~looprig.core.mobility.MobilityReport` or None.
+    :class:`~looprig.core.model.mobility.MobilityReport` or None.
     """
 
     record: RobotRecord

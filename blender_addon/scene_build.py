@@ -19,9 +19,9 @@ import bpy
 import numpy as np
 from looprig.cad_import import MeshRef, load_mesh, load_model, save_mechanism
 from looprig.cad_import.native import coupling_to_dict
-from looprig.core.filevalues import limit_to_file
-from looprig.core.mechanism import Mechanism
-from looprig.core.rotations import frame_with_axes
+from looprig.core.maths.rotations import frame_with_axes
+from looprig.core.model.filevalues import limit_to_file
+from looprig.core.model.mechanism import Mechanism
 from mathutils import Matrix
 
 from .materials import apply_colours

@@ -1,4 +1,4 @@
-"""looprig.cad_import: mechanism files -> :class:`~looprig.core.mechanism.Mechanism`.
+"""looprig.cad_import: mechanism files -> :class:`~looprig.core.model.mechanism.Mechanism`.
 
 Public API:
 

@@ -32,7 +32,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ..core.mechanism import JointKind
+from ..core.model.parts import JointKind
 from .errors import MAX_MODEL_BYTES, FileFormatError, check_file_size
 from .tree import CLOSURE_KINDS, ClosureSpec
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 from xml.parsers import expat
 
-from ..core.mechanism import Mechanism
+from ..core.model.mechanism import Mechanism
 from .errors import MAX_MODEL_BYTES, FileFormatError, check_file_size
 from .mjcf import read_mjcf
 from .native import load_native

@@ -50,9 +50,9 @@ from pathlib import Path
 
 import numpy as np
 
-from ..core.mechanism import LIMIT_FIELDS, JointKind
-from ..core.rotations import quat_to_matrix
-from ..core.servos import match_servo
+from ..core.maths.rotations import quat_to_matrix
+from ..core.model.parts import LIMIT_FIELDS, JointKind
+from ..core.model.servos import match_servo
 from .errors import MAX_MESH_BYTES, MAX_MODEL_BYTES, FileFormatError, check_file_size
 from .tree import (
     DEFAULT_SETTINGS,

@@ -2,7 +2,7 @@
 
 One module although long: writer, reader and schema of one file format stay in step only side by side.
 
-A native file holds everything a :class:`~looprig.core.mechanism.Mechanism`
+A native file holds everything a :class:`~looprig.core.model.mechanism.Mechanism`
 can express — bodies, every joint kind, actuators with limits and hardware
 ids, named frames, mesh references — so ``save -> load`` gives the same
 mechanism (floats are written with Python's shortest round-trip repr; unit
@@ -55,8 +55,9 @@ from pathlib import Path
 import numpy as np
 
 from ..core.errors import MechanismError
-from ..core.filevalues import limit_from_file, limit_to_file
-from ..core.mechanism import (
+from ..core.model.filevalues import limit_from_file, limit_to_file
+from ..core.model.mechanism import Mechanism
+from ..core.model.parts import (
     LIMIT_FIELDS,
     ActuatedMotion,
     Actuator,
@@ -66,9 +67,8 @@ from ..core.mechanism import (
     Joint,
     JointKind,
     LimitSource,
-    Mechanism,
 )
-from ..core.servos import ServoError, servo_model
+from ..core.model.servos import ServoError, servo_model
 from .errors import MAX_MODEL_BYTES, FileFormatError, check_file_size
 from .tree import ImportedModel, MeshRef
 

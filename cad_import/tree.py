@@ -34,23 +34,15 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..core.constraints import ConstraintSet, FrameClosure, mean_joint_distance
 from ..core.errors import MechanismError
-from ..core.fk import FKSettings, solve_constraints, solve_fk
-from ..core.mechanism import (
-    ActuatedMotion,
-    Actuator,
-    Body,
-    Coupling,
-    Frame,
-    Joint,
-    JointKind,
-    LimitSource,
-    Mechanism,
-)
-from ..core.readoff import ActuatorReadout
-from ..core.rotations import nearest_rotation, pose_matrix, quat_from_matrix
-from ..core.servos import ServoError, ServoMatch, ServoModel, match_servo, servo_model
+from ..core.maths.rotations import nearest_rotation, pose_matrix, quat_from_matrix
+from ..core.model.constraints import ConstraintSet
+from ..core.model.mechanism import Mechanism
+from ..core.model.parts import ActuatedMotion, Actuator, Body, Coupling, Frame, Joint, JointKind, LimitSource
+from ..core.model.primitives import FrameClosure, mean_joint_distance
+from ..core.model.readoff import ActuatorReadout
+from ..core.model.servos import ServoError, ServoMatch, ServoModel, match_servo, servo_model
+from ..core.solvers.fk import FKSettings, solve_constraints, solve_fk
 from .errors import FileFormatError, FileFormatWarning
 
 #: Joint coordinates each tree joint kind carries (FK and assembly).
@@ -202,7 +194,7 @@ class ClosureSpec:
 @dataclass
 class CouplingSpec:
     """A joint coupling in tree coordinates: ``q_joint = offset + sum_k P_k(q_sources[k])``
-    (:class:`~looprig.core.mechanism.Coupling`'s fields, and where the file says it).
+    (:class:`~looprig.core.model.parts.Coupling`'s fields, and where the file says it).
 
     q are the tree joints' coordinates (zero at the file's zero configuration,
     MJCF ``qpos0``) [rad or m]; the Mechanism's coupling is re-expressed about the
@@ -429,7 +421,7 @@ def assemble_tree(
     """Close every loop of the tree, starting from the zero configuration.
 
     The tree becomes a Mechanism and its closures :class:`FrameClosure` rows;
-    :func:`looprig.core.fk.solve_constraints` drives them to zero (tolerance
+    :func:`looprig.core.solvers.fk.solve_constraints` drives them to zero (tolerance
     relative to the mechanism's mean joint distance). Returns the assembled link
     poses (4, 4), the one-coordinate joints' values there [rad or m], the
     largest initial closure mismatch [m] and the gap the loops keep [m] (0 when

@@ -49,8 +49,8 @@ from pathlib import Path
 
 import numpy as np
 
-from ..core.mechanism import JointKind
-from ..core.rotations import axis_angle_matrix
+from ..core.maths.rotations import axis_angle_matrix
+from ..core.model.parts import JointKind
 from .closures import closure_kind, find_sidecar, onshape_closures, read_closure_yaml
 from .errors import FileFormatError
 from .meshes import combine_mass_properties, mesh_mass_properties, resolve_mesh_path

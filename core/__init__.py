@@ -1,42 +1,31 @@
 """looprig.core: the pure numpy/scipy solver.
 
-Mechanisms with kinematic loops in maximal coordinates, forward kinematics by
-Gauss-Newton, state-based IK by SQP (Schumacher, Knoop & Bächer, RA-L 2021),
-actuator read-off, retargeting of clips, actuator curves and their exports
-(:mod:`.curves`, :mod:`.export`), the tracks format (:mod:`.tracks`, :mod:`.bvh`).
-Imports numpy and scipy only.
+One folder per concept, imports flowing one way (docs/architecture.md):
+:mod:`.maths` (rotations) <- :mod:`.model` (mechanisms with kinematic loops in
+maximal coordinates, constraints, read-off) <- :mod:`.terms` (what the solvers
+minimise or enforce) <- :mod:`.solvers` (FK by Gauss-Newton, state-based IK by
+SQP after Schumacher, Knoop & Bächer, RA-L 2021, whole clips) <- :mod:`.retarget`;
+motion in (:mod:`.tracks`), actuator curves (:mod:`.curves`) and their exports
+(:mod:`.export`); robots built in code (:mod:`.library`) and reference solvers
+(:mod:`.baselines`). Imports numpy, scipy and threadpoolctl only.
 """
 
-from .constraints import ConstraintSet
-from .curves import ActuatorCurves, LimitViolationError, Violation
+from .curves.actuator_curves import ActuatorCurves
+from .curves.violations import LimitViolationError, Violation
 from .errors import LooprigError, MechanismError, SolverError, TargetError
-from .fk import FKResult, FKSettings, assemble, solve_fk
-from .ik import IKProblem, IKResult, IKSettings, IKTargets, solve_ik
-from .linalg import single_threaded_blas
-from .mechanism import (
-    ActuatedMotion,
-    Actuator,
-    Body,
-    Coupling,
-    Frame,
-    Joint,
-    JointKind,
-    Mechanism,
-)
-from .mobility import MobilityReport, analyse_mobility
-from .readoff import ActuatorReadout, JointReadout, unwrap_sequence
-from .retarget import (
-    AimSpec,
-    ComSpec,
-    RetargetMapping,
-    RetargetResult,
-    SupportPhase,
-    TargetSpec,
-    TrackSamples,
-    retarget,
-)
-from .step import LinearizedStep, build_step
+from .maths.linalg import single_threaded_blas
+from .model.constraints import ConstraintSet
+from .model.mechanism import Mechanism
+from .model.mobility import MobilityReport, analyse_mobility
+from .model.parts import ActuatedMotion, Actuator, Body, Coupling, Frame, Joint, JointKind
+from .model.readoff import ActuatorReadout, JointReadout, unwrap_sequence
+from .retarget.mapping import AimSpec, ComSpec, RetargetMapping, SupportPhase, TargetSpec
+from .retarget.pipeline import RetargetResult, retarget
+from .solvers.fk import FKResult, FKSettings, assemble, solve_fk
+from .solvers.ik import IKProblem, IKResult, IKSettings, IKTargets, solve_ik
+from .solvers.step import LinearizedStep, build_step
 from .terms import ComObjective, FrameObjective, Regularization, Term, TermKind, velocity_threshold
+from .tracks.samples import TrackSamples
 
 __all__ = [
     "ActuatedMotion",

@@ -17,7 +17,7 @@ from pathlib import Path
 
 from .core import LooprigError, analyse_mobility
 from .core.library import NAMES, build
-from .core.mechanism import LIMIT_FIELDS
+from .core.model.parts import LIMIT_FIELDS
 
 #: Export formats: name -> (writer function name in looprig.core.export, file suffix).
 EXPORT_FORMATS = {
@@ -44,7 +44,7 @@ def load_mechanism(source: str):
 def load_samples(path):
     """Track samples from a tracks file (JSON/NPZ) or a BVH file, in metres, z up."""
     if Path(path).suffix.lower() == ".bvh":
-        from .core.bvh import read_bvh
+        from .core.tracks.bvh import read_bvh
 
         return read_bvh(path).samples()
     from .core.tracks import read_tracks
@@ -58,9 +58,9 @@ CHAIN_TRANSITION = 0.3
 
 def load_chain(paths: Sequence, rate: float, transition: float = CHAIN_TRANSITION):
     """Tracks files played in sequence with ``transition`` [s] between each pair, as one
-    clip at ``rate`` [Hz] (:func:`looprig.core.chain.chain_clips`), each part named for
+    clip at ``rate`` [Hz] (:func:`looprig.core.tracks.chain.chain_clips`), each part named for
     its file."""
-    from .core.chain import chain_clips
+    from .core.tracks.chain import chain_clips
 
     names = [Path(p).name.split(".")[0] for p in paths]
     return chain_clips([load_samples(p) for p in paths], transition, rate, names)
@@ -146,7 +146,7 @@ def write_curves(
     ``looprig check --cyclic`` reads them. Returns the paths written.
     """
     from .core import export
-    from .core.curves import LimitCheckSettings
+    from .core.curves.actuator_curves import LimitCheckSettings
 
     outdir.mkdir(parents=True, exist_ok=True)
     servos = dynamixel_settings(curves, mechanism, dynamixel_mode)
@@ -224,7 +224,7 @@ def mode_record(settings, why: str | None) -> dict:
 
 def plot_curves_file(curves_path, output) -> Path:
     """A PNG of a curves file's positions and velocities with their limit bands."""
-    from .core.curves import all_violations
+    from .core.curves.actuator_curves import all_violations
     from .plotting import plot_curves
 
     curves = load_curves(curves_path)
@@ -385,7 +385,7 @@ def retarget_to_folder(
 
     With the mapping's timing ``stretch`` the clip is retimed with ``pins`` (clip
     times [s]) kept at their times (:func:`looprig.retime.retarget_timed`). chain:
-    the :class:`~looprig.core.chain.Chain` whose ``samples`` these are (clips played in
+    the :class:`~looprig.core.tracks.chain.Chain` whose ``samples`` these are (clips played in
     sequence): its transition frames are neither limited nor unreachable, and the
     report lists its parts (``chain``).
 
@@ -396,7 +396,8 @@ def retarget_to_folder(
     :data:`~looprig.core.export.DXL_MODE_CHOICES`); the report then names the mode
     and lists the tick-range violations with the others (:func:`with_tick_plan`).
     """
-    from .core.curves import LimitCheckSettings, LimitViolationError, all_violations
+    from .core.curves.actuator_curves import LimitCheckSettings, all_violations
+    from .core.curves.violations import LimitViolationError
     from .outputs import OutputError, StagedSet, output_folder, write_text
     from .retime import retarget_timed
 

@@ -11,7 +11,7 @@ since the DAC time of the sound's first sample, so a player that sends frame ``f
 device's clock runs against the computer's. The sound is laid on the clip's timeline first
 (:func:`aligned`): silence before a late sound, the head of an early one cut.
 
-:func:`drift_warnings` says when a retimed clip (:mod:`looprig.core.retime`: its stretches'
+:func:`drift_warnings` says when a retimed clip (:mod:`looprig.core.tracks.retime`: its stretches'
 old and new times) would pull a sound that is not pinned out of sync with the motion.
 
 Why ``sounddevice`` and ``soundfile`` (the ``audio`` extra): both are the thin, maintained
@@ -54,7 +54,7 @@ class SoundReference:
     @classmethod
     def from_dict(cls, doc, what: str = "audio") -> "SoundReference":
         """From a curves JSON's ``audio`` entry, checked (one-line AudioError naming ``what``)."""
-        from .core.curves import CurvesError
+        from .core.errors import CurvesError
         from .core.export.curves_json import audio_from_dict
 
         try:
@@ -66,7 +66,7 @@ class SoundReference:
     def of_curves_file(cls, path) -> "SoundReference | None":
         """The sound a curves JSON records (None without one, or for another file type); a
         relative path is taken from the curves file's folder."""
-        from .core.curves import CurvesError
+        from .core.errors import CurvesError
         from .core.export.curves_json import read_audio
 
         if Path(path).suffix.lower() != ".json":
@@ -204,7 +204,7 @@ class SoundClock:
 def sound_drift(stretches: Sequence, sound: SoundReference, duration_s: float) -> tuple[float, float]:
     """(largest drift [s], clip time [s] where) of a sound started at the retimed time of its
     offset and played at its own speed, against a clip retimed by ``stretches`` (each with
-    ``start``, ``end``, ``new_start``, ``new_end`` [s], :class:`looprig.core.retime.Stretch`):
+    ``start``, ``end``, ``new_start``, ``new_end`` [s], :class:`looprig.core.tracks.retime.Stretch`):
     the motion's clip time t plays at N(t), the sound's at N(offset) + t - offset. Checked at
     the stretch ends within the sound's span [offset, offset + duration_s]."""
     old = np.array([stretches[0].start] + [s.end for s in stretches])

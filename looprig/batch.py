@@ -237,7 +237,7 @@ def run_job(job: Job) -> JobResult:
     identical successful run (see the module docstring).
     """
     from .app import RetargetRefused
-    from .core.curves import LimitViolationError
+    from .core.curves.violations import LimitViolationError
 
     start = time.perf_counter()
     result = JobResult(job.name, "failed", job.output)
@@ -264,7 +264,7 @@ def run_job(job: Job) -> JobResult:
 def _retarget(job: Job):
     from .app import load_chain, load_mechanism, load_samples, retarget_to_folder
     from .core.retarget import RetargetMapping
-    from .core.retime import pin_times
+    from .core.tracks.retime import pin_times
 
     mapping = RetargetMapping.load(job.mapping)
     if job.overrides:

@@ -95,8 +95,9 @@ def cmd_convert(args) -> int:
 
 def add_setting_options(parser: argparse.ArgumentParser) -> None:
     """One option per retarget setting (``--state-weight`` for ``state_weight``), reflected from
-    :data:`~looprig.core.settings.RETARGET_SETTINGS`; a given option overrides the mapping's value."""
-    from .core.settings import RETARGET_SETTINGS
+    :data:`~looprig.core.retarget.settings.RETARGET_SETTINGS`; a given option overrides the
+    mapping's value."""
+    from .core.retarget.settings import RETARGET_SETTINGS
 
     group = parser.add_argument_group("settings (override the mapping file's values)")
     for setting in RETARGET_SETTINGS:
@@ -131,7 +132,7 @@ def _setting_text(setting):
 
 def setting_overrides(args) -> dict:
     """The settings given on the command line, each checked by its :class:`Setting`."""
-    from .core.settings import RETARGET_SETTINGS
+    from .core.retarget.settings import RETARGET_SETTINGS
 
     given = {}
     for setting in RETARGET_SETTINGS:
@@ -180,7 +181,7 @@ def cmd_retarget(args) -> int:
     else:
         samples = app.load_samples(args.tracks[0])
     if args.pin:
-        from .core.retime import pin_times
+        from .core.tracks.retime import pin_times
 
         pins = pin_times(samples, args.pin)
     outcome = app.retarget_to_folder(
@@ -243,7 +244,7 @@ def cmd_check(args) -> int:
 
 
 def cmd_export(args) -> int:
-    from .core.curves import LimitViolationError
+    from .core.curves.violations import LimitViolationError
     from .outputs import check_output
 
     check_output(args.output, inputs=[args.curves])
@@ -720,7 +721,7 @@ def main(argv=None) -> int:
         if args.debug:
             raise
         from .app import RetargetRefused
-        from .core.curves import LimitViolationError
+        from .core.curves.violations import LimitViolationError
 
         print(f"looprig: error: {one_line(error)}", file=sys.stderr)
         refused = isinstance(error, LimitViolationError | RetargetRefused)

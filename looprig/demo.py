@@ -15,9 +15,9 @@ from pathlib import Path
 from .app import RetargetOutcome, retarget_to_folder
 from .core.library import build
 from .core.library.clips import dancer_groove_clip
+from .core.maths.rotations import quat_from_matrix
 from .core.retarget import RetargetMapping, TargetSpec
-from .core.rotations import quat_from_matrix
-from .core.tracks import Clip, Track, read_tracks, write_tracks
+from .core.tracks.format import Clip, Track, read_tracks, write_tracks
 
 DATA = Path(__file__).parent / "data"
 CLIP_FILE = DATA / "dancer_groove.tracks.json"

@@ -250,16 +250,16 @@ class FrameSolver:
     own targets it converges where it starts, on a host's edited ones in a few
     iterations (3-4 on Reachy Mini's head moved 2-10 mm); each converged solve becomes the
     frame's new seed. Without a clip, the first frame is solved to full accuracy from the
-    start pose (:func:`~looprig.core.start.solve_first_frame`), every later one
+    start pose (:func:`~looprig.core.solvers.start.solve_first_frame`), every later one
     warm-started from the previous answer.
     """
 
     def __init__(self, mechanism, mapping, samples=None, frame_start: float = 0.0):
         from .core.export import DynamixelSettings as _Settings
-        from .core.readoff import ActuatorReadout
-        from .core.retarget import _target_arrays, build_problem, with_motors
-        from .core.rigid import RigidGroups
-        from .core.start import start_state
+        from .core.model.readoff import ActuatorReadout
+        from .core.model.rigid import RigidGroups
+        from .core.retarget.pipeline import _target_arrays, build_problem, with_motors
+        from .core.solvers.start import start_state
 
         mapping = mapping.named_for(mechanism)
         groups = RigidGroups(mapping.limited(with_motors(mechanism, mapping.motors)))
@@ -287,7 +287,7 @@ class FrameSolver:
     def targets_of(self, samples):
         """The :class:`~looprig.core.IKTargets` of the first frame of ``samples``
         (:class:`~looprig.core.retarget.TrackSamples`, e.g. a host's scene read at its frame)."""
-        from .core.retarget import _target_arrays
+        from .core.retarget.pipeline import _target_arrays
 
         return self._frame_targets(_target_arrays(self.mapping, samples), 0)
 
@@ -310,8 +310,8 @@ class FrameSolver:
         its seed; with the mapping's solver settings about 2 ms a frame on Reachy Mini (a
         10 s clip at 100 Hz: 2 s). Once; without a clip, nothing to do."""
         from .core import solve_ik
-        from .core.linalg import single_threaded_blas
-        from .core.start import solve_first_frame
+        from .core.maths.linalg import single_threaded_blas
+        from .core.solvers.start import solve_first_frame
 
         if self.seeds is not None or self.targets is None:
             return
@@ -333,8 +333,8 @@ class FrameSolver:
 
     def __call__(self, frame: float, payload=None) -> np.ndarray:
         from .core import solve_ik
-        from .core.linalg import single_threaded_blas
-        from .core.start import solve_first_frame
+        from .core.maths.linalg import single_threaded_blas
+        from .core.solvers.start import solve_first_frame
 
         self.warm_up()
         f = int(np.clip(round(frame - self.frame_start), 0, max(self.frames - 1, 0)))

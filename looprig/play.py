@@ -98,7 +98,7 @@ class PlayPlan:
 
 def load_plan(path, homing_fraction: float = 0.25) -> PlayPlan:
     """Read a curves file and re-check its limits; refuses (LimitViolationError) before any I/O."""
-    from .core.curves import LimitViolationError, merge_violations
+    from .core.curves.violations import LimitViolationError, merge_violations
     from .core.export import (
         DXL_OPERATING_MODES,
         DXL_TICKS_PER_REV,

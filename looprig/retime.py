@@ -7,7 +7,7 @@ call: with timing ``keep`` it is :func:`looprig.core.retarget.retarget`; with
 (``toppra``, the ``retime`` extra) for the fastest path speed that keeps every
 motor's speed and acceleration limit, capped at the clip's own speed (so the clip
 is slowed only where a limit binds), cuts the clip at the pins
-(:mod:`looprig.core.retime`), samples the tracks along the new timing and solves
+(:mod:`looprig.core.tracks.retime`), samples the tracks along the new timing and solves
 them again with the mapping's ``limit_mode`` (by default every limit held: what
 retiming cannot mend, a range or a stretch that cannot be slowed, the space-time
 solve holds). docs/retarget.md says why toppra was taken.
@@ -21,9 +21,9 @@ from dataclasses import dataclass
 import numpy as np
 
 from .core import LooprigError
-from .core.curves import ActuatorCurves, all_violations
+from .core.curves.actuator_curves import ActuatorCurves, all_violations
 from .core.retarget import RetargetResult, TrackSamples, retarget
-from .core.retime import RetimeError, Retiming, SpeedProfile, plan_retiming
+from .core.tracks.retime import RetimeError, Retiming, SpeedProfile, plan_retiming
 
 #: TOPP-RA keeps each motor within this fraction of its speed and acceleration
 #: limits: the clip solved again along the new timing follows the path to the IK's
@@ -144,7 +144,7 @@ def _window(path, start: float, end: float):
 
 def retime(curves: ActuatorCurves, pins: Sequence[float] = ()) -> Retiming:
     """The new timing of the path ``curves`` (motors (F, A) at their clip times [s]) with
-    ``pins`` [s] (:func:`looprig.core.retime.plan_retiming`)."""
+    ``pins`` [s] (:func:`looprig.core.tracks.retime.plan_retiming`)."""
     path = PathTiming(curves)
     start, end = float(curves.times[0]), float(curves.times[-1])
     return plan_retiming(start, end, pins, path.profile, path.speed_at, curves.rate_hz)
@@ -171,9 +171,9 @@ def solve_timed(
 ) -> Timed:
     """:func:`~looprig.core.retarget.retarget` with the mapping's ``timing``: ``keep``
     solves the clip as timed; ``stretch`` retimes it with ``pins`` (clip times [s],
-    :func:`looprig.core.retime.pin_times` for frame numbers) kept at their times (see
+    :func:`looprig.core.tracks.retime.pin_times` for frame numbers) kept at their times (see
     the module docstring). The result's ``retiming`` lists each stretch's time factor
-    (:meth:`~looprig.core.retime.Retiming.to_dict`); its times are the new ones."""
+    (:meth:`~looprig.core.tracks.retime.Retiming.to_dict`); its times are the new ones."""
     if mapping.timing == "keep":
         if len(pins):
             raise RetimeError("pins keep frames at their times when timing is 'stretch'; timing is 'keep'")

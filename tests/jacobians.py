@@ -1,7 +1,7 @@
 """The one finite-difference harness: perturbs body states through ``retract``."""
 
 import numpy as np
-from looprig.core.rotations import retract
+from looprig.core.maths.rotations import retract
 
 
 def numerical_jacobian(fun, state: np.ndarray, free_bodies: np.ndarray, eps: float = 1e-6):

@@ -2,9 +2,9 @@
 
 Test- and benchmark-only (it needs ``casadi``, the ``test`` extra; ``looprig.core``
 never imports it). It models the mechanism on its own, without looprig's solver
-code: only the geometry of the :class:`~looprig.core.mechanism.Mechanism`
+code: only the geometry of the :class:`~looprig.core.model.mechanism.Mechanism`
 (bodies, joints, frames, couplings) and the quaternion helper of
-:mod:`looprig.core.rotations` for constant data are read.
+:mod:`looprig.core.maths.rotations` for constant data are read.
 
 The model (:class:`ReferenceModel`): a **spanning tree in joint coordinates**
 with **product-of-exponentials** kinematics, plus **loop-closure equality rows**.
@@ -37,7 +37,7 @@ with **product-of-exponentials** kinematics, plus **loop-closure equality rows**
 
 Motor values are tree coordinates: an angle about the joint axis or a
 displacement along it, zero at the initial configuration, as
-:class:`~looprig.core.readoff.ActuatorReadout` reads them (angles unwrapped: the
+:class:`~looprig.core.model.readoff.ActuatorReadout` reads them (angles unwrapped: the
 coordinate is continuous).
 
 :func:`solve_reference` solves, over all F frames at once,
@@ -62,8 +62,9 @@ from dataclasses import dataclass
 import casadi as ca
 import numpy as np
 import scipy.linalg
-from looprig.core.mechanism import ActuatedMotion, Joint, JointKind, Mechanism
-from looprig.core.rotations import frame_with_axes, quat_to_matrix
+from looprig.core.maths.rotations import frame_with_axes, quat_to_matrix
+from looprig.core.model.mechanism import Mechanism
+from looprig.core.model.parts import ActuatedMotion, Joint, JointKind
 from looprig.core.terms import FrameObjective
 
 _EYE = np.eye(3)

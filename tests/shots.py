@@ -11,9 +11,9 @@ from pathlib import Path
 import numpy as np
 from looprig.core import FrameObjective, IKProblem, solve_fk
 from looprig.core.library import build
+from looprig.core.maths.rotations import quat_from_matrix
 from looprig.core.retarget import RetargetMapping, TargetSpec
-from looprig.core.rotations import quat_from_matrix
-from looprig.core.tracks import Clip, Track, write_tracks
+from looprig.core.tracks.format import Clip, Track, write_tracks
 
 
 def coupler_path(theta: np.ndarray):

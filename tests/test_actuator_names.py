@@ -28,9 +28,9 @@ from looprig.core.export import (
     write_json,
     write_plain_csv,
 )
+from looprig.core.maths.rotations import quat_from_matrix
 from looprig.core.retarget import RetargetMapping, TargetSpec, TrackSamples, retarget
-from looprig.core.rotations import quat_from_matrix
-from looprig.core.tracks import Clip, Track, write_tracks
+from looprig.core.tracks.format import Clip, Track, write_tracks
 
 from looprig.cli import main
 

@@ -12,10 +12,11 @@ import numpy as np
 import pytest
 from jacobians import numerical_jacobian
 from looprig.core.errors import LooprigWarning, TargetError
-from looprig.core.ik import IKProblem
-from looprig.core.mechanism import Actuator, Body, Frame, Joint, JointKind, Mechanism
+from looprig.core.maths.rotations import quat_to_matrix, retract
+from looprig.core.model.mechanism import Mechanism
+from looprig.core.model.parts import Actuator, Body, Frame, Joint, JointKind
 from looprig.core.retarget import AimSpec, RetargetMapping, TargetSpec, TrackSamples, retarget
-from looprig.core.rotations import quat_to_matrix, retract
+from looprig.core.solvers.ik import IKProblem
 from looprig.core.terms import AimObjective, AimTask, Reference, Targets
 from looprig.core.terms.aim import up_rotation
 
@@ -268,7 +269,7 @@ def test_a_point_near_the_eye_is_one_warning_per_stretch():
 )
 def test_bad_aims_are_one_line_naming_the_entry_and_nothing_is_written(tmp_path, capsys, aim, message):
     from looprig.cad_import import save_mechanism
-    from looprig.core.tracks import Clip, Track, write_tracks
+    from looprig.core.tracks.format import Clip, Track, write_tracks
 
     from looprig.cli import main
 
@@ -352,7 +353,7 @@ def test_the_command_line_retargets_an_aim_and_reports_it(tmp_path, capsys):
     has ``max_aim_error_rad`` and the terminal line says it."""
     from looprig.cad_import import save_mechanism
     from looprig.core.export import read_csv
-    from looprig.core.tracks import Clip, Track, write_tracks
+    from looprig.core.tracks.format import Clip, Track, write_tracks
 
     from looprig.cli import main
 

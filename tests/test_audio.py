@@ -18,9 +18,9 @@ import time
 import numpy as np
 import pytest
 from dxl_emulator import EmulatedBus, Servo
-from looprig.core.curves import ActuatorCurves
+from looprig.core.curves.actuator_curves import ActuatorCurves
 from looprig.core.export import write_csv, write_dynamixel_json, write_json
-from looprig.core.retime import Stretch
+from looprig.core.tracks.retime import Stretch
 
 from looprig import audio, play
 from looprig.cli import main

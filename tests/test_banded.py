@@ -1,4 +1,4 @@
-"""The banded linear algebra of the space-time solve (core.banded): rows over runs of
+"""The banded linear algebra of the space-time solve (core.solvers.banded): rows over runs of
 frames against their dense matrix, and the interior point's Newton direction against
 a dense solve of the whole (primal, slack, multiplier) Newton system."""
 
@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from looprig.core.banded import NewtonSystem, RowSet, StencilRows, converged_kkt
 from looprig.core.errors import SolverError
+from looprig.core.solvers.banded import NewtonSystem, RowSet, StencilRows, converged_kkt
 
 
 def random_rows(rng, frames: int, d: int) -> RowSet:

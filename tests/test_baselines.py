@@ -12,7 +12,7 @@ import pytest
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 from looprig.core import JointKind, MechanismError, TargetError, single_threaded_blas
-from looprig.core.baselines import (
+from looprig.core.baselines.serial_ik import (
     METHODS,
     CCDSettings,
     JacobianSettings,
@@ -22,7 +22,6 @@ from looprig.core.baselines import (
     position_jacobian,
     triangulation,
 )
-from looprig.core.constraints import ConstraintSet
 from looprig.core.library import build
 from looprig.core.library.serial import (
     TRIANGULATION_PAPER_LENGTHS,
@@ -33,7 +32,8 @@ from looprig.core.library.serial import (
     solve_tip_ik,
     tip_problem,
 )
-from looprig.core.rotations import matrix_from_rotvec
+from looprig.core.maths.rotations import matrix_from_rotvec
+from looprig.core.model.constraints import ConstraintSet
 
 LENGTHS = (1.0, 0.8, 0.6, 0.4)  # [m]
 CHAIN = SerialChain(np.array(LENGTHS))

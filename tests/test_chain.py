@@ -1,4 +1,4 @@
-"""Clips played in sequence (core.chain): transitions continuous to the second derivative,
+"""Clips played in sequence (core.tracks.chain): transitions continuous to the second derivative,
 solved within every motor limit, and the whole chain one file that passes
 ``looprig check --strict``."""
 
@@ -7,13 +7,13 @@ import json
 import numpy as np
 import pytest
 from looprig.core import FrameObjective, IKProblem, solve_fk
-from looprig.core.chain import ChainError, chain_clips
-from looprig.core.curves import all_violations
-from looprig.core.fk import solve_fk_path
+from looprig.core.curves.actuator_curves import all_violations
 from looprig.core.library import build
+from looprig.core.maths.rotations import matrix_from_rotvec, quat_from_matrix
 from looprig.core.retarget import RetargetMapping, TargetSpec, TrackSamples, retarget
-from looprig.core.rotations import matrix_from_rotvec, quat_from_matrix
-from looprig.core.tracks import Clip, Track, write_tracks
+from looprig.core.solvers.fk import solve_fk_path
+from looprig.core.tracks.chain import ChainError, chain_clips
+from looprig.core.tracks.format import Clip, Track, write_tracks
 
 from looprig.cli import main
 

@@ -9,7 +9,7 @@ import json
 
 import numpy as np
 import pytest
-from looprig.core.curves import ActuatorCurves
+from looprig.core.curves.actuator_curves import ActuatorCurves
 from looprig.core.export import (
     CHeaderSettings,
     DynamixelSettings,

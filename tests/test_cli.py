@@ -8,7 +8,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from looprig.core.curves import ActuatorCurves
+from looprig.core.curves.actuator_curves import ActuatorCurves
 from looprig.core.export import read_csv, write_csv
 from looprig.core.library import NAMES, build
 from shots import fourbar_shot

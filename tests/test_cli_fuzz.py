@@ -40,7 +40,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from looprig.core.curves import ActuatorCurves
+from looprig.core.curves.actuator_curves import ActuatorCurves
 from looprig.core.export import (
     read_csv,
     read_dynamixel_json,

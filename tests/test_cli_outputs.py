@@ -14,7 +14,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from looprig.core.curves import ActuatorCurves
+from looprig.core.curves.actuator_curves import ActuatorCurves
 from looprig.core.errors import LooprigWarning
 from looprig.core.export import read_csv, write_csv
 from shots import fourbar_shot
@@ -261,7 +261,7 @@ def test_bad_settings_on_the_command_line_are_one_line_exit_2(capsys, tmp_path, 
 
 
 def test_every_setting_has_an_option_that_overrides_the_mapping(capsys, tmp_path, shot):
-    from looprig.core.settings import RETARGET_SETTINGS
+    from looprig.core.retarget.settings import RETARGET_SETTINGS
 
     parser = cli.build_parser()
     flags = {

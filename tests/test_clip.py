@@ -3,7 +3,11 @@
 import numpy as np
 import pytest
 from looprig.core import ComObjective, FrameObjective, IKProblem, IKSettings, IKTargets, solve_ik
-from looprig.core.clip import (
+from looprig.core.library import NAMES, build
+from looprig.core.library.feasible import feasible_motion
+from looprig.core.maths.linalg import single_threaded_blas
+from looprig.core.maths.rotations import quat_to_matrix
+from looprig.core.solvers.clip import (
     SEQUENTIAL_COARSE,
     coarse_then_clip,
     couples_frames,
@@ -11,10 +15,6 @@ from looprig.core.clip import (
     solve_clip,
     solve_unconverged,
 )
-from looprig.core.library import NAMES, build
-from looprig.core.linalg import single_threaded_blas
-from looprig.core.motion import feasible_motion
-from looprig.core.rotations import quat_to_matrix
 from looprig.core.terms import Regularization, Targets
 
 TIGHT = IKSettings(step_tolerance=1e-11)

@@ -13,12 +13,12 @@ from looprig.core import (
     Mechanism,
     MechanismError,
 )
-from looprig.core.constraints import CLOSURE_POINTS, FrameClosure
-from looprig.core.fk import solve_fk
 from looprig.core.library import build
-from looprig.core.mechanism import Coupling
-from looprig.core.readoff import JointReadout
-from looprig.core.rotations import quat_from_rotvec, quat_to_matrix, retract
+from looprig.core.maths.rotations import quat_from_rotvec, quat_to_matrix, retract
+from looprig.core.model.parts import Coupling
+from looprig.core.model.primitives import CLOSURE_POINTS, FrameClosure
+from looprig.core.model.readoff import JointReadout
+from looprig.core.solvers.fk import solve_fk
 
 ACTUATED = {
     JointKind.REVOLUTE: [ActuatedMotion.ANGLE],
@@ -87,7 +87,7 @@ def test_jacobian_matches_finite_differences(seed, actuated):
 
 def test_rows_per_kind_match_the_joint_dof():
     """Each joint removes 6 - dof freedoms with the minimal number of rows."""
-    from looprig.core.mechanism import JOINT_DOF
+    from looprig.core.model.parts import JOINT_DOF
 
     m = every_kind_chain()
     cs = ConstraintSet(m, actuated=False)
@@ -131,7 +131,7 @@ def test_rotational_rows_are_scaled_by_mean_joint_distance():
 def test_actuator_read_off_jacobian_matches_finite_differences(seed):
     """d(read-off)/d(state) for angle and displacement actuators, on and off the manifold."""
     from looprig.core import ActuatorReadout
-    from looprig.core.rotations import quat_to_matrix
+    from looprig.core.maths.rotations import quat_to_matrix
 
     m = every_kind_chain(seed)
     cs = ConstraintSet(m, actuated=False)

@@ -5,11 +5,11 @@ joint where its coupling puts it."""
 
 import numpy as np
 import pytest
-from looprig.core.fk import solve_fk
-from looprig.core.ik import IKProblem, IKTargets, solve_ik
-from looprig.core.mechanism import Coupling
-from looprig.core.readoff import JointReadout
+from looprig.core.model.parts import Coupling
+from looprig.core.model.readoff import JointReadout
 from looprig.core.retarget import RetargetMapping, TargetSpec, TrackSamples, retarget
+from looprig.core.solvers.fk import solve_fk
+from looprig.core.solvers.ik import IKProblem, IKTargets, solve_ik
 from looprig.core.terms import FrameObjective
 from test_constraints import fan
 

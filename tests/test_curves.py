@@ -8,20 +8,25 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from looprig.core.curves import (
+from looprig.core.curves.actuator_curves import (
     ActuatorCurves,
-    CurvesError,
     LimitCheckSettings,
-    LimitViolationError,
-    Violation,
     all_violations,
     check_limits,
-    merge_violations,
     require_within_limits,
 )
+from looprig.core.curves.resample import (
+    PeakLossError,
+    PeakLossWarning,
+    ResampleSettings,
+    compare_peaks,
+    resample,
+)
+from looprig.core.curves.violations import LimitViolationError, Violation, merge_violations
+from looprig.core.errors import CurvesError
 from looprig.core.library.planar import fourbar, slider_crank
-from looprig.core.mechanism import ActuatedMotion, Actuator, Body, Joint, JointKind, Mechanism
-from looprig.core.resample import PeakLossError, PeakLossWarning, ResampleSettings, compare_peaks, resample
+from looprig.core.model.mechanism import Mechanism
+from looprig.core.model.parts import ActuatedMotion, Actuator, Body, Joint, JointKind
 
 F_HZ = 1.3  # test frequency [Hz]
 W = 2 * np.pi * F_HZ  # [rad/s]

@@ -4,7 +4,7 @@ its files pass ``looprig check --strict --cyclic``, the seam read as any other f
 import json
 
 import numpy as np
-from looprig.core.curves import ActuatorCurves
+from looprig.core.curves.actuator_curves import ActuatorCurves
 from looprig.core.library import build
 from shots import fourbar_shot
 

@@ -6,8 +6,8 @@ from looprig.core import ActuatorReadout, single_threaded_blas, solve_fk
 from looprig.core.library import build
 from looprig.core.library.clips import delta_platform_clip
 from looprig.core.library.parallel import DELTA_ARM_ANGLE, delta_arm_angles, delta_file_height
+from looprig.core.maths.rotations import quat_to_matrix
 from looprig.core.retarget import RetargetMapping, TargetSpec, retarget
-from looprig.core.rotations import quat_to_matrix
 
 
 def platform_rotations(mechanism, states) -> np.ndarray:

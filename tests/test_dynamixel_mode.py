@@ -12,7 +12,8 @@ import json
 
 import numpy as np
 import pytest
-from looprig.core.curves import ActuatorCurves, LimitViolationError
+from looprig.core.curves.actuator_curves import ActuatorCurves
+from looprig.core.curves.violations import LimitViolationError
 from looprig.core.errors import CurvesError
 from looprig.core.export import (
     DynamixelSettings,

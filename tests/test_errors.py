@@ -2,7 +2,7 @@
 
 import pytest
 from looprig.core.errors import TargetError, did_you_mean, plural_of
-from looprig.core.mapping import RetargetMapping
+from looprig.core.retarget.mapping import RetargetMapping
 
 
 @pytest.mark.parametrize(

@@ -93,7 +93,7 @@ def test_a_singular_file_pose_does_not_trap_the_first_frame():
 def test_a_motor_no_target_moves_holds_its_value():
     """A two-link arm tracked at its tip carries an 'antenna' motor on its upper link: the
     antenna's body swings with the arm (0.6 rad), its joint value stays at its start: no
-    target depends on it, so it is held exactly by default (core.holding)."""
+    target depends on it, so it is held exactly by default (core.solvers.holding)."""
     motor = Actuator(velocity_limit=10.0)
     p0, p1, p2 = np.zeros(3), np.array([0.3, 0.0, 0.0]), np.array([0.55, 0.0, 0.0])
     antenna_root = np.array([0.15, 0.0, 0.0])

@@ -9,13 +9,10 @@ import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from looprig.core.curves import (
-    ActuatorCurves,
-    CurvesError,
-    LimitViolationError,
-    check_limits,
-)
-from looprig.core.errors import LooprigError, LooprigWarning
+from looprig.core.curves.actuator_curves import ActuatorCurves, check_limits
+from looprig.core.curves.resample import PeakLossWarning, ResampleSettings, resample
+from looprig.core.curves.violations import LimitViolationError
+from looprig.core.errors import CurvesError, LooprigError, LooprigWarning
 from looprig.core.export import (
     DXL_VELOCITY_UNIT_RAD_S,
     CHeaderSettings,
@@ -41,7 +38,6 @@ from looprig.core.export import (
     write_json,
     write_plain_csv,
 )
-from looprig.core.resample import PeakLossWarning, ResampleSettings, resample
 
 HALF_TICK = math.pi / 4096  # [rad]
 FILE_EXAMPLES = settings(

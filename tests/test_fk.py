@@ -9,7 +9,7 @@ from hypothesis import strategies as st
 from looprig.core import ActuatorReadout, ConstraintSet, SolverError, analyse_mobility, assemble, solve_fk
 from looprig.core.library import build
 from looprig.core.library.planar import fourbar_closed_form, slider_crank_closed_form
-from looprig.core.rotations import quat_to_matrix, retract
+from looprig.core.maths.rotations import quat_to_matrix, retract
 
 
 def planar_angle(state_row) -> float:

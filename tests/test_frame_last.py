@@ -3,7 +3,7 @@ elimination of quasi-definite KKT systems against LAPACK."""
 
 import numpy as np
 import pytest
-from looprig.core.frame_last import apply, cross, dot, eliminate, matmul3, substitute, turn
+from looprig.core.maths.frame_last import apply, cross, dot, eliminate, matmul3, substitute, turn
 
 
 def test_products_match_numpy():

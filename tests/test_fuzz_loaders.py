@@ -21,10 +21,10 @@ from looprig.cad_import import load_mechanism
 from looprig.cad_import.mjcf import load_mjcf
 from looprig.cad_import.native import load_native
 from looprig.cad_import.urdf import load_urdf
-from looprig.core.bvh import read_bvh
 from looprig.core.errors import LooprigError
-from looprig.core.mechanism import Mechanism
-from looprig.core.tracks import Clip, clip_from_dict
+from looprig.core.model.mechanism import Mechanism
+from looprig.core.tracks.bvh import read_bvh
+from looprig.core.tracks.format import Clip, clip_from_dict
 
 DATA = Path(__file__).parent / "data"
 SCALE = 10 if os.environ.get("LOOPRIG_FUZZ") else 1
@@ -303,7 +303,7 @@ def classify(path: Path) -> str:
 
     import numpy as np
     from looprig.cad_import import load_model
-    from looprig.core.constraints import ConstraintSet
+    from looprig.core.model.constraints import ConstraintSet
 
     def alarm(*_):
         raise Hang

@@ -1,4 +1,4 @@
-"""Motors the clip does not need hold still by default (core/holding.py), checked on arms
+"""Motors the clip does not need hold still by default (core/solvers/holding.py), checked on arms
 whose answers are known in closed form: a wrist no target depends on, a redundant elbow
 the other motors can stand in for, and a shoulder they cannot."""
 
@@ -9,10 +9,10 @@ import numpy as np
 import pytest
 from looprig.core import Actuator, Body, Frame, Joint, JointKind, Mechanism
 from looprig.core.errors import LooprigWarning
-from looprig.core.fk import solve_fk
 from looprig.core.library import build
 from looprig.core.library._build import link
 from looprig.core.retarget import RetargetMapping, TargetSpec, TrackSamples, retarget
+from looprig.core.solvers.fk import solve_fk
 from looprig.core.terms import FrameObjective, FrameTask
 from scipy.spatial.transform import Rotation
 
@@ -199,8 +199,8 @@ def test_the_command_line_says_which_motors_it_held_and_how_to_free_them(capsys,
     """``looprig retarget`` prints one warning line naming the held wrist and the flag that
     frees it, and report.json lists it; with ``--no-auto-hold`` neither appears."""
     from looprig.cad_import import save_mechanism
-    from looprig.core.rotations import quat_from_matrix
-    from looprig.core.tracks import Clip, Track, write_tracks
+    from looprig.core.maths.rotations import quat_from_matrix
+    from looprig.core.tracks.format import Clip, Track, write_tracks
 
     from looprig.cli import main
 

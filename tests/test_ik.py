@@ -15,7 +15,7 @@ from looprig.core import (
     solve_ik,
 )
 from looprig.core.library import NAMES, build
-from looprig.core.motion import feasible_motion
+from looprig.core.library.feasible import feasible_motion
 
 IDENTITY = np.eye(3)[None]
 
@@ -207,7 +207,7 @@ def test_a_warm_started_frame_factorises_its_kkt_system_once(monkeypatch):
     needs one factorisation: after the Newton step the same factorisation's chord steps
     finish it (the Dancer takes about two steps a frame), and the answer meets its
     targets as the motion does."""
-    from looprig.core import ik
+    from looprig.core.solvers import ik
 
     factorisations = []
 

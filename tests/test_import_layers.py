@@ -45,9 +45,14 @@ def test_core_and_cad_import_load_without_hosts_and_core_stays_pure():
 def _distribution_modules() -> dict[str, Path]:
     """Every module of the looprig distribution -> its file, from pyproject's package list and dirs."""
     setup = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["tool"]["setuptools"]
-    modules = {}
+    dirs, modules = setup.get("package-dir", {}), {}
     for package in setup["packages"]:
-        folder = ROOT / setup.get("package-dir", {}).get(package, package.replace(".", "/"))
+        parent, tail = package, []  # a package without its own entry sits in its nearest mapped parent
+        while parent not in dirs and "." in parent:
+            parent, _, leaf = parent.rpartition(".")
+            tail.insert(0, leaf)
+        folder = ROOT / dirs.get(parent, parent.replace(".", "/")) / "/".join(tail)
+        assert folder.is_dir(), (package, folder)
         for file in sorted(folder.glob("*.py")):
             modules[package if file.stem == "__init__" else f"{package}.{file.stem}"] = file
     return modules
@@ -91,12 +96,32 @@ def _import_graph():
 def test_the_distribution_has_no_import_cycle():
     """Each module's imports (all of them, function-local too) form a DAG over the whole distribution."""
     internal, _ = _import_graph()
-    assert len(internal) > 50 and "looprig.cli" in internal and "looprig.core.ik" in internal
+    assert len(internal) > 50 and "looprig.cli" in internal and "looprig.core.solvers.ik" in internal
     try:
         order = list(graphlib.TopologicalSorter(internal).static_order())
     except graphlib.CycleError as error:
         raise AssertionError(f"import cycle: {' -> '.join(error.args[1])}") from None
     assert set(order) == set(internal)
+
+
+def test_the_core_folders_import_one_way():
+    """Collapsed to the folders of core (a top-level module is its own node), imports form a DAG."""
+    internal, _ = _import_graph()
+
+    def folder(module: str) -> str:
+        return ".".join(module.split(".")[:3])
+
+    folders = {}
+    for module, targets in internal.items():
+        if module.startswith("looprig.core."):
+            folders.setdefault(folder(module), set()).update(
+                folder(t) for t in targets if t.startswith("looprig.core.") and folder(t) != folder(module)
+            )
+    assert {"looprig.core.model", "looprig.core.solvers", "looprig.core.retarget"} <= set(folders)
+    try:
+        list(graphlib.TopologicalSorter(folders).static_order())
+    except graphlib.CycleError as error:
+        raise AssertionError(f"folders import each other: {' -> '.join(error.args[1])}") from None
 
 
 def test_core_imports_only_numpy_scipy_threadpoolctl_and_the_standard_library():
@@ -113,5 +138,5 @@ def test_the_graph_sees_function_local_and_relative_imports():
     """The parser behind the two tests above, on a known case: the CLI's lazy imports."""
     internal, external = _import_graph()
     assert {"looprig.app", "looprig.core", "looprig.core.library"} <= internal["looprig.cli"]
-    assert "looprig.core.chain" in internal["looprig.app"]  # imported inside a function (load_chain)
+    assert "looprig.core.tracks.chain" in internal["looprig.app"]  # imported inside a function (load_chain)
     assert "matplotlib" in external["looprig.plotting"]

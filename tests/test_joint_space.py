@@ -1,14 +1,14 @@
 """Joint coordinates along the spanning tree (SpanningTree.retract / joint_basis and
-core.joint_space): the retraction keeps the tree's joints assembled, its first order
+core.solvers.joint_space): the retraction keeps the tree's joints assembled, its first order
 is the joint basis, a tree motor moves by exactly its coordinate, and the curvature of
 body-fixed points and directions equals second differences through the retraction."""
 
 import numpy as np
 import pytest
 from looprig.core import IKProblem
-from looprig.core.joint_space import JointScrews
 from looprig.core.library import build
-from looprig.core.rotations import quat_to_matrix, retract
+from looprig.core.maths.rotations import quat_to_matrix, retract
+from looprig.core.solvers.joint_space import JointScrews
 
 MECHANISMS = ["boxer", "fourbar", "stewart", "walker", "all_joints", "delta", "dancer", "chain_6r6p"]
 

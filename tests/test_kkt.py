@@ -6,13 +6,14 @@ import functools
 import numpy as np
 import pytest
 from looprig.core import FrameObjective, IKProblem, build_step
-from looprig.core.fk import FKSettings, solve_constraints
-from looprig.core.kkt import DenseKKT, ReducedKKT
 from looprig.core.library import NAMES, build
-from looprig.core.mechanism import Joint, JointKind, Mechanism
-from looprig.core.mobility import analyse_mobility
-from looprig.core.rotations import quat_to_matrix, retract
-from looprig.core.step import step_kkt
+from looprig.core.maths.rotations import quat_to_matrix, retract
+from looprig.core.model.mechanism import Mechanism
+from looprig.core.model.mobility import analyse_mobility
+from looprig.core.model.parts import Joint, JointKind
+from looprig.core.solvers.fk import FKSettings, solve_constraints
+from looprig.core.solvers.kkt import DenseKKT, ReducedKKT
+from looprig.core.solvers.step import step_kkt
 from looprig.core.terms import Reference, Targets
 
 

@@ -27,10 +27,10 @@ from looprig.core import (
     solve_fk,
     solve_ik,
 )
-from looprig.core.fk import solve_constraints
 from looprig.core.library import NAMES, REFERENCE_MECHANISMS, build
 from looprig.core.library.arms import BOXER_SINGULAR_ROLL
-from looprig.core.rotations import quat_from_matrix, quat_to_matrix, retract, rotvec_from_quat
+from looprig.core.maths.rotations import quat_from_matrix, quat_to_matrix, retract, rotvec_from_quat
+from looprig.core.solvers.fk import solve_constraints
 
 
 @dataclass(frozen=True)

@@ -1,6 +1,6 @@
 """Motor limits from every source, with one precedence: mapping > file > catalogue > none.
 
-The servo catalogue (looprig.core.servos): every figure names its source, names match
+The servo catalogue (looprig.core.model.servos): every figure names its source, names match
 without case or punctuation, a family means its slowest member. The files' conventions:
 MJCF ``<custom>`` numerics and servo texts, actuator ``user`` rpm with ``gear``, default
 classes; the URDF looprig tag's ``servo``; the native file keeps servos and sources.
@@ -15,9 +15,9 @@ import numpy as np
 import pytest
 from looprig.cad_import import FileFormatError, FileFormatWarning, load_model, save_mechanism
 from looprig.core.errors import TargetError
-from looprig.core.mapping import RetargetMapping
-from looprig.core.mechanism import Actuator, Body, Joint, JointKind, Mechanism
-from looprig.core.servos import (
+from looprig.core.model.mechanism import Mechanism
+from looprig.core.model.parts import Actuator, Body, Joint, JointKind
+from looprig.core.model.servos import (
     CATALOGUE,
     RPM,
     ServoError,
@@ -25,6 +25,7 @@ from looprig.core.servos import (
     match_servo,
     servo_model,
 )
+from looprig.core.retarget.mapping import RetargetMapping
 
 from looprig.app import mechanism_summary
 

@@ -10,7 +10,7 @@ import time
 import numpy as np
 import pytest
 from dxl_emulator import SYNC_WRITE, TORQUE_ENABLE, EmulatedBus, Servo
-from looprig.core.curves import ActuatorCurves
+from looprig.core.curves.actuator_curves import ActuatorCurves
 from looprig.core.export import write_json
 
 from looprig import live

@@ -22,7 +22,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from looprig.core.rotations import quat_to_matrix
+from looprig.core.maths.rotations import quat_to_matrix
 from looprig.core.tracks import read_tracks
 from scipy.linalg import polar
 from scipy.spatial.transform import Rotation

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from looprig.core.curves import ActuatorCurves
+from looprig.core.curves.actuator_curves import ActuatorCurves
 from looprig.core.export import write_csv, write_json
 
 EMULATION = Path(__file__).parent / "maya_emulation"

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from looprig.core.curves import ActuatorCurves
+from looprig.core.curves.actuator_curves import ActuatorCurves
 from looprig.core.export import write_json
 from looprig.core.tracks import read_tracks
 

@@ -106,7 +106,7 @@ def test_fourbar_graph_counts():
 def test_connected_groups_and_cycle_rank_on_a_small_graph():
     """Two components {a, b, c} (a triangle plus a repeated edge) and {d}; cycle rank
     edges - nodes + components = 4 - 4 + 2."""
-    from looprig.core.mechanism import connected_groups, cycle_rank
+    from looprig.core.model.graph import connected_groups, cycle_rank
 
     nodes = ["a", "b", "c", "d"]
     edges = [("a", "b"), ("b", "c"), ("c", "a"), ("a", "b")]

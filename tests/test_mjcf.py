@@ -8,9 +8,9 @@ import pytest
 from looprig.cad_import import FileFormatError, FileFormatWarning, load_mechanism, load_model
 from looprig.cad_import.mjcf import load_mjcf
 from looprig.core import ConstraintSet, JointKind, solve_fk
-from looprig.core.mobility import analyse_mobility
-from looprig.core.readoff import JointReadout
-from looprig.core.rotations import quat_to_matrix
+from looprig.core.maths.rotations import quat_to_matrix
+from looprig.core.model.mobility import analyse_mobility
+from looprig.core.model.readoff import JointReadout
 
 mujoco = pytest.importorskip("mujoco")
 

@@ -213,8 +213,8 @@ def test_robotiq_retargeted_from_its_pads_reads_back_the_motor(imported):
     poses along the closing stroke: every frame converges, the one actuator reads back the
     stroke's value (within 1e-6 rad, the solver's curve accuracy) and the coupled drivers stay equal."""
     from looprig.core import FrameObjective, IKProblem, IKTargets, solve_ik
-    from looprig.core.readoff import JointReadout
-    from looprig.core.rotations import quat_to_matrix
+    from looprig.core.maths.rotations import quat_to_matrix
+    from looprig.core.model.readoff import JointReadout
 
     m = imported("robotiq_2f85/2f85.xml", {}).mechanism
     pads = [m.frame("left_pad"), m.frame("right_pad")]

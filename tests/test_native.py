@@ -30,7 +30,7 @@ from looprig.core import (
 )
 from looprig.core.library import NAMES, build
 from looprig.core.library.planar import fourbar_closed_form
-from looprig.core.rotations import quat_to_matrix
+from looprig.core.maths.rotations import quat_to_matrix
 
 DATA = Path(__file__).parent / "data"
 DOCS = Path(__file__).parents[1] / "docs" / "files.md"
@@ -363,7 +363,7 @@ def test_fourbar_gives_the_same_fk_in_every_format():
 
 
 def test_unbounded_limits_cross_the_file_boundary_as_null():
-    from looprig.core.filevalues import limit_from_file, limit_to_file
+    from looprig.core.model.filevalues import limit_from_file, limit_to_file
 
     assert limit_to_file(np.inf) is None and limit_to_file(-np.inf) is None
     assert limit_to_file(2.5) == 2.5
@@ -377,7 +377,7 @@ def test_couplings_round_trip_and_are_validated(tmp_path):
     """A gear, and a differential with polynomial terms, save and load bit-exact; a file
     written before differentials (one ``source`` and ``ratio``) still loads; a wrong entry
     is one line naming it."""
-    from looprig.core.mechanism import Coupling
+    from looprig.core.model.parts import Coupling
 
     base = build("slider_crank")
     revolute = [j.name for j in base.joints if j.kind == JointKind.REVOLUTE]

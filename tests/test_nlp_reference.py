@@ -13,7 +13,7 @@ pytest.importorskip("casadi", reason="the NLP reference needs casadi (IPOPT): pi
 
 from looprig.core import ActuatorReadout, FrameObjective, Joint, JointKind, Mechanism, solve_fk
 from looprig.core.library import build
-from looprig.core.rotations import quat_from_matrix, quat_to_matrix
+from looprig.core.maths.rotations import quat_from_matrix, quat_to_matrix
 from nlp_reference import ReferenceModel, solve_reference
 
 #: per mechanism: the tracked frame's objective (weights), the motor amplitude used

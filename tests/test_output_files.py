@@ -13,7 +13,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from looprig.core.curves import ActuatorCurves, CurvesError
+from looprig.core.curves.actuator_curves import ActuatorCurves
+from looprig.core.errors import CurvesError
 from looprig.core.export import (
     OutputError,
     check_not_input,

@@ -45,7 +45,8 @@ FEATURES = {
     ),
     "plot": (
         "plot",
-        "from looprig.core.curves import ActuatorCurves; from looprig.plotting import plot_curves; "
+        "from looprig.core.curves.actuator_curves import ActuatorCurves; "
+        "from looprig.plotting import plot_curves; "
         "plot_curves(ActuatorCurves([0.0, 1.0], [[0.0], [1.0]], ('a',)), 'p.png')",
     ),
     "play": ("hardware", "from looprig.play import DynamixelBus; DynamixelBus('/dev/null', 57600, [1])"),

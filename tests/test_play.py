@@ -15,7 +15,7 @@ import time
 import numpy as np
 import pytest
 from dxl_emulator import SYNC_READ, SYNC_WRITE, EmulatedBus, Servo, crc16, packet
-from looprig.core.curves import ActuatorCurves
+from looprig.core.curves.actuator_curves import ActuatorCurves
 from looprig.core.export import (
     DXL_TICKS_PER_REV,
     DynamixelMotor,

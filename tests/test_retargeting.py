@@ -5,17 +5,9 @@ import pytest
 from looprig.core import TargetError
 from looprig.core.library import build
 from looprig.core.library.clips import boxer_singular_clip
-from looprig.core.retarget import (
-    ComSpec,
-    RetargetCancelled,
-    RetargetMapping,
-    SupportPhase,
-    TargetSpec,
-    TrackSamples,
-    _com_targets,
-    _target_arrays,
-    retarget,
-)
+from looprig.core.retarget.mapping import ComSpec, RetargetMapping, SupportPhase, TargetSpec
+from looprig.core.retarget.pipeline import RetargetCancelled, _com_targets, _target_arrays, retarget
+from looprig.core.tracks.samples import TrackSamples
 from scipy.spatial.transform import Rotation
 
 

@@ -1,5 +1,5 @@
 """Timing "stretch": the clip slowed where a motor limit binds, pinned frames kept at their
-times (core.retime, looprig.retime with toppra).
+times (core.tracks.retime, looprig.retime with toppra).
 
 The shots are the reference four-bar's coupler point driven by a known crank angle
 theta(t) (tests/shots.py), so the retimed clip's crank must pass through theta at
@@ -10,17 +10,11 @@ import json
 
 import numpy as np
 import pytest
-from looprig.core.curves import ActuatorCurves, all_violations
+from looprig.core.curves.actuator_curves import ActuatorCurves, all_violations
+from looprig.core.maths.rotations import quat_from_matrix
 from looprig.core.retarget import RetargetMapping, TargetSpec, TrackSamples, retarget
-from looprig.core.retime import (
-    RetimeError,
-    SpeedProfile,
-    pin_times,
-    plan_retiming,
-    stretches_of,
-)
-from looprig.core.rotations import quat_from_matrix
-from looprig.core.tracks import Clip, Track, write_tracks
+from looprig.core.tracks.format import Clip, Track, write_tracks
+from looprig.core.tracks.retime import RetimeError, SpeedProfile, pin_times, plan_retiming, stretches_of
 from shots import coupler_path
 
 pytest.importorskip("toppra", reason="timing stretch needs toppra: pip install 'looprig[retime]'")

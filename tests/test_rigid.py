@@ -17,9 +17,9 @@ from looprig.core import (
     solve_fk,
 )
 from looprig.core.library import build
+from looprig.core.maths.rotations import quat_from_rotvec, quat_to_matrix
+from looprig.core.model.rigid import RigidGroups
 from looprig.core.retarget import RetargetMapping, TargetSpec, TrackSamples, retarget
-from looprig.core.rigid import RigidGroups
-from looprig.core.rotations import quat_from_rotvec, quat_to_matrix
 
 Z = np.array([0.0, 0.0, 1.0])
 
@@ -141,7 +141,7 @@ def test_three_hinge_balls_become_spherical_joints_and_the_links_follow():
     from pathlib import Path
 
     from looprig.cad_import import load_mechanism
-    from looprig.core.constraints import ConstraintSet
+    from looprig.core.model.constraints import ConstraintSet
 
     path = Path(__file__).resolve().parents[2] / "shared" / "models" / "reachy_mini" / "urdf" / "robot.urdf"
     if not path.exists():

@@ -4,7 +4,7 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
-from looprig.core import rotations as rot
+from looprig.core.maths import rotations as rot
 
 vectors = arrays(np.float64, 3, elements=st.floats(-3.0, 3.0))
 quaternions = arrays(np.float64, 4, elements=st.floats(-1.0, 1.0)).filter(lambda q: np.linalg.norm(q) > 0.1)

@@ -8,7 +8,7 @@ import pytest
 from looprig.core.errors import TargetError
 from looprig.core.library import build
 from looprig.core.retarget import RetargetMapping, TargetSpec, TrackSamples, retarget
-from looprig.core.settings import RETARGET_SETTINGS, RetargetSettings, SettingsError, setting
+from looprig.core.retarget.settings import RETARGET_SETTINGS, RetargetSettings, SettingsError, setting
 
 MAPPING = {"targets": [{"track": "hand", "frame": "tip"}]}
 

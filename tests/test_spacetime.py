@@ -6,12 +6,12 @@ inside its limits left unchanged by retarget's limit_mode "hold"."""
 import numpy as np
 import pytest
 from looprig.core import IKProblem
-from looprig.core.curves import ActuatorCurves, LimitCheckSettings, all_violations
-from looprig.core.joint_space import JointScrews
+from looprig.core.curves.actuator_curves import ActuatorCurves, LimitCheckSettings, all_violations
 from looprig.core.library import build
+from looprig.core.maths.rotations import quat_to_matrix
 from looprig.core.retarget import RetargetMapping, TargetSpec, TrackSamples, retarget
-from looprig.core.rotations import quat_to_matrix
-from looprig.core.spacetime import (
+from looprig.core.solvers.joint_space import JointScrews
+from looprig.core.solvers.spacetime import (
     SpaceTimeSettings,
     _linearize,
     coarse_stride,
@@ -21,7 +21,7 @@ from looprig.core.spacetime import (
     rewound_start,
     solve_spacetime,
 )
-from looprig.core.step import build_step
+from looprig.core.solvers.step import build_step
 from looprig.core.terms import Reference, Targets
 from test_nlp_reference import CASES, looprig_curve, targets_of
 

@@ -6,14 +6,14 @@ import dataclasses
 
 import numpy as np
 import pytest
-from looprig.core import spacetime
-from looprig.core.joint_space import JointScrews
 from looprig.core.library import build
 from looprig.core.library.clips import boxer_singular_clip
+from looprig.core.maths.rotations import quat_to_matrix
 from looprig.core.retarget import RetargetMapping, TargetSpec, build_problem, retarget
-from looprig.core.rotations import quat_to_matrix
-from looprig.core.spacetime_tree import TreeClip, applies
-from looprig.core.step import build_step
+from looprig.core.solvers import spacetime
+from looprig.core.solvers.joint_space import JointScrews
+from looprig.core.solvers.spacetime_tree import TreeClip, applies
+from looprig.core.solvers.step import build_step
 from looprig.core.terms import Reference, Targets
 
 HAND = TargetSpec("hand", "hand", (1.0, 1.0, 1.0), (1.0, 1.0, 1.0))

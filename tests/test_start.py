@@ -11,10 +11,10 @@ import re
 import numpy as np
 import pytest
 from looprig.core import ActuatorReadout, ConstraintSet, TargetError, analyse_mobility, solve_fk
-from looprig.core.fk import solve_fk_path
 from looprig.core.library import NAMES, build
 from looprig.core.library.planar import fourbar_closed_form
-from looprig.core.start import start_state
+from looprig.core.solvers.fk import solve_fk_path
+from looprig.core.solvers.start import start_state
 
 #: Starts per motor, spread evenly over its range (both ends included).
 STARTS = 5

@@ -24,9 +24,8 @@ import numpy as np
 import pytest
 from jacobians import numerical_jacobian
 from looprig.core import Actuator, Body, ComObjective, FrameObjective, Joint, JointKind, Mechanism, solve_fk
-from looprig.core.ik import IKProblem, IKTargets
 from looprig.core.library import build
-from looprig.core.rotations import (
+from looprig.core.maths.rotations import (
     matrix_from_rotvec,
     quat_conjugate,
     quat_multiply,
@@ -34,7 +33,8 @@ from looprig.core.rotations import (
     retract,
     rotvec_from_quat,
 )
-from looprig.core.step import build_step
+from looprig.core.solvers.ik import IKProblem, IKTargets
+from looprig.core.solvers.step import build_step
 from looprig.core.terms import (
     ActuatorBarrier,
     ActuatorLimits,

@@ -12,10 +12,10 @@ import numpy as np
 import pytest
 from looprig.cad_import import FileFormatError, FileFormatWarning, load_model
 from looprig.core import ConstraintSet, solve_fk
-from looprig.core.mechanism import Mechanism
-from looprig.core.mobility import analyse_mobility
-from looprig.core.readoff import JointReadout
-from looprig.core.servos import RPM
+from looprig.core.model.mechanism import Mechanism
+from looprig.core.model.mobility import analyse_mobility
+from looprig.core.model.readoff import JointReadout
+from looprig.core.model.servos import RPM
 
 from looprig.cli import main
 
@@ -243,7 +243,7 @@ def test_a_gap_larger_than_the_files_own_or_the_models_precision_is_refused(tmp_
 def test_retarget_toddlerbot_exits_0(tmp_path, capsys):
     """A short head nod (0.1 s at 60 Hz, head and torso targeted) through the command line."""
     from looprig.cad_import import load_mechanism
-    from looprig.core.tracks import Clip, Track, write_tracks
+    from looprig.core.tracks.format import Clip, Track, write_tracks
     from scipy.spatial.transform import Rotation
 
     with warnings.catch_warnings():
@@ -343,9 +343,9 @@ def test_the_nod_with_the_held_motors_welded_is_as_exact_through_the_clip_solver
     as the per-frame solver does: the same accuracy, and the neck's motors' curves agree
     to 1e-9 rad with the unwelded robot's started from a given state (which retarget does
     not weld: its 28 held motors are locked row by row and solved frame by frame)."""
-    from looprig.core.holding import welded
+    from looprig.core.model.rigid import RigidGroups
     from looprig.core.retarget import retarget
-    from looprig.core.rigid import RigidGroups
+    from looprig.core.solvers.holding import welded
 
     model, _ = load(TODDLERBOT)
     m = model.mechanism
@@ -373,7 +373,7 @@ def test_welding_a_differentials_source_keeps_the_others_term():
     """Welding waist_act_1 leaves both waist couplings on waist_act_2 alone (its term
     unchanged); welding both fixes waist_roll and waist_yaw; a follower cannot be welded."""
     from looprig.core.errors import MechanismError
-    from looprig.core.holding import welded
+    from looprig.core.solvers.holding import welded
 
     model, _ = load(TODDLERBOT)
     m = model.mechanism

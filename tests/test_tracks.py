@@ -6,10 +6,10 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from looprig.core.bvh import read_bvh
 from looprig.core.errors import LooprigError
-from looprig.core.rotations import quat_from_rotvec, quat_to_matrix
-from looprig.core.tracks import (
+from looprig.core.maths.rotations import quat_from_rotvec, quat_to_matrix
+from looprig.core.tracks.bvh import read_bvh
+from looprig.core.tracks.format import (
     Clip,
     Track,
     TrackError,

@@ -5,11 +5,12 @@ checked against the per-frame solver in test_clip.py (coarse_then_clip takes it)
 
 import numpy as np
 import pytest
-from looprig.core import FrameObjective, IKProblem, tree
-from looprig.core.clip import in_coordinates, interpolate_coordinates
+from looprig.core import FrameObjective, IKProblem
 from looprig.core.library import NAMES, build
-from looprig.core.motion import feasible_motion
-from looprig.core.tree_forward import FORWARD_KINDS, applies, forward
+from looprig.core.library.feasible import feasible_motion
+from looprig.core.solvers import tree
+from looprig.core.solvers.clip import in_coordinates, interpolate_coordinates
+from looprig.core.solvers.tree_forward import FORWARD_KINDS, applies, forward
 
 
 def _problem(name: str) -> IKProblem:

@@ -1,18 +1,20 @@
-"""The tree-coordinate clip path (core/tree.py): its Jacobians against finite differences
+"""The tree-coordinate clip path (core/solvers/tree.py): its Jacobians against finite differences
 through its own retraction, a closed form, and the same answers as the maximal-coordinate
 clip solver where both apply."""
 
 import numpy as np
 import pytest
-from looprig.core import FrameObjective, IKProblem, IKSettings, IKTargets, solve_ik, tree
-from looprig.core.clip import _reference, _solve_block, clip_starts, solve_clip
-from looprig.core.fk import solve_fk
+from looprig.core import FrameObjective, IKProblem, IKSettings, IKTargets, solve_ik
 from looprig.core.library import NAMES, build
 from looprig.core.library._build import hinge, link
-from looprig.core.linalg import single_threaded_blas
-from looprig.core.mechanism import Actuator, Body, Frame, Joint, JointKind, Mechanism
-from looprig.core.motion import feasible_motion
-from looprig.core.rotations import quat_to_matrix
+from looprig.core.library.feasible import feasible_motion
+from looprig.core.maths.linalg import single_threaded_blas
+from looprig.core.maths.rotations import quat_to_matrix
+from looprig.core.model.mechanism import Mechanism
+from looprig.core.model.parts import Actuator, Body, Frame, Joint, JointKind
+from looprig.core.solvers import tree
+from looprig.core.solvers.clip import _reference, _solve_block, clip_starts, solve_clip
+from looprig.core.solvers.fk import solve_fk
 from looprig.core.terms import MotorLock, Targets
 from test_constraints import fan
 from test_couplings import COUPLINGS

@@ -7,8 +7,8 @@ import pytest
 from looprig.cad_import import FileFormatError, FileFormatWarning, load_mechanism, load_model
 from looprig.cad_import.urdf import rpy_matrix
 from looprig.core import ConstraintSet, JointKind, solve_fk
-from looprig.core.readoff import JointReadout
-from looprig.core.rotations import quat_to_matrix
+from looprig.core.maths.rotations import quat_to_matrix
+from looprig.core.model.readoff import JointReadout
 
 DATA = Path(__file__).parent / "data"
 

@@ -1,10 +1,10 @@
 """Hardware exports of actuator curves, and readers for round trips.
 
-Every writer checks the curves first (:func:`looprig.core.curves.all_violations`:
+Every writer checks the curves first (:func:`looprig.core.curves.actuator_curves.all_violations`:
 position, velocity and acceleration limits, plus the violations carried from a
 resampled source; the Dynamixel formats add the motor's tick range) and
 **refuses** to write when any limit is broken: it raises
-:class:`~looprig.core.curves.LimitViolationError` listing them and leaves no
+:class:`~looprig.core.curves.violations.LimitViolationError` listing them and leaves no
 file behind (:mod:`.gate`). With ``allow_violations=True`` it writes the file
 and records the violations in it (a JSON field, ``# violation:`` comment
 lines in CSV, a comment block and ``*_VIOLATION_COUNT`` in a C header). Every

@@ -14,8 +14,9 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..curves import ActuatorCurves, CurvesError, LimitCheckSettings, Violation, derivative_unit
-from ..errors import did_you_mean
+from ..curves.actuator_curves import ActuatorCurves, LimitCheckSettings, derivative_unit
+from ..curves.violations import Violation
+from ..errors import CurvesError, did_you_mean
 from .common import check_format, plain_id, read_text, reading
 from .curves_csv import curves_metadata
 from .dynamixel import DXL_CONVERSION, DXL_OPERATING_MODES, DXL_SOURCE, DynamixelSettings, velocity_raw
@@ -89,7 +90,7 @@ def write_c_header(
 ) -> list[Violation]:
     """Write a C header with fixed-rate ``static const`` arrays for playback.
 
-    The curves must be uniformly sampled (see :func:`~looprig.core.resample.resample`).
+    The curves must be uniformly sampled (see :func:`~looprig.core.curves.resample.resample`).
     Macros ``<P>_RATE_HZ``, ``<P>_FRAME_PERIOD_US``, ``<P>_FRAME_COUNT``,
     ``<P>_ACTUATOR_COUNT``, ``<P>_VIOLATION_COUNT`` (``<P>`` = upper-case
     prefix); arrays ``<prefix>_<actuator>[<P>_FRAME_COUNT]``, a table
@@ -104,7 +105,7 @@ def write_c_header(
     if rate is None:
         raise CurvesError(
             "a C header plays frames at a fixed rate, but these curves are not uniformly "
-            "sampled; resample them first (looprig.core.resample.resample)"
+            "sampled; resample them first (looprig.core.curves.resample.resample)"
         )
     idents = c_array_names(curves.names, settings.prefix)
     P = settings.prefix.upper()
@@ -278,7 +279,7 @@ _C_ARRAY = re.compile(
 def read_c_header(path, prefix: str = "looprig") -> CHeaderCurves:
     """Parse the rate, names and value arrays of a header written by :func:`write_c_header`.
 
-    Raises :class:`~looprig.core.curves.CurvesError` naming the file and the
+    Raises :class:`~looprig.core.curves.actuator_curves.CurvesError` naming the file and the
     macro, table or array at fault.
     """
     with reading(path, "C header") as where:

@@ -26,15 +26,9 @@ from pathlib import Path
 
 import numpy as np
 
-from ..curves import (
-    ActuatorCurves,
-    CurvesError,
-    LimitCheckSettings,
-    Violation,
-    all_violations,
-    derivative_unit,
-)
-from ..violations import merge_violations, violations_from_excess
+from ..curves.actuator_curves import ActuatorCurves, LimitCheckSettings, all_violations, derivative_unit
+from ..curves.violations import Violation, merge_violations, violations_from_excess
+from ..errors import CurvesError
 from .c_header import C_HEADER_FORMAT, read_c_header
 from .common import meta_ids, meta_limits, parse_commented_csv, read_text, reading
 from .curves_csv import CURVES_CSV_FORMAT, read_csv
@@ -165,7 +159,7 @@ def written_violations(written: WrittenCurves, cyclic: bool = False) -> list[Vio
 
     cyclic: the file played in a loop, its first sample one period after its last:
     the velocities and accelerations at both ends are the wrap-around central
-    differences (:meth:`~looprig.core.curves.ActuatorCurves.derivative`)."""
+    differences (:meth:`~looprig.core.curves.actuator_curves.ActuatorCurves.derivative`)."""
     curves = written.curves
     if not np.any(written.quantum):
         found = all_violations(curves, LimitCheckSettings(cyclic=cyclic))

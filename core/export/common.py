@@ -12,8 +12,8 @@ from contextlib import contextmanager
 
 import numpy as np
 
-from ..curves import CurvesError, Violation
-from ..errors import LooprigError
+from ..curves.violations import Violation
+from ..errors import CurvesError, LooprigError
 from .files import read_text as _read_file
 
 #: Version of every looprig curve format this module reads and writes.
@@ -43,7 +43,7 @@ def plain_id(hardware_id):
 
 
 def read_text(path, what: str) -> str:
-    """The UTF-8 text of a curves file, or :class:`~looprig.core.curves.CurvesError`."""
+    """The UTF-8 text of a curves file, or :class:`~looprig.core.curves.actuator_curves.CurvesError`."""
     return _read_file(path, what, CurvesError)
 
 

@@ -19,7 +19,9 @@ from pathlib import Path
 
 import numpy as np
 
-from ..curves import ActuatorCurves, CurvesError, LimitCheckSettings, Violation
+from ..curves.actuator_curves import ActuatorCurves, LimitCheckSettings
+from ..curves.violations import Violation
+from ..errors import CurvesError
 from .common import (
     FORMAT_VERSION,
     check_derivatives,

@@ -15,7 +15,9 @@ from collections.abc import Mapping, Sequence
 
 import numpy as np
 
-from ..curves import ActuatorCurves, CurvesError, LimitCheckSettings, Violation, derivative_unit
+from ..curves.actuator_curves import ActuatorCurves, LimitCheckSettings, derivative_unit
+from ..curves.violations import Violation
+from ..errors import CurvesError
 from .common import (
     FORMAT_VERSION,
     check_derivatives,
@@ -84,7 +86,7 @@ def audio_from_dict(audio, what: str) -> dict:
 def curves_from_dict(doc: Mapping, what: str = "curves document") -> ActuatorCurves:
     """Curves from a ``looprig-curves`` document; its violations become carried ones.
 
-    Raises :class:`~looprig.core.curves.CurvesError` naming ``what`` and the
+    Raises :class:`~looprig.core.curves.actuator_curves.CurvesError` naming ``what`` and the
     field at fault.
     """
     with reading_document(what):

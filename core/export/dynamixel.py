@@ -12,8 +12,9 @@ from dataclasses import dataclass, field, replace
 
 import numpy as np
 
-from ..curves import ActuatorCurves, CurvesError, Violation, violations_from_excess
-from ..errors import did_you_mean
+from ..curves.actuator_curves import ActuatorCurves
+from ..curves.violations import Violation, violations_from_excess
+from ..errors import CurvesError, did_you_mean
 
 #: Encoder resolution of Dynamixel X-series servos [ticks/rev] (0.088 deg per tick).
 DXL_TICKS_PER_REV = 4096
@@ -173,7 +174,7 @@ class DynamixelSettings:
         cls, mechanism, mode: str = "position", names: Sequence[str] | None = None, **options
     ) -> "DynamixelSettings":
         """Settings whose motors take each actuator's zero offset, direction and travel
-        per turn (:class:`~looprig.core.mechanism.Actuator`). names: the actuators the
+        per turn (:class:`~looprig.core.model.parts.Actuator`). names: the actuators the
         curves hold (default: all); the mechanism's others (motors a retarget's
         ``motors`` made passive) are left out."""
         motors = {
@@ -211,7 +212,7 @@ def values_to_ticks(
     ``ticks = zero_offset_ticks + direction * rint(value * ticks_per_unit)``,
     so :func:`ticks_to_values` inverts it within half a tick.
 
-    Raises :class:`~looprig.core.curves.CurvesError` naming the actuator and
+    Raises :class:`~looprig.core.curves.actuator_curves.CurvesError` naming the actuator and
     frame if a tick does not fit an int64, rather than wrapping it into a
     garbage number (the exports refuse ticks beyond the servo's 4-byte Goal
     Position register, ``DXL_REGISTER_RANGE``, long before).

@@ -14,8 +14,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..curves import UNITS, ActuatorCurves, CurvesError, LimitCheckSettings, Violation
-from ..errors import did_you_mean
+from ..curves.actuator_curves import UNITS, ActuatorCurves, LimitCheckSettings
+from ..curves.violations import Violation
+from ..errors import CurvesError, did_you_mean
 from .common import (
     FORMAT_VERSION,
     check_derivatives,

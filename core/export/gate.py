@@ -1,8 +1,8 @@
 """The refusal gate every curve export passes before it writes.
 
 :func:`gate` collects the violations an export would record (the curves'
-limits through :func:`~looprig.core.curves.all_violations`, plus any the
-format adds) and raises :class:`~looprig.core.curves.LimitViolationError`
+limits through :func:`~looprig.core.curves.actuator_curves.all_violations`, plus any the
+format adds) and raises :class:`~looprig.core.curves.violations.LimitViolationError`
 unless the caller allows them; nothing is written then. :func:`ticks_gate`
 adds the servo's tick range for the Dynamixel formats: ticks outside the
 mode's range (or the configured Min/Max Position Limit) are ``"tick_range"``
@@ -11,7 +11,7 @@ register at all are refused even with the override (there is no honest
 number to write).
 
 The message is one line: the first violations, then "and N more". It names
-no override; see :class:`~looprig.core.curves.LimitViolationError`.
+no override; see :class:`~looprig.core.curves.violations.LimitViolationError`.
 """
 
 import os
@@ -20,15 +20,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..curves import (
-    ActuatorCurves,
-    LimitCheckSettings,
-    LimitViolationError,
-    Violation,
-    all_violations,
-    merge_violations,
-    summarize_violations,
-)
+from ..curves.actuator_curves import ActuatorCurves, LimitCheckSettings, all_violations
+from ..curves.violations import LimitViolationError, Violation, merge_violations, summarize_violations
 from .dynamixel import (
     DXL_REGISTER_RANGE,
     DynamixelMotor,

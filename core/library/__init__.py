@@ -1,6 +1,6 @@
 """Reference mechanisms built in code, used by tests, the benchmark and the demo.
 
-``build(name)`` returns a fresh :class:`~looprig.core.mechanism.Mechanism`;
+``build(name)`` returns a fresh :class:`~looprig.core.model.mechanism.Mechanism`;
 ``NAMES`` lists what is available:
 
 * ``fourbar``, ``slider_crank``, ``two_link_arm`` — planar, with closed forms
@@ -19,7 +19,7 @@
 from collections.abc import Callable
 
 from ..errors import MechanismError, did_you_mean
-from ..mechanism import Mechanism
+from ..model.mechanism import Mechanism
 from .arms import boxer
 from .legs import dancer, walker
 from .parallel import delta, stewart

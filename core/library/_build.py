@@ -6,7 +6,7 @@ world-aligned there (identity orientation), as the paper assumes.
 
 import numpy as np
 
-from ..mechanism import ActuatedMotion, Actuator, Body, Joint, JointKind
+from ..model.parts import ActuatedMotion, Actuator, Body, Joint, JointKind
 
 X_AXIS = np.array([1.0, 0.0, 0.0])
 Y_AXIS = np.array([0.0, 1.0, 0.0])

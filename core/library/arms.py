@@ -5,7 +5,8 @@ World axes: x forward, y to the robot's left, z up.
 
 import numpy as np
 
-from ..mechanism import Body, Frame, Mechanism
+from ..model.mechanism import Mechanism
+from ..model.parts import Body, Frame
 from ._build import X_AXIS, Y_AXIS, Z_AXIS, hinge, link, point, servo
 
 #: Shoulder roll angle [rad] at which the Boxer's shoulder is singular: the arm

@@ -8,8 +8,8 @@ import itertools
 
 import numpy as np
 
-from ..retarget import TrackSamples
-from ..rotations import matrix_from_rotvec
+from ..maths.rotations import matrix_from_rotvec
+from ..tracks.samples import TrackSamples
 from .arms import boxer
 from .legs import dancer
 from .parallel import delta_file_height
@@ -114,7 +114,7 @@ def walker_step_clip(fps: float = 60.0, step: float = 0.06, lift: float = 0.03) 
     ``right_foot``, ``pelvis``) and the :class:`~looprig.core.retarget.SupportPhase`
     tuple that keeps the CoM over the feet in contact (the paper's walker, Sec. V-4).
     """
-    from ..retarget import SupportPhase
+    from ..retarget.mapping import SupportPhase
     from .legs import walker
 
     mechanism = walker()

@@ -9,7 +9,8 @@ XH430-class servos (0.082 kg each) plus brackets.
 
 import numpy as np
 
-from ..mechanism import Body, Frame, Joint, JointKind, Mechanism
+from ..model.mechanism import Mechanism
+from ..model.parts import Body, Frame, Joint, JointKind
 from ._build import X_AXIS, Y_AXIS, Z_AXIS, hinge, link, point, servo, unit
 
 SIDES = {"left": 1.0, "right": -1.0}

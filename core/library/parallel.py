@@ -7,7 +7,8 @@ World axes: z up; both robots are symmetric about z by thirds of a turn.
 
 import numpy as np
 
-from ..mechanism import ActuatedMotion, Actuator, Body, Frame, Joint, JointKind, Mechanism
+from ..model.mechanism import Mechanism
+from ..model.parts import ActuatedMotion, Actuator, Body, Frame, Joint, JointKind
 from ._build import Z_AXIS, hinge, link, servo, unit
 
 #: Stewart platform geometry [m, rad]: anchor radii, half the angle between the two

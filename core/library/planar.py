@@ -6,7 +6,8 @@ world-aligned in the initial configuration with their CoM at mid-link.
 
 import numpy as np
 
-from ..mechanism import ActuatedMotion, Actuator, Body, Frame, Joint, JointKind, Mechanism
+from ..model.mechanism import Mechanism
+from ..model.parts import ActuatedMotion, Actuator, Body, Frame, Joint, JointKind
 from ._build import X_AXIS, Z_AXIS, hinge, link
 
 #: The crank motor of the four-bar and the slider-crank [rad, rad/s].

@@ -7,7 +7,8 @@ actuators. World axes: z up.
 
 import numpy as np
 
-from ..mechanism import ActuatedMotion, Actuator, Body, Frame, Joint, JointKind, Mechanism
+from ..model.mechanism import Mechanism
+from ..model.parts import ActuatedMotion, Actuator, Body, Frame, Joint, JointKind
 from ._build import X_AXIS, Y_AXIS, Z_AXIS, hinge, link, point, servo, unit
 
 

@@ -56,8 +56,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..errors import TargetError
-from ..mechanism import Mechanism
-from ..rotations import cross, quat_to_matrix, skew
+from ..maths.rotations import cross, quat_to_matrix, skew
+from ..model.mechanism import Mechanism
 from .base import LeastSquaresTerm, Point, Targets, on_all_columns
 
 #: A line of sight shorter than this [m] (or a projected one) is undefined: no aim there.
@@ -308,7 +308,7 @@ def up_rotation(direction: np.ndarray) -> np.ndarray:
 # ---------------------------------------------------------------------- holding's view
 def holding_view(mechanism: Mechanism, objectives: Sequence[AimObjective], points, ups, state):
     """Aims as frame objectives, for decisions that read only frame objectives (which
-    motors :mod:`looprig.core.holding` may hold): per aim a frame ``"<frame> aim <k>"`` on
+    motors :mod:`looprig.core.solvers.holding` may hold): per aim a frame ``"<frame> aim <k>"`` on
     the aimed body whose x axis is the aim axis (y its up axis), tracked on x (and y) to
     the line of sight from where the frame stands in ``state`` (n, 7) to ``points``
     (F, M, 3) [m] (seen across the lock axis), y towards ``ups`` (F, M, 3) across it.
@@ -318,8 +318,8 @@ def holding_view(mechanism: Mechanism, objectives: Sequence[AimObjective], point
     the start pose is an approximation of the one the solve will see, good for a frame
     that moves little while it aims (a head).
     """
-    from ..mechanism import Frame
-    from ..rotations import quat_from_matrix
+    from ..maths.rotations import quat_from_matrix
+    from ..model.parts import Frame
     from .tasks import FrameObjective
 
     objectives = [o.checked() for o in objectives]

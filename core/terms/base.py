@@ -105,7 +105,7 @@ class Linearization:
 
     value (B,); gradient (B, N). The Hessian model (B, N, N) is the sum of three
     optional parts, kept apart so a whole problem's model is assembled with one
-    product (:func:`~looprig.core.step.build_step`): ``hessian`` an explicit matrix,
+    product (:func:`~looprig.core.solvers.step.build_step`): ``hessian`` an explicit matrix,
     ``factor`` (B, r, N) contributing ``factor^T factor``, ``diagonal`` (B, N);
     :meth:`hessian_matrix` sums them. Equality terms have none.
     residual (B, m) and jacobian (B, m, N): the least-squares residual, the

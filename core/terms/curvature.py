@@ -33,7 +33,7 @@ joint read-off) keep their Gauss-Newton model: they are rare, and the method's
 convergence does not need every second-order part to be exact, only the large
 ones (a polynomial coupling's own ``P''(q) dq^2`` included).
 
-The stacks read here are :class:`~looprig.core.constraints.ConstraintSet`'s
+The stacks read here are :class:`~looprig.core.model.constraints.ConstraintSet`'s
 own (one primitive per stack, the vectors rotated by one einsum as in its
 ``evaluate``).
 """
@@ -41,8 +41,8 @@ own (one primitive per stack, the vectors rotated by one einsum as in its
 import numpy as np
 import scipy.sparse as sp
 
-from ..constraints import ConstraintSet
-from ..rotations import skew
+from ..maths.rotations import skew
+from ..model.constraints import ConstraintSet
 
 _EYE3 = np.eye(3)
 

@@ -3,7 +3,7 @@ motors locked at given values."""
 
 import numpy as np
 
-from ..constraints import ConstraintSet
+from ..model.constraints import ConstraintSet
 from .base import Linearization, Point, Term, TermKind, motor_units
 
 

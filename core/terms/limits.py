@@ -5,8 +5,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..mechanism import Mechanism
-from ..readoff import ActuatorReadout
+from ..model.mechanism import Mechanism
+from ..model.readoff import ActuatorReadout
 from .base import Linearization, Point, Term, TermKind
 from .regularizers import Regularization
 

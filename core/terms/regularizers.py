@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..rotations import relative_angle_matrix_jacobian, vee_antisymmetric
+from ..maths.rotations import relative_angle_matrix_jacobian, vee_antisymmetric
 from .base import LeastSquaresTerm, Linearization, Point, Term, TermKind, motor_units
 
 

@@ -12,8 +12,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..mechanism import JointKind, Mechanism
-from ..rotations import (
+from ..maths.rotations import (
     BodyVectors,
     bilinear_entries,
     cross,
@@ -21,6 +20,8 @@ from ..rotations import (
     tangent_block_entries,
     vee_antisymmetric,
 )
+from ..model.mechanism import Mechanism
+from ..model.parts import JointKind
 from .base import LeastSquaresTerm, Point, on_all_columns, weights3
 
 _EYE3 = np.eye(3)

@@ -151,7 +151,7 @@ def test_solver_settings_are_reflected_from_the_core_schema():
     range and help; the values the panel holds build a valid mapping (0 = unset for an
     optional setting)."""
     from looprig.core.retarget import RetargetMapping, TargetSpec
-    from looprig.core.settings import RETARGET_SETTINGS
+    from looprig.core.retarget.settings import RETARGET_SETTINGS
 
     from blender_addon.properties import SOLVER_SETTINGS, solver_settings
 

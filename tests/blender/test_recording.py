@@ -4,7 +4,7 @@ error curves (recorded minus asked); the animator's keys and looprig's action un
 import bpy
 import numpy as np
 from helpers import fails, snapshot
-from looprig.core.curves import ActuatorCurves
+from looprig.core.curves.actuator_curves import ActuatorCurves
 from looprig.core.export import write_csv
 
 from blender_addon import animation, bake, recording

@@ -1,0 +1,1 @@
+"""Reference IK solvers from the literature, benchmarked against looprig on the same problems."""

@@ -1,0 +1,40 @@
+"""Graph counts over bodies (nodes) and joints (edges): connected groups and independent loops."""
+
+from collections.abc import Iterable, Sequence
+
+import numpy as np
+import scipy.sparse as sp
+from scipy.sparse.csgraph import connected_components
+
+
+def _component_labels(nodes: Sequence, edges: Iterable[tuple]) -> tuple[list, np.ndarray, int]:
+    nodes = list(nodes)
+    index = {node: k for k, node in enumerate(nodes)}
+    pairs = np.array([(index[a], index[b]) for a, b in edges], dtype=int).reshape(-1, 2)
+    graph = sp.coo_matrix((np.ones(len(pairs)), (pairs[:, 0], pairs[:, 1])), shape=(len(nodes),) * 2)
+    count, labels = connected_components(graph, directed=False)
+    return nodes, labels, count
+
+
+def connected_groups(nodes: Sequence, edges: Iterable[tuple]) -> list[list]:
+    """Connected components of an undirected graph (scipy's ``csgraph``).
+
+    nodes: hashable names; edges: ``(a, b)`` pairs of node names (repeats and
+    self-loops allowed). Returns one list per component, nodes in the given
+    order, components ordered by their first node.
+    """
+    nodes, labels, _ = _component_labels(nodes, edges)
+    groups: dict[int, list] = {}
+    for node, label in zip(nodes, labels, strict=True):
+        groups.setdefault(int(label), []).append(node)
+    return list(groups.values())
+
+
+def cycle_rank(nodes: Sequence, edges: Sequence[tuple]) -> int:
+    """Independent cycles of an undirected multigraph: ``edges - nodes + components``.
+
+    A repeated edge closes a cycle; a self-loop counts as one too.
+    """
+    edges = list(edges)
+    nodes, _, count = _component_labels(nodes, edges)
+    return len(edges) - len(nodes) + count

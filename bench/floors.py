@@ -15,11 +15,16 @@ import argparse
 import time
 
 import numpy as np
+from looprig.core.maths.frame_last import eliminate, substitute
 from looprig.core.maths.linalg import single_threaded_blas
 from looprig.core.maths.rotations import quat_to_matrix
 from looprig.core.solvers import tree
-from looprig.core.solvers.clip import CLIP_BLOCK, clip_starts, coarse_states, solve_clip
+from looprig.core.solvers.clip import CLIP_BLOCK, coarse_coordinates, in_coordinates, interpolate_coordinates
+from looprig.core.solvers.ik import dual_regularization
 from looprig.core.solvers.step import build_step, step_kkt
+from looprig.core.solvers.tree_forward import forward
+from looprig.core.solvers.tree_metric import metric
+from looprig.core.solvers.tree_newton import _kkt_matrix, solve_coordinates
 from looprig.core.terms import Reference
 from peers import SETUPS, setup
 
@@ -57,46 +62,51 @@ def floors(mech: str, batch: int, repeat: int) -> tuple[float, float]:
 
 def clip_split(mech: str, repeat: int) -> dict[str, float]:
     """ms a frame of each stage of ``coarse_then_clip`` on the whole trajectory (best of
-    ``repeat``): the coarse frames (their sequence by the per-frame solver and their clip),
-    the interpolated starts, the fine clip; and, inside the tree path (``core/solvers/tree.py``)
-    on all frames from those starts, its kernels: the starts' assembly and the metric, one
-    Newton evaluation (screws, rows and Jacobians, KKT matrices), the batched solve, one
-    retraction and the read-back to body states."""
+    ``repeat``), kept in tree coordinates (:func:`~looprig.core.solvers.clip.in_coordinates`):
+    the coarse frames (their sequence by the per-frame solver and their clip), the starts
+    interpolated joint by joint, the fine clip; and the fine clip's kernels on all frames
+    at those starts: poses from coordinates, screws, task and loop rows with Jacobians, the
+    metric, the KKT matrices, their elimination and one substitution, and the read-back to
+    body states."""
     problem, targets, times, first = setup(mech, None)
+    assert in_coordinates(problem), mech
     F = len(times)
+    settings = problem.settings
     out = {}
-    coarse = best_seconds(lambda: coarse_states(problem, times, targets, first), repeat)
-    known = coarse_states(problem, times, targets, first)
-    starts = clip_starts(times, *known)
-    out["coarse frames"] = coarse
-    out["starts"] = best_seconds(lambda: clip_starts(times, *known), repeat)
-    out["fine clip"] = best_seconds(lambda: solve_clip(problem, targets, starts), repeat)
+    out["coarse frames"] = best_seconds(
+        lambda: coarse_coordinates(problem, times, targets, first, settings=settings), repeat
+    )
+    coarse, known = coarse_coordinates(problem, times, targets, first, settings=settings)
+    out["starts"] = best_seconds(lambda: interpolate_coordinates(times[coarse], known, times), repeat)
+    starts = interpolate_coordinates(times[coarse], known, times)
+    compliance = dual_regularization(problem, settings)
     model = tree.kinematics(problem)
+    out["fine clip"] = best_seconds(
+        lambda: solve_coordinates(model, targets.positions, targets.rotations, starts, settings, compliance),
+        repeat,
+    )
+    fw = forward(model)
     target_p = np.ascontiguousarray(targets.positions.transpose(1, 2, 0))
     target_a = np.ascontiguousarray(targets.rotations.transpose(1, 3, 2, 0))
-
-    def setup_terms():
-        R0, c0 = model.to_frames(starts)
-        R, c = R0.copy(), c0.copy()
-        model.assemble(R, c)
-        screws = model.screws(R, c)
-        return R, c, screws, tree._start_terms(model, R0, c0, R, c, starts, screws)
-
-    R, c, screws, (H, _, values) = setup_terms()
-
-    def evaluate():
-        s = model.screws(R, c)
-        rc, Jc = model.constraint_rows(R, c, s, values)
-        rt, Jt = model.task_rows(R, c, s, target_p, target_a)
-        return tree._kkt_matrix(H, Jt, Jc, 1e-12), np.concatenate([(Jt * rt[:, None]).sum(0), rc]).T
-
-    K, rhs = evaluate()
-    out["tree: assembly, metric"] = best_seconds(setup_terms, repeat)
-    out["tree: Newton evaluation"] = best_seconds(evaluate, repeat)
-    out["tree: KKT solve"] = best_seconds(lambda: np.linalg.solve(K, rhs[..., None]), repeat)
-    dq = np.zeros((model.D, F))
-    out["tree: retraction"] = best_seconds(lambda: model.retract(R.copy(), c.copy(), screws, dq), repeat)
-    out["tree: to body states"] = best_seconds(lambda: model.to_states(R, c), repeat)
+    A, c, motions = fw.poses(*starts)
+    R = fw.rotations(A)
+    screws = fw.screws(A, c, motions)
+    values = np.zeros((model.D, F))
+    H, _ = metric(model, R, c, screws, None, None)
+    rt, Jt = model.task_rows(R, c, screws, target_p, target_a)
+    rc, Jc = model.constraint_rows(R, c, screws, values)
+    K = _kkt_matrix(H, Jt, Jc, compliance).transpose(1, 2, 0)
+    factors = eliminate(K)
+    rhs = np.concatenate([(Jt * rt[:, None]).sum(0), rc])
+    out["kernel: poses"] = best_seconds(lambda: fw.poses(*starts), repeat)
+    out["kernel: screws"] = best_seconds(lambda: fw.screws(A, c, motions), repeat)
+    out["kernel: task rows"] = best_seconds(lambda: model.task_rows(R, c, screws, target_p, target_a), repeat)
+    out["kernel: loop rows"] = best_seconds(lambda: model.constraint_rows(R, c, screws, values), repeat)
+    out["kernel: metric"] = best_seconds(lambda: metric(model, R, c, screws, None, None), repeat)
+    out["kernel: KKT matrices"] = best_seconds(lambda: _kkt_matrix(H, Jt, Jc, compliance), repeat)
+    out["kernel: elimination"] = best_seconds(lambda: eliminate(K), repeat)
+    out["kernel: substitution"] = best_seconds(lambda: substitute(factors, rhs), repeat)
+    out["kernel: to body states"] = best_seconds(lambda: fw.states(A, c), repeat)
     return {name: 1e3 * seconds / F for name, seconds in out.items()}
 
 

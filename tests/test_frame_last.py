@@ -3,7 +3,7 @@ elimination of quasi-definite KKT systems against LAPACK."""
 
 import numpy as np
 import pytest
-from looprig.core.maths.frame_last import apply, cross, dot, eliminate, matmul3, substitute, turn
+from looprig.core.maths.frame_last import apply, cross, dot, eliminate, gram, matmul3, substitute, turn
 
 
 def test_products_match_numpy():
@@ -16,6 +16,17 @@ def test_products_match_numpy():
     assert np.allclose(apply(A[0], a[0]), np.einsum("ijf,jf->if", A[0], a[0]))
     local = rng.normal(size=(4, 3))
     assert np.allclose(turn(A, local), np.einsum("kijf,kj->kif", A, local))
+
+
+@pytest.mark.parametrize("m", [0, 1, 3, 4, 12])
+def test_gram_matches_einsum_with_row_and_frame_weights(m):
+    rng = np.random.default_rng(m)
+    rows = rng.normal(size=(m, 5, 9))
+    for weights in (rng.random(m), rng.random((m, 9))):
+        w = weights if weights.ndim == 2 else weights[:, None]
+        assert np.allclose(
+            gram(rows, weights) + np.zeros((5, 5, 9)), np.einsum("rf,rif,rjf->ijf", w, rows, rows)
+        )
 
 
 @pytest.mark.parametrize(("D", "mc"), [(12, 0), (11, 5), (3, 2), (6, 6)])

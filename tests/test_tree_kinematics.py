@@ -12,7 +12,7 @@ from looprig.core.maths.linalg import single_threaded_blas
 from looprig.core.maths.rotations import quat_to_matrix
 from looprig.core.model.mechanism import Mechanism
 from looprig.core.model.parts import Actuator, Body, Frame, Joint, JointKind
-from looprig.core.solvers import tree
+from looprig.core.solvers import tree, tree_metric, tree_newton
 from looprig.core.solvers.clip import _reference, _solve_block, clip_starts, solve_clip
 from looprig.core.solvers.fk import solve_fk
 from looprig.core.terms import MotorLock, Targets
@@ -46,10 +46,10 @@ def _check_jacobians(problem: IKProblem, state: np.ndarray):
     moved by :meth:`retract` (held motors' and coupled joints' values moved with them)."""
     model = tree.TreeKinematics(problem)
     R, c = model.to_frames(state[None])
-    model.assemble(R, c)
+    tree_newton.assemble(model, R, c)
     points, axes = problem.frame_terms.poses(model.to_states(R, c))
     targets = (points.transpose(1, 2, 0) + 0.01, np.swapaxes(axes, -1, -2).transpose(1, 2, 3, 0))
-    values = tree._start_terms(model, *model.to_frames(state[None]), R, c, model.screws(R, c))[2]
+    values = tree_metric.start_terms(model, *model.to_frames(state[None]), R, c, model.screws(R, c))[2]
     _, J, screws = _rows(model, R, c, values, targets)
     h = 1e-6
     sign = np.ones(model.D)
@@ -127,7 +127,7 @@ def test_two_link_elbow_meets_the_law_of_cosines():
     tip = (d[:, None] * np.c_[np.cos(phi), np.sin(phi), np.zeros(F)])[:, None]
     eye = np.broadcast_to(np.eye(3), (F, 1, 3, 3))
     bent = solve_ik(problem, IKTargets(tip[0], eye[0]), m.initial_state()).state
-    solved, _, converged, _ = tree.solve(
+    solved, _, converged, _ = tree_newton.solve(
         tree.TreeKinematics(problem),
         tip,
         eye,
@@ -190,7 +190,7 @@ def test_assembly_keeps_assembled_states_and_closes_the_tree_joints_of_opened_on
     model = tree.TreeKinematics(problem)
     states = feasible_motion(problem.mechanism, duration=0.05, rate=100, seed=4)
     R, c = model.to_frames(states)
-    model.assemble(R, c)
+    tree_newton.assemble(model, R, c)
     L = problem.constraints.length_scale
     assert np.abs(model.to_states(R, c)[..., :3] - states[..., :3]).max() <= 1e-9 * L
     opened = states.copy()
@@ -200,7 +200,7 @@ def test_assembly_keeps_assembled_states_and_closes_the_tree_joints_of_opened_on
     grounded = problem.mechanism.grounded_mask
     opened[:, grounded] = states[:, grounded]
     R, c = model.to_frames(opened)
-    model.assemble(R, c)
+    tree_newton.assemble(model, R, c)
     tree_rows = np.setdiff1d(np.arange(problem.constraints.n_rows), problem.tree.loop_rows)
     residual = problem.constraints.residual(model.to_states(R, c))[:, tree_rows]
     assert np.abs(residual).max(initial=0.0) <= 1e-12 * max(L, 1.0)

@@ -61,6 +61,18 @@ def axis_rotation(axis: np.ndarray, angle: np.ndarray) -> np.ndarray:
     return Q
 
 
+def gram(rows: np.ndarray, weights: np.ndarray) -> np.ndarray:
+    """``sum_r w_r a_r a_r^T`` (D, D, F) of rows a (m, D, F) with weights w (m,) or
+    (m, F): a few rows as outer products, more by one batched BLAS product a frame
+    (numpy's einsum over the frame axis pays ten times more)."""
+    weighted = rows * (weights[:, None] if weights.ndim == 2 else weights[:, None, None])
+    if len(rows) <= 3:
+        return sum(w[:, None] * r[None] for w, r in zip(weighted, rows, strict=True))
+    by_frame = np.ascontiguousarray(rows.transpose(2, 0, 1))  # (F, m, D)
+    weighted = np.ascontiguousarray(weighted.transpose(2, 1, 0))  # (F, D, m)
+    return np.matmul(weighted, by_frame).transpose(1, 2, 0)
+
+
 #: From this many frames :func:`eliminate` and :func:`substitute` beat numpy's batched
 #: LAPACK (measured, 12x12 systems: 1200 frames 2.1 ms against 9.0 ms, 151 frames 0.5
 #: against 1.1 ms; one frame 0.1 ms against 0.01 ms).

@@ -42,7 +42,7 @@ from ..maths.rotations import (
     rotvec_from_quat,
 )
 from ..terms import ActuatorBarrier, Reference, Targets, VelocityBarrier
-from . import tree
+from . import tree, tree_newton
 from .fk import FKSettings, solve_constraints
 from .ik import IKProblem, IKSettings, IKTargets, dual_regularization, solve_ik
 from .step import build_step, qp_multipliers, step_kkt, with_constraint_curvature
@@ -139,7 +139,7 @@ def _cubic_weights(times_known: np.ndarray, times: np.ndarray):
 def interpolate_coordinates(times_known: np.ndarray, known, times: np.ndarray):
     """Tree coordinates at ``times`` from coordinates known at increasing ``times_known``
     (K,): ``known`` = (q (D, K), root axes (r, 3, 3, K), root positions (r, 3, K)), as
-    :func:`~looprig.core.tree.solve_coordinates` takes them. The joint coordinates by the
+    :func:`~looprig.core.solvers.tree_newton.solve_coordinates` takes them. The joint coordinates by the
     cubic of :func:`interpolate_states`, the floating roots as bodies there; the known
     frames exactly. Poses from these are assembled whatever the spacing."""
     q, axes, positions = known
@@ -216,7 +216,7 @@ def _solve_in_tree_coordinates(
     model = tree.kinematics(problem)
     compliance = dual_regularization(problem, settings)
     return ClipSolution(
-        *tree.solve(model, targets.positions, targets.rotations, starts, settings, compliance)
+        *tree_newton.solve(model, targets.positions, targets.rotations, starts, settings, compliance)
     )
 
 
@@ -537,7 +537,7 @@ def coarse_then_clip(
     Where the tree path applies and poses from coordinates
     (:func:`in_coordinates`), every stage keeps the tree's coordinates instead
     (:func:`coarse_coordinates`, :func:`interpolate_coordinates`,
-    :func:`~looprig.core.tree.solve_coordinates`): the same stages, starts interpolated
+    :func:`~looprig.core.solvers.tree_newton.solve_coordinates`): the same stages, starts interpolated
     joint by joint (assembled), body states made once at the end."""
     if in_coordinates(problem):
         return _coarse_then_clip_in_coordinates(problem, times, targets, first_state, stride, settings)
@@ -561,12 +561,12 @@ def _coarse_then_clip_in_coordinates(problem, times, targets, first_state, strid
 
 def _solved_in_coordinates(problem, targets: Targets, starts, settings, before=None):
     """Every frame of ``targets`` solved from coordinates ``starts``
-    (:func:`~looprig.core.tree.solve_coordinates`); the frames it leaves are solved again
+    (:func:`~looprig.core.solvers.tree_newton.solve_coordinates`); the frames it leaves are solved again
     from the frame before (:func:`solve_unconverged`; ``before`` (n, 7) for frame 0).
     Returns the :class:`ClipSolution` and the answers' coordinates."""
     model = tree.kinematics(problem)
     compliance = dual_regularization(problem, settings)
-    poses, iterations, converged, residual = tree.solve_coordinates(
+    poses, iterations, converged, residual = tree_newton.solve_coordinates(
         model, targets.positions, targets.rotations, starts, settings, compliance
     )
     solution = ClipSolution(poses.states(), iterations, converged, residual)
@@ -584,7 +584,7 @@ def _solved_in_coordinates(problem, targets: Targets, starts, settings, before=N
 def coarse_coordinates(problem, times, targets: Targets, first_state, stride: int = 8, settings=None):
     """:func:`coarse_states` in tree coordinates (:func:`in_coordinates` problems): the
     coarse frames' indices (K,) and coordinates (as
-    :func:`~looprig.core.tree.solve_coordinates` takes them, K frames), frame 0 being
+    :func:`~looprig.core.solvers.tree_newton.solve_coordinates` takes them, K frames), frame 0 being
     ``first_state`` (n, 7). The frames solved in sequence are solved by the per-frame
     solver as there (at one frame it pays less than the batched kernels), their
     coordinates read at once and their turns unwrapped along the sequence."""

@@ -1,6 +1,6 @@
 """Forward kinematics from the spanning tree's joint coordinates, frame axis last.
 
-The iterate of :func:`~looprig.core.tree.solve` is the tree's joint coordinates ``q``
+The iterate of :func:`~looprig.core.solvers.tree_newton.solve` is the tree's joint coordinates ``q``
 (D, F): each revolute, prismatic or cylindrical tree joint's turn [rad] and slide [m]
 away from the file's pose, and each floating root's pose. From them every body's pose
 follows one tree depth at a time (:meth:`TreeForward.poses`), each joint with constant
@@ -25,7 +25,7 @@ from ..maths.rotations import quat_from_matrix, quat_to_matrix
 from ..model.parts import JointKind
 
 #: Tree joint kinds :class:`TreeForward` poses from coordinates (a spherical joint's
-#: three turns have no such constant-basis form; :func:`~looprig.core.tree.solve`
+#: three turns have no such constant-basis form; :func:`~looprig.core.solvers.tree_newton.solve`
 #: retracts those).
 FORWARD_KINDS = {JointKind.FIXED, JointKind.REVOLUTE, JointKind.PRISMATIC, JointKind.CYLINDRICAL}
 

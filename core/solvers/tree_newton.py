@@ -1,0 +1,254 @@
+"""The clip's Newton method in tree coordinates, all frames at once, frame axis last.
+
+Per frame, at the iterate, with the task rows ``J_t dq + r_t`` (every frame objective's
+weighted rows), the constraint rows ``J_c dq + r_c`` outside the tree (loop closures,
+couplings, held motors) and the minimal-motion metric ``H`` in tree coordinates
+(:func:`~looprig.core.solvers.tree_metric.metric`), the step is the KKT step of::
+
+    min 1/2 |J_t dq + r_t|^2 + 1/2 dq^T H dq   s.t.  J_c dq = -r_c
+
+(``[[H + J_t^T J_t, J_c^T], [J_c, -eps_d I]]``), the per-frame solver's step written in
+another basis of the same tangent space; after each Newton step the same factors give a
+chord step. With many frames the systems are eliminated frame-last
+(:func:`~looprig.core.maths.frame_last.eliminate`), else by numpy's LAPACK.
+
+The iterate is the tree's coordinates, posed by
+:class:`~looprig.core.solvers.tree_forward.TreeForward` where every tree joint is a kind
+it poses, else the bodies' poses moved by
+:meth:`~looprig.core.solvers.tree.TreeKinematics.retract` (:class:`_Poses`).
+"""
+
+import numpy as np
+
+from ..maths.frame_last import ELIMINATE_FROM, axis_rotation, dot, eliminate, gram, matmul3, substitute, turn
+from ..model.parts import JointKind
+from .tree import TreeKinematics
+from .tree_forward import applies, forward
+from .tree_metric import metric, start_terms
+
+
+def assemble(model: TreeKinematics, R: np.ndarray, c: np.ndarray) -> None:
+    """Put every tree joint together in place, from the roots out (a start interpolated
+    between solved frames opens them slightly): the new body keeps the part of its
+    rotation relative to the old body that the joint allows (none, about its axis, or
+    all) and is moved so that its anchor meets the old body's (along the slide axis
+    where the joint slides)."""
+    for k in model.order:
+        o, b, kind = model.old[k], model.new[k], model.kind[k]
+        if kind != JointKind.SPHERICAL:
+            relative = matmul3(np.swapaxes(R[o], 0, 1), R[b])  # R_o^T R_b
+            if kind in (JointKind.REVOLUTE, JointKind.CYLINDRICAL):
+                u = model.axes_old[k][:, 0]
+                delta = matmul3(relative, model.relative0[k].T[:, :, None])  # about u, in o's axes
+                w = np.stack(
+                    [delta[2, 1] - delta[1, 2], delta[0, 2] - delta[2, 0], delta[1, 0] - delta[0, 1]]
+                )
+                angle = np.arctan2(
+                    0.5 * (u[:, None] * w).sum(0), 0.5 * (delta[0, 0] + delta[1, 1] + delta[2, 2] - 1.0)
+                )
+                turned = axis_rotation(np.broadcast_to(u[None, :, None], (1, 3, len(angle))), angle[None])[0]
+                relative = matmul3(turned, np.broadcast_to(model.relative0[k][:, :, None], turned.shape))
+            else:
+                relative = np.broadcast_to(model.relative0[k][:, :, None], R[b].shape)
+            R[b] = matmul3(R[o], relative)
+        anchor = turn(R[o][None], model.anchor_old[k][None])[0] + c[o]
+        if kind in (JointKind.PRISMATIC, JointKind.CYLINDRICAL):
+            n = turn(R[o][None], model.axes_old[k][:, 0][None])[0]
+            current = turn(R[b][None], model.anchor_new[k][None])[0] + c[b]
+            anchor = anchor + n * dot(current - anchor, n)
+        c[b] = anchor - turn(R[b][None], model.anchor_new[k][None])[0]
+
+
+class _Poses:
+    """The iterate of :func:`solve` on F frames: the tree's coordinates, posed by
+    :class:`~looprig.core.tree_forward.TreeForward` where every tree joint is a kind it
+    poses, else the bodies' poses moved by :meth:`TreeKinematics.retract`."""
+
+    def __init__(self, model: TreeKinematics, R0=None, c0=None, coordinates=None):
+        self.model = model
+        self.forward = forward(model) if applies(model) else None
+        if coordinates is not None:  # (q, root axes, root positions): posed by the forward kinematics
+            self.q, self.root_axes, self.root_c = (np.array(x, dtype=float) for x in coordinates)
+        elif self.forward is None:
+            self.R, self.c = R0.copy(), c0.copy()
+            assemble(model, self.R, self.c)
+        else:
+            self.q, self.root_axes, self.root_c = self.forward.coordinates(R0, c0)
+
+    @property
+    def coordinates(self):
+        """The coordinates (q (D, F), root axes (r, 3, 3, F), root positions (r, 3, F))."""
+        return self.q, self.root_axes, self.root_c
+
+    def at(self, frames=None):
+        """Rotations (n, 3, 3, B), CoM positions (n, 3, B) and screws of ``frames``
+        (all: None)."""
+        if self.forward is None:
+            R, c = (self.R, self.c) if frames is None else (self.R[..., frames], self.c[..., frames])
+            return R, c, self.model.screws(R, c)
+        fw = self.forward
+        pick = (lambda x: x) if frames is None else (lambda x: x[..., frames])
+        A, c, motions = fw.poses(pick(self.q), pick(self.root_axes), pick(self.root_c))
+        return fw.rotations(A), c, fw.screws(A, c, motions)
+
+    def step(self, frames, R, c, screws, dq) -> None:
+        """Move ``frames`` (at R, c with their screws) by dq (D, B)."""
+        if self.forward is None:
+            self.model.retract(R, c, screws, dq)
+            self.R[..., frames], self.c[..., frames] = R, c
+            return
+        q, axes, positions = self.q[:, frames], self.root_axes[..., frames], self.root_c[..., frames]
+        self.forward.moved(q, axes, positions, dq)
+        self.q[:, frames], self.root_axes[..., frames], self.root_c[..., frames] = q, axes, positions
+
+    def states(self, frames=None) -> np.ndarray:
+        """Body states (F, n, 7) of ``frames`` (all: None)."""
+        if self.forward is None:
+            R, c = (self.R, self.c) if frames is None else (self.R[..., frames], self.c[..., frames])
+            return self.model.to_states(R, c)
+        pick = (lambda x: x) if frames is None else (lambda x: x[..., frames])
+        A, c, _ = self.forward.poses(pick(self.q), pick(self.root_axes), pick(self.root_c))
+        return self.forward.states(A, c)
+
+
+def solve(model: TreeKinematics, positions, rotations, starts: np.ndarray, settings, compliance: float):
+    """Newton's method in tree coordinates (module docstring) on F frames from ``starts``
+    (F, n, 7), against frame targets positions (F, K, 3) [m] and rotations (F, K, 3, 3).
+
+    After each Newton step the same factorisation is used again at the new iterate (a
+    chord step: the residuals are evaluated, not the Jacobians), as the per-frame solver
+    does: it certifies convergence, and while it should certify after one more step (its
+    size times the distance from the factorisation below the tolerance) it is that step.
+
+    Returns states (F, n, 7), iterations (F,) (steps taken), converged (F,) and residual
+    (F,) [m] (max |C| over the loop rows at the last evaluation; the tree joints hold by
+    construction): a frame converges when its loop rows hold
+    (``settings.constraint_tolerance`` times L) and its step's largest coordinate is
+    below ``settings.step_tolerance`` [rad | m] (that step is taken); a frame whose steps
+    stop shrinking, or that runs out of iterations, is not converged (the caller solves
+    it again)."""
+    R0, c0 = model.to_frames(starts)
+    poses = _Poses(model, R0, c0)
+    H, g_first, values = start_terms(model, R0, c0, *poses.at())
+    converged = _newton(model, poses, positions, rotations, H, g_first, values, settings, compliance)
+    return (poses.states(), *converged)
+
+
+def solve_coordinates(model: TreeKinematics, positions, rotations, coordinates, settings, compliance: float):
+    """:func:`solve` from starts given as coordinates ``(q (D, F), root axes (r, 3, 3, F),
+    root positions (r, 3, F))`` of a model whose tree joints
+    :func:`~looprig.core.tree_forward.applies` poses (assembled: no first step closes
+    them). Returns the :class:`_Poses` reached (their coordinates and states),
+    iterations, converged and residual as :func:`solve`."""
+    poses = _Poses(model, coordinates=coordinates)
+    R, c, screws = poses.at()
+    H, _ = metric(model, R, c, screws, None, None)
+    values = np.zeros((model.D, R.shape[-1]))
+    read_q = [] if model.couplings is None else [model.coupling_q]
+    read_q += [q for _, q, _ in model.locks]
+    if read_q:  # joint values: zero in the file's pose; angles as the read-off gives them
+        q = np.unique(np.concatenate(read_q))
+        value = poses.q[q] * np.array([model.sign[i] for i in q])[:, None]
+        values[q] = np.where(model.angle_coordinate[q, None], np.angle(np.exp(1j * value)), value)
+    return (poses, *_newton(model, poses, positions, rotations, H, None, values, settings, compliance))
+
+
+def _newton(model, poses, positions, rotations, H_all, g_first, values_all, settings, compliance):
+    """The Newton loop of :func:`solve` on ``poses`` (moved in place); returns iterations,
+    converged and residual (F,)."""
+    problem = model.problem
+    tol = problem.constraints.tolerance(settings.constraint_tolerance)
+    F = positions.shape[0]
+    target_p = np.ascontiguousarray(positions.transpose(1, 2, 0))  # (K, 3, F)
+    target_a = np.ascontiguousarray(rotations.transpose(1, 3, 2, 0))  # (K, axis, 3, F)
+    sign = model.sign
+    rotation_coordinate = np.zeros(model.D, bool)
+    rotation_coordinate[model.motion_q[model.rotation]] = True
+    for col in model.root_columns:
+        rotation_coordinate[col + 3 : col + 6] = True
+    inverse_limit = np.where(rotation_coordinate, 1.0, 1.0 / model.L) / settings.max_step
+    D, mc, mt = model.D, model.n_constraints, len(model.task_keep)
+    frame_last = F >= ELIMINATE_FROM  # factors kept (n, n, F) by eliminate, else K (F, n, n) for LAPACK
+    n = D + mc
+    K_all = np.empty((n, n, F) if frame_last else (F, n, n))  # each frame's last factorised KKT matrix
+    Jt_all = np.empty((mt, D, F))  # and the task Jacobian it was made with
+    iterations = np.zeros(F, int)
+    converged = np.zeros(F, bool)
+    failed = np.zeros(F, bool)
+    residual = np.zeros(F)
+    last = np.full(F, np.inf)  # each frame's previous step size
+    moved = np.zeros(F)  # how far each frame is from where its matrix was factorised
+    fresh = np.ones(F, bool)  # the next step of each frame is a Newton step
+    active = np.arange(F)
+    for _ in range(min(settings.max_iterations, 12)):
+        if not len(active):
+            break
+        R, c, screws = poses.at(active)
+        values = values_all[:, active]
+        new = fresh[active]
+        rc, rt = np.empty((mc, len(active))), np.empty((mt, len(active)))
+        if new.any():
+            sub = (R[..., new], c[..., new])
+            sub_screws = tuple(x[..., new] for x in screws)
+            rc[:, new], Jc = model.constraint_rows(*sub, sub_screws, values[:, new])
+            rt[:, new], Jt = model.task_rows(
+                *sub, sub_screws, target_p[..., active[new]], target_a[..., active[new]]
+            )
+            K = _kkt_matrix(H_all[..., active[new]], Jt, Jc, compliance)
+            if frame_last:
+                K_all[..., active[new]] = eliminate(K.transpose(1, 2, 0))
+            else:
+                K_all[active[new]] = K
+            Jt_all[..., active[new]] = Jt
+        if not new.all():
+            sub = (R[..., ~new], c[..., ~new])
+            rc[:, ~new] = model.constraint_rows(*sub, None, values[:, ~new])[0]
+            rt[:, ~new] = model.task_rows(
+                *sub, None, target_p[..., active[~new]], target_a[..., active[~new]]
+            )[0]
+        gradient = (Jt_all[..., active] * rt[:, None]).sum(0)
+        if g_first is not None and iterations.max() == 0:  # the first step: around the unassembled starts
+            gradient += g_first
+        rhs = -np.concatenate([gradient, rc])  # (D + mc, Fa)
+        if frame_last:
+            with np.errstate(divide="ignore", invalid="ignore"):  # a singular frame fails below
+                dq = substitute(K_all[..., active], rhs)[:D]
+        else:
+            K = K_all[active]
+            try:
+                dq = np.linalg.solve(K, rhs.T[..., None])[..., 0].T[:D]
+            except np.linalg.LinAlgError:  # an exactly singular frame: least squares for all
+                dq = np.einsum("fij,jf->if", np.linalg.pinv(K), rhs)[:D]
+        dq /= np.maximum(1.0, (np.abs(dq) * inverse_limit[:, None]).max(0))
+        size = np.abs(dq).max(0)
+        violation = np.abs(rc).max(0, initial=0.0)
+        iterations[active] += 1
+        poses.step(active, R, c, screws, dq)
+        values_all[:, active] = values + sign[:, None] * dq
+        done = (size <= settings.step_tolerance) & (violation <= tol)
+        bad = ~np.isfinite(size) | ((iterations[active] > 2) & (size > 0.5 * last[active]) & ~done)
+        last[active] = size
+        residual[active] = violation
+        # after a Newton step a chord step; after a chord step another while it should
+        # certify after it, else a Newton step
+        moved[active] = np.where(new, size, moved[active] + size)
+        fresh[active] = ~new & (size * moved[active] > settings.step_tolerance)
+        converged[active[done]] = True
+        failed[active[bad]] = True
+        active = active[~done & ~bad]
+    return iterations, converged & ~failed, residual
+
+
+def _kkt_matrix(H, Jt, Jc, compliance: float) -> np.ndarray:
+    """The KKT matrices (F, D + m_c, D + m_c) ``[[H + J_t^T J_t, J_c^T], [J_c, -eps_d I]]``
+    of metrics H (D, D, F) (with the damping), task Jacobians J_t (m_t, D, F) and
+    constraint Jacobians J_c (m_c, D, F); eps_d: the ``compliance``."""
+    D, mc, F = H.shape[0], Jc.shape[0], H.shape[-1]
+    K = np.empty((F, D + mc, D + mc))
+    Kt = K.transpose(1, 2, 0)  # (D + mc, D + mc, F) view
+    Kt[:D, :D] = H + gram(Jt, np.ones(len(Jt)))
+    Kt[:D, D:] = Jc.transpose(1, 0, 2)
+    Kt[D:, :D] = Jc
+    Kt[D:, D:] = 0.0
+    Kt[np.arange(D, D + mc), np.arange(D, D + mc)] = -compliance
+    return K

@@ -13,7 +13,8 @@ from looprig.core.maths.rotations import quat_to_matrix
 from looprig.core.model.mechanism import Mechanism
 from looprig.core.model.parts import Actuator, Body, Frame, Joint, JointKind
 from looprig.core.solvers import tree, tree_metric, tree_newton
-from looprig.core.solvers.clip import _reference, _solve_block, clip_starts, solve_clip
+from looprig.core.solvers.clip import clip_starts, solve_clip
+from looprig.core.solvers.clip_block import solve_block, start_reference
 from looprig.core.solvers.fk import solve_fk
 from looprig.core.terms import MotorLock, Targets
 from test_constraints import fan
@@ -157,7 +158,7 @@ def test_tree_path_gives_the_maximal_coordinate_answers(name):
     starts = clip_starts(times, np.unique(coarse), states[np.unique(coarse)])
     with single_threaded_blas():
         fast = solve_clip(problem, targets, starts)
-        old = _solve_block(problem, targets, starts, _reference(problem, starts), settings)
+        old = solve_block(problem, targets, starts, start_reference(problem, starts), settings)
     assert fast.converged.all() and old.converged.all()
     L = problem.constraints.length_scale
     assert np.abs(fast.states[..., :3] - old.states[..., :3]).max() <= 1e-9 * L

@@ -20,7 +20,7 @@ from looprig.core.maths.linalg import single_threaded_blas
 from looprig.core.maths.rotations import quat_to_matrix
 from looprig.core.solvers import tree
 from looprig.core.solvers.clip import CLIP_BLOCK, coarse_coordinates, in_coordinates, interpolate_coordinates
-from looprig.core.solvers.ik import dual_regularization
+from looprig.core.solvers.problem import dual_regularization
 from looprig.core.solvers.step import build_step, step_kkt
 from looprig.core.solvers.tree_forward import forward
 from looprig.core.solvers.tree_metric import metric

@@ -31,7 +31,7 @@ from looprig.core.maths.linalg import single_threaded_blas
 from looprig.core.maths.rotations import quat_to_matrix
 from looprig.core.model.rigid import RigidGroups
 from looprig.core.solvers.clip import coarse_then_clip
-from looprig.core.solvers.ik import IKProblem
+from looprig.core.solvers.problem import IKProblem
 from looprig.core.terms import FrameObjective, Targets
 
 PEER_BENCH = Path(os.environ.get("PEER_BENCH", Path(__file__).resolve().parents[2] / "shared" / "peer-bench"))

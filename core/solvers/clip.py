@@ -39,7 +39,8 @@ from ..maths.rotations import (
 from ..terms import ActuatorBarrier, Reference, Targets, VelocityBarrier
 from . import tree, tree_newton
 from .clip_block import ClipSolution, solve_block, start_reference
-from .ik import IKProblem, IKSettings, IKTargets, dual_regularization, solve_ik
+from .ik import solve_ik
+from .problem import IKProblem, IKSettings, IKTargets, dual_regularization
 from .tree_forward import applies, forward
 
 

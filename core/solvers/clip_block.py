@@ -15,7 +15,7 @@ import numpy as np
 from ..maths.rotations import quat_to_matrix, retract
 from ..terms import Reference, Targets
 from .fk import FKSettings, solve_constraints
-from .ik import IKProblem, IKSettings, dual_regularization
+from .problem import IKProblem, IKSettings, dual_regularization
 from .step import build_step, qp_multipliers, step_kkt, with_constraint_curvature
 
 

@@ -32,7 +32,7 @@ from looprig.core.library.clips import boxer_singular_clip
 from looprig.core.maths.linalg import single_threaded_blas
 from looprig.core.maths.rotations import quat_to_matrix
 from looprig.core.retarget import RetargetMapping, TargetSpec, build_problem, retarget
-from looprig.core.solvers.spacetime import rewound_start
+from looprig.core.solvers.spacetime.starts import rewound_start
 from looprig.core.terms import FrameObjective, Reference, Targets
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))

@@ -11,16 +11,11 @@ from looprig.core.library import build
 from looprig.core.maths.rotations import quat_to_matrix
 from looprig.core.retarget import RetargetMapping, TargetSpec, TrackSamples, retarget
 from looprig.core.solvers.joint_space import JointScrews
-from looprig.core.solvers.spacetime import (
-    SpaceTimeSettings,
-    _linearize,
-    coarse_stride,
-    excess,
-    held_limits,
-    limit_rows,
-    rewound_start,
-    solve_spacetime,
-)
+from looprig.core.solvers.spacetime.linearization import linearize
+from looprig.core.solvers.spacetime.records import SpaceTimeSettings
+from looprig.core.solvers.spacetime.rows import excess, held_limits, limit_rows
+from looprig.core.solvers.spacetime.solve import solve_spacetime
+from looprig.core.solvers.spacetime.starts import coarse_stride, rewound_start
 from looprig.core.solvers.step import build_step
 from looprig.core.terms import Reference, Targets
 from test_nlp_reference import CASES, looprig_curve, targets_of
@@ -86,7 +81,7 @@ def test_steps_keep_the_robot_together_and_move_motors_linearly(name):
     reference = Reference(states, quat_to_matrix(states[..., 3:]), truth)
     at = build_step(problem, problem.point(states, Targets(positions, rotations), reference))
     screws = JointScrews(tree, len(mechanism.bodies))
-    lin = _linearize(problem, screws, at, truth, None, 0.0)
+    lin = linearize(problem, screws, at, truth, None, 0.0)
     u = np.random.default_rng(1).normal(size=lin.g.shape)
     loops = []
     for eps in (1e-2, 5e-3):

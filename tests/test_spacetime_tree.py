@@ -1,4 +1,4 @@
-"""The space-time interior point's kinematics in tree coordinates (core.spacetime_tree)
+"""The space-time interior point's kinematics in tree coordinates (core.solvers.spacetime.tree_clip)
 against its maximal-coordinate path: the same iterate, linearisation and step to
 rounding, and the same solve."""
 
@@ -10,9 +10,11 @@ from looprig.core.library import build
 from looprig.core.library.clips import boxer_singular_clip
 from looprig.core.maths.rotations import quat_to_matrix
 from looprig.core.retarget import RetargetMapping, TargetSpec, build_problem, retarget
-from looprig.core.solvers import spacetime
 from looprig.core.solvers.joint_space import JointScrews
-from looprig.core.solvers.spacetime_tree import TreeClip, applies
+from looprig.core.solvers.spacetime import interior
+from looprig.core.solvers.spacetime.linearization import linearize, objective_curvature
+from looprig.core.solvers.spacetime.solve import solve_spacetime, tracking_only
+from looprig.core.solvers.spacetime.tree_clip import TreeClip, applies
 from looprig.core.solvers.step import build_step
 from looprig.core.terms import Reference, Targets
 
@@ -21,7 +23,7 @@ HAND = TargetSpec("hand", "hand", (1.0, 1.0, 1.0), (1.0, 1.0, 1.0))
 
 def tracking_problem(mechanism, mapping):
     """The problem the space-time solve runs: the tracking terms alone."""
-    return spacetime.tracking_only(build_problem(mechanism, dataclasses.replace(mapping, auto_hold=False)))
+    return tracking_only(build_problem(mechanism, dataclasses.replace(mapping, auto_hold=False)))
 
 
 @pytest.fixture(scope="module")
@@ -62,14 +64,14 @@ def test_iterate_linearisation_and_step_equal_the_maximal_paths(boxer):
     kin = TreeClip(problem, targets)
     point = kin.evaluate(S)
     np.testing.assert_allclose(point.value, at.value, rtol=0, atol=1e-14)
-    maximal = spacetime._linearize(problem, screws, at, values, None, 1e-4)
-    frame_last = spacetime._linearize(problem, screws, point, values, None, 1e-4, kin=kin)
+    maximal = linearize(problem, screws, at, values, None, 1e-4)
+    frame_last = linearize(problem, screws, point, values, None, 1e-4, kin=kin)
     for name in ("H_theta", "g_theta", "PZ", "H", "g", "b", "B"):
         np.testing.assert_allclose(
             getattr(frame_last, name), getattr(maximal, name), rtol=0, atol=1e-12, err_msg=name
         )
     np.testing.assert_allclose(
-        kin.curvature(point, screws), spacetime._objective_curvature(problem, screws, at.point), atol=1e-13
+        kin.curvature(point, screws), objective_curvature(problem, screws, at.point), atol=1e-13
     )
     step = 0.02 * rng.standard_normal((len(S), tree.dof))
     moved = kin.moved(point, step)
@@ -84,9 +86,9 @@ def test_the_limited_solve_is_the_same_on_either_path(boxer, monkeypatch):
     mechanism, _, mapping, exact, targets = boxer
     problem = build_problem(mechanism, dataclasses.replace(mapping, auto_hold=False))
     args = (problem, targets, exact.states, exact.curves.values, mapping.rate)
-    tree_answer = spacetime.solve_spacetime(*args)
-    monkeypatch.setattr(spacetime, "tree_path", lambda problem: False)
-    maximal_answer = spacetime.solve_spacetime(*args)
+    tree_answer = solve_spacetime(*args)
+    monkeypatch.setattr(interior, "tree_path", lambda problem: False)
+    maximal_answer = solve_spacetime(*args)
     assert tree_answer.converged and maximal_answer.converged
     assert tree_answer.objective == pytest.approx(maximal_answer.objective, rel=1e-9)
     np.testing.assert_allclose(tree_answer.actuators, maximal_answer.actuators, atol=1e-6)

@@ -47,7 +47,7 @@ from ..solvers.clip import (
 )
 from ..solvers.holding import Holding, motors_to_hold, welded
 from ..solvers.ik import IKProblem, IKSettings, IKTargets, solve_ik
-from ..solvers.spacetime import hold_limits
+from ..solvers.spacetime.windows import hold_limits
 from ..solvers.start import solve_first_frame, start_state
 from ..terms import AimTask, ComObjective, FrameObjective, MotorLock, MotorRest, Targets
 from ..terms.aim import holding_view, up_rotation

@@ -1,8 +1,8 @@
 """The space-time interior point's kinematics in tree coordinates, frame axis last.
 
-:func:`~looprig.core.spacetime.solve_spacetime` steps in the spanning tree's joint
-coordinates. On a robot with no loop rows (every joint a tree joint: a serial arm, the
-Boxer), whose objective :mod:`.tree` supports (frame targets), each iterate is kept
+:func:`~.solve.solve_spacetime` steps in the spanning tree's joint coordinates. On a
+robot with no loop rows (every joint a tree joint: a serial arm, the Boxer), whose
+objective :mod:`..tree` supports (frame targets), each iterate is kept
 here as the bodies' rotations (n, 3, 3, F) and centres (n, 3, F) and moved, evaluated
 and linearised by :class:`~looprig.core.tree.TreeKinematics`'s kernels, every numpy
 call over the F frames at once, instead of through the body states (F, n, 7), the
@@ -17,10 +17,10 @@ from functools import cached_property
 
 import numpy as np
 
-from ..maths.rotations import quat_from_matrix
-from ..terms import Targets
-from .joint_space import JointScrews
-from .tree import kinematics, turn, unsupported
+from ...maths.rotations import quat_from_matrix
+from ...terms import Targets
+from ..joint_space import JointScrews
+from ..tree import kinematics, turn, unsupported
 
 
 def applies(problem) -> bool:
@@ -39,7 +39,7 @@ def applies(problem) -> bool:
 @dataclass
 class _Frames:
     """An iterate's body states as the terms read them: state (F, n, 7), R (F, n, 3, 3),
-    the targets; for :func:`~looprig.core.spacetime._objective_curvature`."""
+    the targets; for :func:`~.linearization.objective_curvature`."""
 
     R_last: np.ndarray
     c_last: np.ndarray

@@ -220,11 +220,16 @@ class TreeKinematics:
         """Every coordinate's screw at the iterate: omega, v (3, D, F), component first (a
         point p moves at ``omega x p + v``), and each motion's anchor (P, 3, F) [m] and
         axis (P, 3, F)."""
-        F = R.shape[-1]
-        omega, v = np.zeros((3, self.D, F)), np.zeros((3, self.D, F))
         axis = turn(R[self.axis_body], self.axis_local)
         joint_new = self.new[self.motion_joint]
         anchor = turn(R[joint_new], self.anchor_new[self.motion_joint]) + c[joint_new]
+        return self.motion_screws(c, anchor, axis)
+
+    def motion_screws(self, c: np.ndarray, anchor: np.ndarray, axis: np.ndarray):
+        """:meth:`screws` from the CoM positions c (n, 3, F) and each motion's world
+        anchor and axis (P, 3, F)."""
+        F = c.shape[-1]
+        omega, v = np.zeros((3, self.D, F)), np.zeros((3, self.D, F))
         rot = self.rotation
         omega[:, self.motion_q[rot]] = axis[rot].transpose(1, 0, 2)
         v[:, self.motion_q[rot]] = cross(anchor[rot], axis[rot]).transpose(1, 0, 2)

@@ -160,24 +160,8 @@ class TreeForward:
         """The coordinates' screws omega, v (3, D, F) (:meth:`TreeKinematics.screws`'s
         layout) from the motions' world axes and anchors (P, 3, F) that :meth:`poses`
         returned."""
-        model = self.model
         axis, anchor = motions
-        F = c.shape[-1]
-        omega, v = np.zeros((3, model.D, F)), np.zeros((3, model.D, F))
-        rot = model.rotation
-        omega[:, model.motion_q[rot]] = axis[rot].transpose(1, 0, 2)
-        a, u = anchor[rot], axis[rot]
-        v[:, model.motion_q[rot]] = cross(a, u).transpose(1, 0, 2)
-        v[:, model.motion_q[~rot]] = axis[~rot].transpose(1, 0, 2)
-        for body, col in zip(model.root_body, model.root_columns, strict=True):
-            x, y, z = c[body]
-            for k in range(3):
-                v[k, col + k] = 1.0
-                omega[k, col + 3 + k] = 1.0
-            v[1, col + 3], v[2, col + 3] = z, -y
-            v[0, col + 4], v[2, col + 4] = -z, x
-            v[0, col + 5], v[1, col + 5] = y, -x
-        return omega, v, anchor, axis
+        return self.model.motion_screws(c, anchor, axis)
 
     def moved(self, q, root_axes, root_c, dq) -> None:
         """Step the coordinates in place by dq (D, F): joint coordinates add; a floating

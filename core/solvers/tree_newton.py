@@ -162,11 +162,7 @@ def _newton(model, poses, positions, rotations, H_all, g_first, values_all, sett
     target_p = np.ascontiguousarray(positions.transpose(1, 2, 0))  # (K, 3, F)
     target_a = np.ascontiguousarray(rotations.transpose(1, 3, 2, 0))  # (K, axis, 3, F)
     sign = model.sign
-    rotation_coordinate = np.zeros(model.D, bool)
-    rotation_coordinate[model.motion_q[model.rotation]] = True
-    for col in model.root_columns:
-        rotation_coordinate[col + 3 : col + 6] = True
-    inverse_limit = np.where(rotation_coordinate, 1.0, 1.0 / model.L) / settings.max_step
+    inverse_limit = inverse_step_limit(model, settings)
     D, mc, mt = model.D, model.n_constraints, len(model.task_keep)
     frame_last = F >= ELIMINATE_FROM  # factors kept (n, n, F) by eliminate, else K (F, n, n) for LAPACK
     n = D + mc
@@ -237,6 +233,16 @@ def _newton(model, poses, positions, rotations, H_all, g_first, values_all, sett
         failed[active[bad]] = True
         active = active[~done & ~bad]
     return iterations, converged & ~failed, residual
+
+
+def inverse_step_limit(model: TreeKinematics, settings) -> np.ndarray:
+    """Per coordinate, 1 / its largest step (D,): ``settings.max_step`` [rad] on turns
+    (a floating root's too), times L [m] on slides and a root's moves."""
+    turns = np.zeros(model.D, bool)
+    turns[model.motion_q[model.rotation]] = True
+    for col in model.root_columns:
+        turns[col + 3 : col + 6] = True
+    return np.where(turns, 1.0, 1.0 / model.L) / settings.max_step
 
 
 def _kkt_matrix(H, Jt, Jc, compliance: float) -> np.ndarray:

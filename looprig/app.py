@@ -146,7 +146,7 @@ def write_curves(
     ``looprig check --cyclic`` reads them. Returns the paths written.
     """
     from .core import export
-    from .core.curves.actuator_curves import LimitCheckSettings
+    from .core.curves.limit_checks import LimitCheckSettings
 
     outdir.mkdir(parents=True, exist_ok=True)
     servos = dynamixel_settings(curves, mechanism, dynamixel_mode)
@@ -224,7 +224,7 @@ def mode_record(settings, why: str | None) -> dict:
 
 def plot_curves_file(curves_path, output) -> Path:
     """A PNG of a curves file's positions and velocities with their limit bands."""
-    from .core.curves.actuator_curves import all_violations
+    from .core.curves.limit_checks import all_violations
     from .plotting import plot_curves
 
     curves = load_curves(curves_path)
@@ -396,7 +396,7 @@ def retarget_to_folder(
     :data:`~looprig.core.export.DXL_MODE_CHOICES`); the report then names the mode
     and lists the tick-range violations with the others (:func:`with_tick_plan`).
     """
-    from .core.curves.actuator_curves import LimitCheckSettings, all_violations
+    from .core.curves.limit_checks import LimitCheckSettings, all_violations
     from .core.curves.violations import LimitViolationError
     from .outputs import OutputError, StagedSet, output_folder, write_text
     from .retime import retarget_timed

@@ -26,7 +26,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..curves.actuator_curves import ActuatorCurves, LimitCheckSettings, all_violations
+from ..curves.actuator_curves import ActuatorCurves
+from ..curves.limit_checks import LimitCheckSettings, all_violations
 from ..errors import LooprigError, LooprigWarning, TargetError, did_you_mean
 from ..maths.linalg import single_threaded_blas
 from ..maths.rotations import quat_to_matrix

@@ -36,7 +36,7 @@ from ..model.mechanism import Mechanism
 from ..model.parts import Actuator, JointKind
 from ..model.primitives import mean_joint_distance
 from ..model.readoff import ActuatorReadout, unwrap_sequence
-from ..model.rigid import RigidGroups
+from ..model.rigid import RigidGroups, welded
 from ..solvers.clip import (
     clip_starts,
     coarse_states,
@@ -46,7 +46,7 @@ from ..solvers.clip import (
     solve_clip,
     solve_unconverged,
 )
-from ..solvers.holding import Holding, motors_to_hold, welded
+from ..solvers.holding import Holding, motors_to_hold
 from ..solvers.ik import IKProblem, IKSettings, IKTargets, solve_ik
 from ..solvers.spacetime import hold_limits
 from ..solvers.start import solve_first_frame, start_state
@@ -769,7 +769,7 @@ def _holding_problem(mechanism, mapping: RetargetMapping, settings, state, targe
 
 def _welded_unused(given, mapping: RetargetMapping, holding: Holding, settings, progress, cancel):
     """The clip solved with the motors no target depends on welded where the robot is
-    assembled, its start (:func:`~looprig.core.solvers.holding.welded`): their bodies merge
+    assembled, its start (:func:`~looprig.core.model.rigid.welded`): their bodies merge
     into those they are welded to (:mod:`..model.rigid`) instead of being locked row by row
     (ToddlerBot's head nod: 2 motors and 6 bodies to solve, not 30 and 46). The rest as
     :func:`retarget` does on that robot; the curves have every motor, the welded ones

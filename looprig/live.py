@@ -258,7 +258,8 @@ class FrameSolver:
         from .core.export import DynamixelSettings as _Settings
         from .core.model.readoff import ActuatorReadout
         from .core.model.rigid import RigidGroups
-        from .core.retarget.pipeline import _target_arrays, build_problem, with_motors
+        from .core.retarget.problem import build_problem, with_motors
+        from .core.retarget.targets import target_arrays
         from .core.solvers.start import start_state
 
         mapping = mapping.named_for(mechanism)
@@ -282,14 +283,14 @@ class FrameSolver:
         self.seed_actuators: np.ndarray | None = None  # (F, A) [rad | m] their motor values
         if samples is not None:
             samples = samples.resampled(mapping.rate)
-            self.targets = _target_arrays(mapping, samples)
+            self.targets = target_arrays(mapping, samples)
 
     def targets_of(self, samples):
         """The :class:`~looprig.core.IKTargets` of the first frame of ``samples``
         (:class:`~looprig.core.retarget.TrackSamples`, e.g. a host's scene read at its frame)."""
-        from .core.retarget.pipeline import _target_arrays
+        from .core.retarget.targets import target_arrays
 
-        return self._frame_targets(_target_arrays(self.mapping, samples), 0)
+        return self._frame_targets(target_arrays(self.mapping, samples), 0)
 
     @staticmethod
     def _frame_targets(arrays, f: int):

@@ -256,20 +256,16 @@ class FrameSolver:
 
     def __init__(self, mechanism, mapping, samples=None, frame_start: float = 0.0):
         from .core.export import DynamixelSettings as _Settings
-        from .core.model.readoff import ActuatorReadout
         from .core.model.rigid import RigidGroups
         from .core.retarget.problem import build_problem, with_motors
-        from .core.retarget.targets import target_arrays
+        from .core.retarget.targets import held_values, target_arrays
         from .core.solvers.start import start_state
 
         mapping = mapping.named_for(mechanism)
         groups = RigidGroups(mapping.limited(with_motors(mechanism, mapping.motors)))
         self.mechanism, self.mapping = groups.solver, mapping
         self.state = start_state(self.mechanism, mapping.start, None)
-        held = None
-        if mapping.hold:
-            readout = ActuatorReadout(self.mechanism)
-            held = readout.read(self.state)[[self.mechanism.actuator_names.index(n) for n in mapping.hold]]
+        held = held_values(self.mechanism, mapping, self.state)
         self.problem = build_problem(self.mechanism, mapping, first_frame=True, held=held)
         self.actuators = self.problem.readout.read(self.state)
         self.curves = ActuatorCurves.from_mechanism(

@@ -15,7 +15,7 @@ from looprig.core.export import write_json
 
 from looprig import live
 from looprig.cli import main
-from looprig.play import PlayError
+from looprig.servo_bus import PlayError
 
 pytest.importorskip("dynamixel_sdk")
 pytest.importorskip("ruckig")

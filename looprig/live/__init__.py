@@ -4,7 +4,7 @@ The link's servos and settings are :mod:`.motors`, the frame sources :mod:`.sour
 the link and its thread :mod:`.link`, a clip played through it :mod:`.playing`.
 
 A :class:`LiveLink` owns one servo bus (``dynamixel-sdk``, Protocol 2.0, through
-:class:`~looprig.play.DynamixelBus`) and one thread that sends a Goal Position(116)
+:class:`~looprig.servo_bus.DynamixelBus`) and one thread that sends a Goal Position(116)
 sync write every period (``LiveSettings.rate``, 50-100 Hz). Each period it
 
 1. takes the frame the host wants (:meth:`LiveLink.seek` while scrubbing, or frames
@@ -21,7 +21,7 @@ sync write every period (``LiveSettings.rate``, 50-100 Hz). Each period it
    the servos still need to reach the wanted pose (0 while they follow it).
 
 Before the first packet the servos are pinged, their models and Operating Mode(11)
-checked (:func:`~looprig.play.check_servos`) and their present positions read: the
+checked (:func:`~looprig.servo_bus.check_servos`) and their present positions read: the
 first move starts from where they are. :meth:`LiveLink.stop` wakes the thread at once;
 it leaves the servos holding the last goal (``on_stop="hold"``) or switches their
 torque off (``"torque-off"``) before it returns, within one period. A port that

@@ -14,7 +14,7 @@ import numpy as np
 
 from ..core import LooprigError
 from ..core.export.dynamixel import DXL_TICKS_PER_REV
-from ..play import DynamixelBus, PlayError, _retried, check_servos
+from ..servo_bus import DynamixelBus, PlayError, check_servos, retried
 from .motors import LiveMotors, LiveSettings, PortLostError
 from .sources import Source
 
@@ -151,7 +151,7 @@ class LiveLink:
             values = np.asarray(self.source(frame, payload), float)
             self.first_source_s = time.perf_counter() - start
             bus.torque(True)
-            self.present_ticks = _retried(bus.present)
+            self.present_ticks = retried(bus.present)
             present = self.motors.values(self.present_ticks)
         except BaseException:
             bus.close()

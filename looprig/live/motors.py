@@ -8,7 +8,8 @@ import numpy as np
 from ..core import ActuatorCurves
 from ..core.export import DynamixelMotor, DynamixelSettings, values_to_ticks
 from ..core.export.dynamixel import DXL_OPERATING_MODES, DXL_TICK_RANGES, DXL_TICKS_PER_REV
-from ..play import STOP_ACTIONS, PlayError
+from ..play import STOP_ACTIONS
+from ..servo_bus import PlayError
 
 
 class PortLostError(PlayError):

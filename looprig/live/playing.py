@@ -7,7 +7,7 @@ from collections.abc import Callable
 import numpy as np
 
 from ..core.export import DynamixelSettings
-from ..play import PlayError
+from ..servo_bus import PlayError
 from .link import LiveLink, LiveReport
 from .motors import LiveMotors, LiveSettings, sent_violations
 from .sources import FrameSolver, curve_source

@@ -27,7 +27,7 @@ import math
 import sys
 import warnings
 
-from . import app
+from . import app, curve_files
 from .commands import (
     EXIT_BAD_INPUT,
     EXIT_INTERRUPTED,
@@ -154,7 +154,11 @@ def build_parser() -> argparse.ArgumentParser:
     retarget.add_argument("--map", required=True, help="mapping file (JSON)")
     retarget.add_argument("-o", "--output", required=True, help="output folder")
     retarget.add_argument(
-        "--formats", nargs="+", default=["csv"], choices=sorted(app.EXPORT_FORMATS), help="curve formats"
+        "--formats",
+        nargs="+",
+        default=["csv"],
+        choices=sorted(curve_files.EXPORT_FORMATS),
+        help="curve formats",
     )
     retarget.add_argument("--plot", action="store_true", help="also write curves.png")
     retarget.add_argument(
@@ -219,7 +223,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     exp = sub.add_parser("export", help="convert curves to a hardware format")
     exp.add_argument("curves")
-    exp.add_argument("--format", required=True, choices=sorted(app.EXPORT_FORMATS))
+    exp.add_argument("--format", required=True, choices=sorted(curve_files.EXPORT_FORMATS))
     exp.add_argument("-o", "--output", required=True)
     exp.add_argument(
         "--allow-violations",

@@ -8,7 +8,7 @@ import time
 from importlib.util import find_spec
 from pathlib import Path
 
-from . import app, console
+from . import app, console, curve_files
 from .core import LooprigError
 
 EXIT_BAD_INPUT = 2
@@ -168,7 +168,7 @@ def cmd_check(args) -> int:
         print(v.describe())
     curves = written.curves
     if written.dynamixel is not None:
-        print(f"{written.format}: {dynamixel_mode_line(app.mode_record(written.dynamixel, None))}")
+        print(f"{written.format}: {dynamixel_mode_line(curve_files.mode_record(written.dynamixel, None))}")
     note = resolution_text(written)
     if note:
         print(note)
@@ -193,7 +193,7 @@ def cmd_export(args) -> int:
         read_sound(args.audio)  # a sound that cannot be read is refused before anything is written
         audio = SoundReference(str(Path(args.audio).resolve()), args.audio_offset).to_dict()
     try:
-        recorded, why = app.export_curves(
+        recorded, why = curve_files.export_curves(
             args.curves, args.format, args.output, args.allow_violations, args.dynamixel_mode, audio
         )
     except LimitViolationError as error:
@@ -211,7 +211,7 @@ def cmd_plot(args) -> int:
     from .outputs import check_output
 
     check_output(args.output, inputs=[args.curves])
-    print(f"wrote {app.plot_curves_file(args.curves, args.output)}")
+    print(f"wrote {curve_files.plot_curves_file(args.curves, args.output)}")
     return 0
 
 

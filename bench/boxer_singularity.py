@@ -24,7 +24,7 @@ import time
 from collections import Counter
 
 import numpy as np
-from looprig.core.curves.actuator_curves import all_violations
+from looprig.core.curves.limit_checks import all_violations
 from looprig.core.library import build
 from looprig.core.library.clips import boxer_singular_clip
 from looprig.core.retarget import RetargetMapping, TargetSpec, retarget

@@ -45,14 +45,10 @@ import json
 import time
 
 import numpy as np
-from looprig.core.baselines.serial_ik import (
-    METHODS,
-    CCDSettings,
-    JacobianSettings,
-    SerialChain,
-    SerialIKResult,
-    TriangulationSettings,
-)
+from looprig.core.baselines.chain import SerialChain, SerialIKResult
+from looprig.core.baselines.geometric import CCDSettings, TriangulationSettings
+from looprig.core.baselines.jacobian import JacobianSettings
+from looprig.core.baselines.methods import METHODS
 from looprig.core.library.serial import TRIANGULATION_PAPER_LENGTHS, chain_state, serial_chain, solve_tip_ik
 from looprig.core.library.serial import tip_problem as build_tip_problem
 from looprig.core.maths.linalg import blas_info, single_threaded_blas

@@ -26,7 +26,7 @@ import warnings
 from pathlib import Path
 
 import numpy as np
-from looprig.core.curves.actuator_curves import all_violations
+from looprig.core.curves.limit_checks import all_violations
 from looprig.core.library import build
 from looprig.core.library.clips import boxer_singular_clip
 from looprig.core.maths.linalg import single_threaded_blas

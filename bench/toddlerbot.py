@@ -14,7 +14,7 @@ targets [m, rad] when MuJoCo's own equality and tendon rows decide the passive
 joints from the motors' values, and the same at rest (the motors where the file
 assembles) against the head looprig assembled. Last line: the ratio of the times per
 frame. (The motors no target depends on are held where the robot is assembled, so
-the default solve welds them: :func:`looprig.core.solvers.holding.welded`.)
+the default solve welds them: :func:`looprig.core.model.rigid.welded`.)
 
     python bench/toddlerbot.py [--seconds 2] [--rate 1200] [--amplitude 0.2]
 """

@@ -32,7 +32,8 @@ from dataclasses import dataclass
 
 import bpy
 import numpy as np
-from looprig.core.curves.actuator_curves import ActuatorCurves, all_violations
+from looprig.core.curves.actuator_curves import ActuatorCurves
+from looprig.core.curves.limit_checks import all_violations
 from looprig.core.curves.violations import Violation
 from looprig.core.export import DynamixelSettings
 from looprig.core.model.readoff import ActuatorReadout

@@ -341,7 +341,7 @@ def pivot_gaps(record: RobotRecord, collection, depsgraph, s: float) -> list[Pro
     far); farther than :data:`PIVOT_TOLERANCE` is reported with the gap in mm and the
     constraint object. A pivot moved within the bodies' material is a consistent joint
     that nothing in the scene contradicts. Imported joints are checked against what the
-    file said instead (:func:`.robot_model.joint_gaps`); bone bodies are not checked.
+    file said instead (:func:`.robot_checks.joint_gaps`); bone bodies are not checked.
     """
     bodies = {b.name: b for b in record.bodies if not b.bone_name}
     objects = collection.all_objects

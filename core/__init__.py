@@ -19,13 +19,20 @@ from .model.mechanism import Mechanism
 from .model.mobility import MobilityReport, analyse_mobility
 from .model.parts import ActuatedMotion, Actuator, Body, Coupling, Frame, Joint, JointKind
 from .model.readoff import ActuatorReadout, JointReadout, unwrap_sequence
-from .retarget.mapping import AimSpec, ComSpec, RetargetMapping, SupportPhase, TargetSpec
-from .retarget.pipeline import RetargetResult, retarget
+from .retarget import (
+    AimSpec,
+    ComSpec,
+    RetargetMapping,
+    RetargetResult,
+    SupportPhase,
+    TargetSpec,
+    TrackSamples,
+    retarget,
+)
 from .solvers.fk import FKResult, FKSettings, assemble, solve_fk
 from .solvers.ik import IKProblem, IKResult, IKSettings, IKTargets, solve_ik
 from .solvers.step import LinearizedStep, build_step
 from .terms import ComObjective, FrameObjective, Regularization, Term, TermKind, velocity_threshold
-from .tracks.samples import TrackSamples
 
 __all__ = [
     "ActuatedMotion",

@@ -159,7 +159,7 @@ _JOB_KEYS = {
 
 
 def _job(path: Path, index: int, entry) -> Job:
-    from .app import EXPORT_FORMATS
+    from .curve_files import EXPORT_FORMATS
 
     where = f"{path}: job {index}"
     if not isinstance(entry, dict):

@@ -9,7 +9,7 @@ position, velocity, acceleration and the servo's tick range, **before any
 packet is sent**: a curve that breaks one is refused. :func:`play` then
 
 1. opens the port, pings every servo and checks its model (an X-series servo,
-   :data:`X_SERIES_MODELS`) and Operating Mode(11) against the file's mode;
+   :data:`~looprig.servo_bus.X_SERIES_MODELS`) and Operating Mode(11) against the file's mode;
 2. switches the torque on and reads the present positions;
 3. homes: a cosine ramp from the present position to the first sample, sent at
    the curves' rate, whose peak speed is ``homing_fraction`` of each servo's
@@ -30,50 +30,20 @@ and :func:`write_record` writes them as a looprig curves CSV or JSON.
 """
 
 import math
-import struct
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
-from .core import ActuatorCurves, LooprigError
+from .core import ActuatorCurves
 from .core.export import DynamixelMotor
+from .servo_bus import DynamixelBus, PlayError, check_servos, retried
 
-#: Model Number(0) of X-series servos, which share the control table used here
-#: (ROBOTIS e-manual, X-series model pages).
-X_SERIES_MODELS = {
-    1000: "XH430-W210",
-    1010: "XH430-W350",
-    1020: "XM430-W350",
-    1030: "XM430-W210",
-    1040: "XH430-V210",
-    1050: "XH430-V350",
-    1060: "XL430-W250",
-    1070: "XC430-W150",
-    1080: "XC430-W240",
-    1090: "2XL430-W250",
-    1100: "XH540-W270",
-    1110: "XH540-W150",
-    1120: "XM540-W270",
-    1130: "XM540-W150",
-    1190: "XL330-M077",
-    1200: "XL330-M288",
-    1210: "XC330-T181",
-    1220: "XC330-T288",
-    1230: "XC330-M181",
-    1240: "XC330-M288",
-}
-ADDR_OPERATING_MODE, ADDR_TORQUE_ENABLE = 11, 64
-ADDR_GOAL_POSITION, ADDR_PRESENT_POSITION = 116, 132
 #: Homing speed where an actuator has no velocity limit [rad/s of the servo shaft].
 DEFAULT_HOMING_SPEED = 0.5
 STOP_ACTIONS = ("hold", "torque-off")
-
-
-class PlayError(LooprigError):
-    """The servos could not be driven as asked (one line: which servo, what went wrong)."""
 
 
 @dataclass
@@ -174,86 +144,6 @@ def homing_ramp(start: np.ndarray, goal: np.ndarray, max_speed: np.ndarray, rate
     s = np.arange(1, frames + 1) / frames
     ease = 0.5 * (1.0 - np.cos(math.pi * s))
     return np.rint(start + np.outer(ease, goal - start)).astype(np.int64)
-
-
-class DynamixelBus:
-    """The servos of one port through ``dynamixel_sdk`` (Protocol 2.0); errors become :class:`PlayError`."""
-
-    def __init__(self, port: str, baud: int, ids: Sequence[int]):
-        try:
-            import dynamixel_sdk as sdk
-        except ImportError:
-            raise PlayError(
-                "play needs the dynamixel-sdk package (pip install 'looprig[hardware]')"
-            ) from None
-        self.sdk, self.ids = sdk, tuple(ids)
-        self.port = sdk.PortHandler(port)
-        self.packets = sdk.PacketHandler(2.0)
-        try:
-            opened = self.port.setBaudRate(baud)
-        except Exception as error:  # pyserial's SerialException and OSError
-            raise PlayError(f"cannot open {port}: {error}") from None
-        if not opened:
-            raise PlayError(f"cannot open {port} at {baud} baud (not a baud rate the SDK supports)")
-        self.writer = sdk.GroupSyncWrite(self.port, self.packets, ADDR_GOAL_POSITION, 4)
-        self.reader = sdk.GroupSyncRead(self.port, self.packets, ADDR_PRESENT_POSITION, 4)
-        for dxl_id in self.ids:
-            self.reader.addParam(dxl_id)
-
-    def _check(self, dxl_id: int, what: str, result: int, error: int) -> None:
-        if result != self.sdk.COMM_SUCCESS:
-            raise PlayError(f"servo {dxl_id}: {what}: {self.packets.getTxRxResult(result)}")
-        if error:
-            raise PlayError(f"servo {dxl_id}: {what}: {self.packets.getRxPacketError(error)}")
-
-    def ping(self, dxl_id: int) -> int:
-        model, result, error = self.packets.ping(self.port, dxl_id)
-        self._check(dxl_id, "ping", result, error)
-        return model
-
-    def read_mode(self, dxl_id: int) -> int:
-        value, result, error = self.packets.read1ByteTxRx(self.port, dxl_id, ADDR_OPERATING_MODE)
-        self._check(dxl_id, "read Operating Mode(11)", result, error)
-        return value
-
-    def torque(self, on: bool) -> None:
-        """Torque Enable(64) on every servo, each write tried again after a lost status packet."""
-        for dxl_id in self.ids:
-            _retried(self._torque, dxl_id, on)
-
-    def _torque(self, dxl_id: int, on: bool) -> None:
-        result, error = self.packets.write1ByteTxRx(self.port, dxl_id, ADDR_TORQUE_ENABLE, int(on))
-        self._check(dxl_id, f"torque {'on' if on else 'off'}", result, error)
-
-    def torque_off_at_once(self) -> None:
-        """Torque Enable(64) = 0 on every servo in one sync write (no status packets come
-        back: the fastest stop the bus allows)."""
-        writer = self.sdk.GroupSyncWrite(self.port, self.packets, ADDR_TORQUE_ENABLE, 1)
-        for dxl_id in self.ids:
-            writer.addParam(dxl_id, [0])
-        result = writer.txPacket()
-        if result != self.sdk.COMM_SUCCESS:
-            raise PlayError(f"sync write of Torque Enable(64) = 0: {self.packets.getTxRxResult(result)}")
-
-    def present(self) -> np.ndarray:
-        """(A,) Present Position(132) ticks (signed), by one sync read."""
-        result = self.reader.txRxPacket()
-        if result != self.sdk.COMM_SUCCESS:
-            raise PlayError(f"sync read of Present Position(132): {self.packets.getTxRxResult(result)}")
-        raw = [self.reader.getData(i, ADDR_PRESENT_POSITION, 4) for i in self.ids]
-        return np.array([struct.unpack("<i", struct.pack("<I", v & 0xFFFFFFFF))[0] for v in raw])
-
-    def send_goals(self, ticks: np.ndarray) -> None:
-        """One Goal Position(116) sync write (no status packets come back)."""
-        self.writer.clearParam()
-        for dxl_id, value in zip(self.ids, ticks, strict=True):
-            self.writer.addParam(dxl_id, list(struct.pack("<i", int(value))))
-        result = self.writer.txPacket()
-        if result != self.sdk.COMM_SUCCESS:
-            raise PlayError(f"sync write of Goal Position(116): {self.packets.getTxRxResult(result)}")
-
-    def close(self) -> None:
-        self.port.closePort()
 
 
 @dataclass
@@ -388,7 +278,7 @@ def play(
     try:
         check_servos(bus, plan.names, plan.mode)
         bus.torque(True)
-        ramp = homing_ramp(_retried(bus.present), plan.ticks[0], plan.max_speed, plan.rate)
+        ramp = homing_ramp(retried(bus.present), plan.ticks[0], plan.max_speed, plan.rate)
         hold = np.repeat(plan.ticks[:1], max(1, round(settle * plan.rate)), axis=0)
         _stream(bus, np.concatenate([ramp, hold]), plan.rate, "never")
         readback = "every" if record else "spare"
@@ -404,28 +294,6 @@ def play(
     report = tracking_report(plan, read, late, missed)
     report.first_packet_s = first
     return report
-
-
-def check_servos(bus: "DynamixelBus", names: Sequence[str], mode: int) -> None:
-    """Before the first packet: ping every servo of ``bus`` (``names`` (A,) in its id order),
-    require an X-series model number and Operating Mode(11) = ``mode``; one-line PlayError."""
-    for dxl_id, name in zip(bus.ids, names, strict=True):
-        model = _retried(bus.ping, dxl_id)
-        if model not in X_SERIES_MODELS:
-            raise PlayError(f"servo {dxl_id} ({name}): model number {model} is not an X-series servo")
-        found = bus.read_mode(dxl_id)
-        if found != mode:
-            raise PlayError(f"servo {dxl_id} ({name}): Operating Mode(11) is {found}, the curves need {mode}")
-
-
-def _retried(call, *args, attempts: int = 3):
-    """``call(*args)``, tried again after a lost status packet (a busy bus can drop one)."""
-    for attempt in range(attempts):
-        try:
-            return call(*args)
-        except PlayError:
-            if attempt == attempts - 1:
-                raise
 
 
 def _stream(bus, ticks, rate, readback: str, progress=None, clock=None):
@@ -449,7 +317,7 @@ def _stream(bus, ticks, rate, readback: str, progress=None, clock=None):
         spare = clock() + 0.5 * period < start + (f + 1) * period
         if readback == "every" or (readback == "spare" and spare):
             try:
-                read.append((f, _retried(bus.present) if readback == "every" else bus.present()))
+                read.append((f, retried(bus.present) if readback == "every" else bus.present()))
             except PlayError:  # a lost status packet costs one sample of the report, not the clip
                 missed += 1
         if progress is not None and (f % 50 == 0 or f == len(ticks) - 1):

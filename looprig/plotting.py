@@ -13,7 +13,8 @@ from pathlib import Path
 
 import numpy as np
 
-from .core.curves.actuator_curves import DERIVATIVE, ActuatorCurves, all_violations, derivative_unit
+from .core.curves.actuator_curves import DERIVATIVE, ActuatorCurves, derivative_unit
+from .core.curves.limit_checks import all_violations
 from .core.curves.violations import Violation
 from .core.errors import LooprigError
 from .outputs import write_bytes
@@ -71,7 +72,7 @@ def plot_curves(
     One row per actuator: position [rad or m] on the left (with the lower and
     upper limits dashed), velocity [rad/s or m/s] on the right with the allowed
     band ``-limit..+limit`` shaded green. Intervals in ``violations`` (default:
-    :func:`~looprig.core.curves.actuator_curves.all_violations` of ``curves``) are shaded red
+    :func:`~looprig.core.curves.limit_checks.all_violations` of ``curves``) are shaded red
     (position and tick-range ones on the position plot, velocity ones on the
     velocity plot) or orange (acceleration, on the velocity plot), widened by
     half a sample each way so a single violating sample shows. The file is

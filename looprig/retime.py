@@ -21,7 +21,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from .core import LooprigError
-from .core.curves.actuator_curves import ActuatorCurves, all_violations
+from .core.curves.actuator_curves import ActuatorCurves
+from .core.curves.limit_checks import all_violations
 from .core.retarget import RetargetResult, TrackSamples, retarget
 from .core.tracks.retime import RetimeError, Retiming, SpeedProfile, plan_retiming
 

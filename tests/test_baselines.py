@@ -12,16 +12,10 @@ import pytest
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 from looprig.core import JointKind, MechanismError, TargetError, single_threaded_blas
-from looprig.core.baselines.serial_ik import (
-    METHODS,
-    CCDSettings,
-    JacobianSettings,
-    SerialChain,
-    TriangulationSettings,
-    ccd,
-    position_jacobian,
-    triangulation,
-)
+from looprig.core.baselines.chain import SerialChain
+from looprig.core.baselines.geometric import CCDSettings, TriangulationSettings, ccd, triangulation
+from looprig.core.baselines.jacobian import JacobianSettings, position_jacobian
+from looprig.core.baselines.methods import METHODS
 from looprig.core.library import build
 from looprig.core.library.serial import (
     TRIANGULATION_PAPER_LENGTHS,

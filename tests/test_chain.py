@@ -7,7 +7,7 @@ import json
 import numpy as np
 import pytest
 from looprig.core import FrameObjective, IKProblem, solve_fk
-from looprig.core.curves.actuator_curves import all_violations
+from looprig.core.curves.limit_checks import all_violations
 from looprig.core.library import build
 from looprig.core.maths.rotations import matrix_from_rotvec, quat_from_matrix
 from looprig.core.retarget import RetargetMapping, TargetSpec, TrackSamples, retarget

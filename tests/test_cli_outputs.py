@@ -19,7 +19,7 @@ from looprig.core.errors import LooprigWarning
 from looprig.core.export import read_csv, write_csv
 from shots import fourbar_shot
 
-from looprig import app, cli, outputs
+from looprig import app, cli, commands, outputs
 from looprig.cli import main
 
 MODELS = Path(__file__).resolve().parents[2] / "shared" / "models"
@@ -276,7 +276,7 @@ def test_every_setting_has_an_option_that_overrides_the_mapping(capsys, tmp_path
         flag = "--" + ("no-" if value is False else "") + setting.name.replace("_", "-")
         text = [] if setting.kind is bool else [str(value)]
         args = parser.parse_args(["retarget", "fourbar", "t.json", "--map", "m.json", "-o", "o", flag, *text])
-        assert cli.setting_overrides(args) == {setting.name: value}
+        assert commands.setting_overrides(args) == {setting.name: value}
     out = tmp_path / "r"
     assert retarget(capsys, shot, out, "--rate", "60")[0] == 0
     report = json.loads((out / "report.json").read_text())

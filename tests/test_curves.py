@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from looprig.core.curves.actuator_curves import (
-    ActuatorCurves,
+from looprig.core.curves.actuator_curves import ActuatorCurves
+from looprig.core.curves.limit_checks import (
     LimitCheckSettings,
     all_violations,
     check_limits,

@@ -8,8 +8,8 @@ from looprig.core.curves.actuator_curves import ActuatorCurves
 from looprig.core.library import build
 from shots import fourbar_shot
 
-from looprig.app import write_curves
 from looprig.cli import main
+from looprig.curve_files import write_curves
 
 
 def test_a_looped_retarget_writes_files_that_pass_the_cyclic_check(tmp_path, capsys):

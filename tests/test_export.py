@@ -9,7 +9,8 @@ import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from looprig.core.curves.actuator_curves import ActuatorCurves, check_limits
+from looprig.core.curves.actuator_curves import ActuatorCurves
+from looprig.core.curves.limit_checks import check_limits
 from looprig.core.curves.resample import PeakLossWarning, ResampleSettings, resample
 from looprig.core.curves.violations import LimitViolationError
 from looprig.core.errors import CurvesError, LooprigError, LooprigWarning

@@ -26,7 +26,8 @@ from collections import Counter
 from pathlib import Path
 
 import numpy as np
-from looprig.core.curves.actuator_curves import ActuatorCurves, all_violations
+from looprig.core.curves.actuator_curves import ActuatorCurves
+from looprig.core.curves.limit_checks import all_violations
 from looprig.core.errors import LooprigError
 from looprig.core.export import (
     CHeaderSettings,

@@ -1,4 +1,4 @@
-"""The live link (looprig/live.py) through the real ``dynamixel-sdk`` against the emulated bus
+"""The live link (looprig/live/) through the real ``dynamixel-sdk`` against the emulated bus
 (tests/dxl_emulator.py): every packet within the limits, a timeline jump as a limited move of
 the closed-form duration, the stop within one period, the port pulled mid-stream, and the
 servos checked before the first packet."""
@@ -15,7 +15,7 @@ from looprig.core.export import write_json
 
 from looprig import live
 from looprig.cli import main
-from looprig.play import PlayError
+from looprig.servo_bus import PlayError
 
 pytest.importorskip("dynamixel_sdk")
 pytest.importorskip("ruckig")

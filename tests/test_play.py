@@ -25,7 +25,7 @@ from looprig.core.export import (
     write_json,
 )
 
-from looprig import play
+from looprig import play, servo_bus
 from looprig.cli import main
 
 pytest.importorskip("dynamixel_sdk")
@@ -273,13 +273,13 @@ def test_record_reads_every_frame_even_when_the_frames_leave_no_spare_time(tmp_p
     a recording after every frame."""
     path = curves_file(tmp_path, seconds=0.5)
     plan = play.load_plan(path)
-    send = play.DynamixelBus.send_goals
+    send = servo_bus.DynamixelBus.send_goals
 
     def slow_send(bus, ticks):
         send(bus, ticks)
         time.sleep(0.6 / RATE)
 
-    monkeypatch.setattr(play.DynamixelBus, "send_goals", slow_send)
+    monkeypatch.setattr(servo_bus.DynamixelBus, "send_goals", slow_send)
     start = [Servo(i + 1, position=int(plan.ticks[0, i])) for i in range(2)]
     with EmulatedBus(start) as bus:
         plain = play.play(plan, bus.port, settle=0.02)

@@ -5,7 +5,8 @@ import sys
 
 import numpy as np
 import pytest
-from looprig.core.curves.actuator_curves import ActuatorCurves, check_limits
+from looprig.core.curves.actuator_curves import ActuatorCurves
+from looprig.core.curves.limit_checks import check_limits
 from looprig.core.curves.violations import Violation
 
 from looprig.plotting import MissingDependencyError, PlotSettings, plot_curves

@@ -18,7 +18,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 from looprig.cad_import import load_mechanism
-from looprig.core.curves.actuator_curves import all_violations
+from looprig.core.curves.limit_checks import all_violations
 from looprig.core.errors import LooprigWarning
 from looprig.core.retarget import RetargetMapping, TargetSpec, TrackSamples, retarget
 from scipy.spatial.transform import Rotation

@@ -5,9 +5,16 @@ import pytest
 from looprig.core import TargetError
 from looprig.core.library import build
 from looprig.core.library.clips import boxer_singular_clip
-from looprig.core.retarget.mapping import ComSpec, RetargetMapping, SupportPhase, TargetSpec
-from looprig.core.retarget.pipeline import RetargetCancelled, _com_targets, _target_arrays, retarget
-from looprig.core.tracks.samples import TrackSamples
+from looprig.core.retarget import (
+    ComSpec,
+    RetargetCancelled,
+    RetargetMapping,
+    SupportPhase,
+    TargetSpec,
+    TrackSamples,
+    retarget,
+)
+from looprig.core.retarget.targets import com_targets, target_arrays
 from scipy.spatial.transform import Rotation
 
 
@@ -50,7 +57,7 @@ def test_unknown_track_is_named():
     samples = TrackSamples(np.zeros(1), {"hand": np.zeros((1, 3))}, {"hand": np.eye(3)[None]})
     mapping = RetargetMapping((TargetSpec("wrist", "hand"),))
     with pytest.raises(TargetError, match="no track 'wrist'; tracks are: hand"):
-        _target_arrays(mapping, samples)
+        target_arrays(mapping, samples)
 
 
 def test_support_phases_put_the_com_target_over_the_feet():
@@ -69,12 +76,12 @@ def test_support_phases_put_the_com_target_over_the_feet():
             )
         ),
     )
-    positions, _, _ = _target_arrays(mapping, samples)
-    com = _com_targets(mapping, samples, positions)
+    positions, _, _ = target_arrays(mapping, samples)
+    com = com_targets(mapping, samples, positions)
     assert np.allclose(com[:2], feet["l"]) and np.allclose(com[3:], 0.0)
     gap = RetargetMapping(mapping.targets, com=ComSpec(support=(SupportPhase(0.0, 1.0, ("left_foot",)),)))
     with pytest.raises(TargetError, match=r"do not cover t = 1\.5"):
-        _com_targets(gap, samples, positions)
+        com_targets(gap, samples, positions)
 
 
 def test_unreachable_frames_are_flagged_and_stay_assembled():

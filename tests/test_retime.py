@@ -10,7 +10,8 @@ import json
 
 import numpy as np
 import pytest
-from looprig.core.curves.actuator_curves import ActuatorCurves, all_violations
+from looprig.core.curves.actuator_curves import ActuatorCurves
+from looprig.core.curves.limit_checks import all_violations
 from looprig.core.maths.rotations import quat_from_matrix
 from looprig.core.retarget import RetargetMapping, TargetSpec, TrackSamples, retarget
 from looprig.core.tracks.format import Clip, Track, write_tracks

@@ -6,7 +6,8 @@ inside its limits left unchanged by retarget's limit_mode "hold"."""
 import numpy as np
 import pytest
 from looprig.core import IKProblem
-from looprig.core.curves.actuator_curves import ActuatorCurves, LimitCheckSettings, all_violations
+from looprig.core.curves.actuator_curves import ActuatorCurves
+from looprig.core.curves.limit_checks import LimitCheckSettings, all_violations
 from looprig.core.library import build
 from looprig.core.maths.rotations import quat_to_matrix
 from looprig.core.retarget import RetargetMapping, TargetSpec, TrackSamples, retarget

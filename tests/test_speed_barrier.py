@@ -10,7 +10,7 @@ import json
 import numpy as np
 import pytest
 from looprig.core import Mechanism
-from looprig.core.curves.actuator_curves import all_violations
+from looprig.core.curves.limit_checks import all_violations
 from looprig.core.errors import LooprigWarning
 from looprig.core.library import build
 from looprig.core.library.clips import delta_platform_clip

@@ -343,9 +343,8 @@ def test_the_nod_with_the_held_motors_welded_is_as_exact_through_the_clip_solver
     as the per-frame solver does: the same accuracy, and the neck's motors' curves agree
     to 1e-9 rad with the unwelded robot's started from a given state (which retarget does
     not weld: its 28 held motors are locked row by row and solved frame by frame)."""
-    from looprig.core.model.rigid import RigidGroups
+    from looprig.core.model.rigid import RigidGroups, welded
     from looprig.core.retarget import retarget
-    from looprig.core.solvers.holding import welded
 
     model, _ = load(TODDLERBOT)
     m = model.mechanism
@@ -373,7 +372,7 @@ def test_welding_a_differentials_source_keeps_the_others_term():
     """Welding waist_act_1 leaves both waist couplings on waist_act_2 alone (its term
     unchanged); welding both fixes waist_roll and waist_yaw; a follower cannot be welded."""
     from looprig.core.errors import MechanismError
-    from looprig.core.solvers.holding import welded
+    from looprig.core.model.rigid import welded
 
     model, _ = load(TODDLERBOT)
     m = model.mechanism

@@ -19,15 +19,8 @@ import numpy as np
 from scipy.interpolate import PchipInterpolator
 
 from ..errors import CurvesError, LooprigError, LooprigWarning, did_you_mean
-from .actuator_curves import (
-    DERIVATIVE,
-    DERIVATIVE_METHODS,
-    ActuatorCurves,
-    LimitCheckSettings,
-    all_violations,
-    derivative_unit,
-    uniform_times,
-)
+from .actuator_curves import DERIVATIVE, DERIVATIVE_METHODS, ActuatorCurves, derivative_unit, uniform_times
+from .limit_checks import LimitCheckSettings, all_violations
 
 RESAMPLE_METHODS = ("cubic", "pchip", "linear")
 

@@ -1,6 +1,6 @@
 """Hardware exports of actuator curves, and readers for round trips.
 
-Every writer checks the curves first (:func:`looprig.core.curves.actuator_curves.all_violations`:
+Every writer checks the curves first (:func:`looprig.core.curves.limit_checks.all_violations`:
 position, velocity and acceleration limits, plus the violations carried from a
 resampled source; the Dynamixel formats add the motor's tick range) and
 **refuses** to write when any limit is broken: it raises

@@ -14,7 +14,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..curves.actuator_curves import ActuatorCurves, LimitCheckSettings, derivative_unit
+from ..curves.actuator_curves import ActuatorCurves, derivative_unit
+from ..curves.limit_checks import LimitCheckSettings
 from ..curves.violations import Violation
 from ..errors import CurvesError, did_you_mean
 from .common import check_format, plain_id, read_text, reading

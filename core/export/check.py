@@ -26,7 +26,8 @@ from pathlib import Path
 
 import numpy as np
 
-from ..curves.actuator_curves import ActuatorCurves, LimitCheckSettings, all_violations, derivative_unit
+from ..curves.actuator_curves import ActuatorCurves, derivative_unit
+from ..curves.limit_checks import LimitCheckSettings, all_violations
 from ..curves.violations import Violation, merge_violations, violations_from_excess
 from ..errors import CurvesError
 from .c_header import C_HEADER_FORMAT, read_c_header

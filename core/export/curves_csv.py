@@ -19,7 +19,8 @@ from pathlib import Path
 
 import numpy as np
 
-from ..curves.actuator_curves import ActuatorCurves, LimitCheckSettings
+from ..curves.actuator_curves import ActuatorCurves
+from ..curves.limit_checks import LimitCheckSettings
 from ..curves.violations import Violation
 from ..errors import CurvesError
 from .common import (

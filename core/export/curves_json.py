@@ -15,7 +15,8 @@ from collections.abc import Mapping, Sequence
 
 import numpy as np
 
-from ..curves.actuator_curves import ActuatorCurves, LimitCheckSettings, derivative_unit
+from ..curves.actuator_curves import ActuatorCurves, derivative_unit
+from ..curves.limit_checks import LimitCheckSettings
 from ..curves.violations import Violation
 from ..errors import CurvesError
 from .common import (

@@ -14,7 +14,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..curves.actuator_curves import UNITS, ActuatorCurves, LimitCheckSettings
+from ..curves.actuator_curves import UNITS, ActuatorCurves
+from ..curves.limit_checks import LimitCheckSettings
 from ..curves.violations import Violation
 from ..errors import CurvesError, did_you_mean
 from .common import (

@@ -1,7 +1,7 @@
 """The refusal gate every curve export passes before it writes.
 
 :func:`gate` collects the violations an export would record (the curves'
-limits through :func:`~looprig.core.curves.actuator_curves.all_violations`, plus any the
+limits through :func:`~looprig.core.curves.limit_checks.all_violations`, plus any the
 format adds) and raises :class:`~looprig.core.curves.violations.LimitViolationError`
 unless the caller allows them; nothing is written then. :func:`ticks_gate`
 adds the servo's tick range for the Dynamixel formats: ticks outside the
@@ -20,7 +20,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..curves.actuator_curves import ActuatorCurves, LimitCheckSettings, all_violations
+from ..curves.actuator_curves import ActuatorCurves
+from ..curves.limit_checks import LimitCheckSettings, all_violations
 from ..curves.violations import LimitViolationError, Violation, merge_violations, summarize_violations
 from .dynamixel import (
     DXL_REGISTER_RANGE,

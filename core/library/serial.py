@@ -5,7 +5,7 @@ The chain of Müller-Cajar & Mukundan (2007, seed 001, Sec. 4.1) is
 (spherical) joints, the first one at the base, straight along +y at rest.
 :func:`solve_tip_ik` solves position IK of its tip with looprig's state-based
 IK (:func:`looprig.core.solve_ik`) and returns the same result type as the
-baselines of :mod:`looprig.core.baselines.serial_ik`, so both can be compared directly.
+baselines of :mod:`looprig.core.baselines.chain`, so both can be compared directly.
 
 Lengths are in the caller's unit (the paper's "units"); looprig reads them as
 metres. Bodies are world-aligned in the rest pose, as the library assumes.
@@ -13,7 +13,7 @@ metres. Bodies are world-aligned in the rest pose, as the library assumes.
 
 import numpy as np
 
-from ..baselines.serial_ik import SerialChain, SerialIKResult
+from ..baselines.chain import SerialChain, SerialIKResult
 from ..errors import MechanismError
 from ..maths.rotations import quat_from_matrix, quat_to_matrix
 from ..model.mechanism import Mechanism
@@ -87,7 +87,7 @@ def chain_state(mechanism: Mechanism, rotations: np.ndarray) -> np.ndarray:
     """State (n + 1, 7) of a :func:`serial_chain` mechanism in the pose ``rotations``.
 
     rotations: (n, 3, 3) world rotation of each link from its rest orientation,
-    as in :mod:`looprig.core.baselines.serial_ik`; the joints are assembled exactly, so a
+    as in :mod:`looprig.core.baselines.chain`; the joints are assembled exactly, so a
     baseline's answer can start looprig's IK.
     """
     chain = chain_of(mechanism)

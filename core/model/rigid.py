@@ -301,3 +301,39 @@ def _merged_body(mechanism: Mechanism, members: list[str], leader: str) -> Body:
         inertia=inertia,
         grounded=any(b.grounded for b in bodies),
     )
+
+
+def welded(mechanism: Mechanism, motors) -> Mechanism:
+    """``mechanism`` with the joints of ``motors`` (actuator names) fixed in the initial
+    configuration: what holding them there means, with their bodies left to be merged
+    into those they are welded to (:class:`~looprig.core.model.rigid.RigidGroups`) instead of
+    locked by a row each. A coupling loses its welded sources (their values stay 0, where
+    every ``P_k`` vanishes); one left with none fixes its joint too (its offset is 0 in an
+    assembled mechanism), and so on down the couplings. A welded motor that follows a
+    coupling is refused (``MechanismError``)."""
+    fixed = {mechanism.actuated_joint(m).name for m in motors}
+    followers = {c.joint: c.name for c in mechanism.couplings}
+    clash = sorted(fixed & set(followers))
+    if clash:
+        raise MechanismError(
+            f"motor on joint {clash[0]!r} follows coupling {followers[clash[0]]!r}: it cannot be welded"
+        )
+    couplings = list(mechanism.couplings)
+    while True:
+        kept = []
+        for c in couplings:
+            live = [k for k, source in enumerate(c.sources) if source not in fixed]
+            if not live:
+                fixed.add(c.joint)
+                continue
+            polynomial = tuple(c.polynomial[k] for k in live) if c.polynomial else ()
+            sources, ratios = tuple(c.sources[k] for k in live), tuple(c.ratios[k] for k in live)
+            kept.append(dataclasses.replace(c, sources=sources, ratios=ratios, polynomial=polynomial))
+        if len(kept) == len(couplings):
+            break
+        couplings = kept
+    joints = [
+        dataclasses.replace(j, kind=JointKind.FIXED, actuator=None) if j.name in fixed else j
+        for j in mechanism.joints
+    ]
+    return Mechanism(mechanism.bodies, joints, mechanism.frames, mechanism.name, kept)

@@ -1,8 +1,5 @@
 """The mapping: how a clip drives a mechanism, and its file form.
 
-One module although long: each mapping entry's record, its validation and its file
-form side by side, so the three stay in step.
-
 Targets (which track drives which frame, with which weights and offset), aims
 (which frame axis looks at which tracked or fixed point), an optional
 centre-of-mass objective, the motors, the start pose, held motors, and
@@ -25,6 +22,7 @@ from ..model.mechanism import Mechanism, actuator_name_choices
 from ..model.parts import LIMIT_FIELDS, LimitSource
 from ..model.servos import ServoError, derived_acceleration_limits, servo_model
 from ..terms.aim import AimObjective, unit_vector
+from .json_records import json_list, json_object, plain_numbers, record_from_json
 from .settings import RETARGET_SETTINGS, RetargetSettings
 
 MAPPING_VERSION = 1
@@ -112,7 +110,7 @@ class AimSpec:
         if (self.track is None) == (self.point is None):
             raise TargetError(f"{where}: give the point it looks at as a track or a fixed point, one of them")
         if self.point is not None:
-            p = np.asarray(self.point, dtype=float) if _numbers(self.point) else None
+            p = np.asarray(self.point, dtype=float) if plain_numbers(self.point) else None
             if p is None or p.shape != (3,) or not np.all(np.isfinite(p)):
                 raise TargetError(f"{where}: point must be 3 finite numbers [m], got {self.point!r:.80}")
         unit_vector(self.up_direction, f"{where}: up_direction")
@@ -161,7 +159,7 @@ class ComSpec:
     support: tuple[SupportPhase, ...] = ()
 
     def __post_init__(self):
-        w = np.asarray(self.weight, dtype=float) if _numbers(self.weight) else None
+        w = np.asarray(self.weight, dtype=float) if plain_numbers(self.weight) else None
         if w is None or w.shape != (3,) or not np.all(np.isfinite(w)) or np.any(w < 0):
             raise TargetError(
                 f"mapping com: weight must be 3 finite non-negative numbers, got {self.weight!r:.80}"
@@ -341,32 +339,36 @@ class RetargetMapping(RetargetSettings):
         if "targets" not in data and "aims" not in data:
             raise TargetError(f"{source}: the mapping has no 'targets' list (nor 'aims')")
         settings = {s.name: s.check(data[s.name], source) for s in RETARGET_SETTINGS if s.name in data}
-        targets = _list(data.get("targets", []), f"{source}: targets")
-        targets = tuple(_record(TargetSpec, t, f"{source}: target {i}") for i, t in enumerate(targets))
-        aims = _list(data.get("aims", []), f"{source}: aims")
-        aims = tuple(_record(AimSpec, a, f"{source}: aim {i}") for i, a in enumerate(aims))
+        targets = json_list(data.get("targets", []), f"{source}: targets")
+        targets = tuple(
+            record_from_json(TargetSpec, t, f"{source}: target {i}") for i, t in enumerate(targets)
+        )
+        aims = json_list(data.get("aims", []), f"{source}: aims")
+        aims = tuple(record_from_json(AimSpec, a, f"{source}: aim {i}") for i, a in enumerate(aims))
         com = None
         if data.get("com") is not None:
-            c = dict(_object(data["com"], f"{source}: com"))
+            c = dict(json_object(data["com"], f"{source}: com"))
             c["support"] = tuple(
-                _record(SupportPhase, p, f"{source}: com support phase {i}")
-                for i, p in enumerate(_list(c.get("support", []), f"{source}: com support"))
+                record_from_json(SupportPhase, p, f"{source}: com support phase {i}")
+                for i, p in enumerate(json_list(c.get("support", []), f"{source}: com support"))
             )
-            com = _record(ComSpec, c, f"{source}: com")
-        start = dict(_object(data["start"], f"{source}: start")) if data.get("start") is not None else None
+            com = record_from_json(ComSpec, c, f"{source}: com")
+        start = (
+            dict(json_object(data["start"], f"{source}: start")) if data.get("start") is not None else None
+        )
         motors = data.get("motors")
         if motors is not None:
-            motors = _list(motors, f"{source}: motors")
+            motors = json_list(motors, f"{source}: motors")
             if not all(isinstance(name, str) for name in motors):
                 raise TargetError(f"{source}: motors must be a list of joint names, got {motors!r}")
             motors = tuple(motors)
-        hold = _list(data.get("hold", []), f"{source}: hold")
+        hold = json_list(data.get("hold", []), f"{source}: hold")
         if not all(isinstance(name, str) for name in hold):
             raise TargetError(f"{source}: hold must be a list of motor names, got {hold!r}")
         limits = data.get("motor_limits")
-        limits = None if limits is None else dict(_object(limits, f"{source}: motor_limits"))
+        limits = None if limits is None else dict(json_object(limits, f"{source}: motor_limits"))
         servo = data.get("servo")
-        servo = None if servo is None else dict(_object(servo, f"{source}: servo"))
+        servo = None if servo is None else dict(json_object(servo, f"{source}: servo"))
         return cls(
             targets=targets,
             aims=aims,
@@ -411,51 +413,7 @@ def _with_derived(mechanism: Mechanism, states) -> Mechanism:
     )
 
 
-def _numbers(values) -> bool:
-    """Whether ``values`` is a sequence of plain numbers (no booleans, strings, objects)."""
-    return isinstance(values, list | tuple) and all(
-        isinstance(v, int | float) and not isinstance(v, bool) for v in values
-    )
-
-
 def _flag(value, source: str) -> bool:
     if not isinstance(value, bool):
         raise TargetError(f"{source}: derive_acceleration must be true or false, got {value!r:.80}")
     return value
-
-
-def _object(value, where: str) -> Mapping:
-    if not isinstance(value, Mapping):
-        raise TargetError(f"{where} must be a JSON object, got {value!r}")
-    return value
-
-
-def _list(value, where: str) -> list:
-    if not isinstance(value, list | tuple):
-        raise TargetError(f"{where} must be a list, got {value!r}")
-    return list(value)
-
-
-def _record(cls, value, where: str):
-    """``cls(**value)`` for a JSON object, with lists as tuples; errors name ``where``
-    (``"<file>: <object>"``) and the missing or unknown keys."""
-    fields = {f.name for f in dataclasses.fields(cls)}
-    value = _object(value, where)
-    source, _, what = where.partition(": ")
-    unknown = sorted(set(value) - fields)
-    missing = sorted(f.name for f in dataclasses.fields(cls) if f.name not in value and _required(f))
-    if unknown or missing:
-        problem = f"unknown keys {unknown} (valid: {sorted(fields)})" if unknown else f"missing {missing}"
-        raise TargetError(f"{source}: malformed mapping ({what}: {problem})")
-    try:
-        return cls(**_tuples(value))
-    except (TypeError, ValueError) as error:
-        raise TargetError(f"{source}: malformed mapping ({what}: {error})") from None
-
-
-def _required(f: dataclasses.Field) -> bool:
-    return f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING
-
-
-def _tuples(d: Mapping) -> dict:
-    return {k: tuple(v) if isinstance(v, list) else v for k, v in d.items()}

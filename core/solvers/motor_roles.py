@@ -1,0 +1,181 @@
+"""The first-order picture behind holding motors (:mod:`.holding`): at a pose, which
+motors move the targeted frames and the centre of mass, which directions the others
+leave free, how much mass each motor's motion carries, and which joints close loops."""
+
+import numpy as np
+
+from ..maths.rotations import quat_to_matrix
+from ..model.graph import cycle_rank
+from ..model.parts import JointKind
+from ..model.readoff import ActuatorReadout
+from ..terms import ComObjective, ComTask, FrameObjective, FrameTask, Reference, Targets
+from ..terms.base import motor_units
+from .fk import solve_fk
+from .ik import IKProblem
+
+#: Assembled poses besides the start where a motor must also be unused, and their spread [rad | L].
+CHECK_POSES, CHECK_SPREAD = 4, 0.1
+#: A motor is unused when a unit motion of it moves the objectives less than this times L [m].
+UNUSED_TOLERANCE = 1e-8
+#: Relative singular value below which a direction counts as lost (rank tests).
+RANK_TOLERANCE = 1e-6
+
+
+class Linearization:
+    """The maps of one pose in dimensionless tangent coordinates (translations in units of
+    L): constraints E (m, N), motors P (A, N) [rad | L], objectives O (r, N) [m], with
+    weighted axes counted at weight one (orientation rows times L)."""
+
+    def __init__(self, problem: IKProblem, state: np.ndarray):
+        cs, readout = problem.constraints, problem.readout
+        L = cs.length_scale
+        R = quat_to_matrix(state[:, 3:])[None]
+        s = state[None]
+        frames = FrameTask(
+            problem.mechanism,
+            [
+                FrameObjective(f.frame, np.greater(f.position_weight, 0), np.greater(f.orientation_weight, 0))
+                for f in problem.frames
+            ],
+        )
+        points, axes = frames.poses(s, R)
+        com = None
+        if problem.com is not None:
+            com_task = ComTask(problem.mechanism, ComObjective(np.greater(problem.com.weight, 0)))
+            com = com_task.com(s)
+        reference = Reference(s, R, readout.read(s, R=R))
+        point = problem.point(s, Targets(points, axes, com), reference, R)
+        scale = 1.0 / problem.step_scale  # tangent per dimensionless unit: L [m] or 1 [rad]
+        self.E = np.concatenate([t.linearize(point).jacobian[0] for t in problem.equality_terms]) * scale
+        units = motor_units(readout, L)
+        self.P = readout.jacobian(s, R, cs.column_of_body, cs.n_vars)[0] * units[:, None] * scale
+        rows = [np.zeros((0, cs.n_vars))]
+        if len(frames):
+            J = frames.residual(point)[1][0]
+            J[3 * len(frames) :] *= L
+            rows.append(J)
+        if com is not None:
+            rows.append(com_task.residual(point)[1][0])
+        self.O = np.concatenate(rows) * scale
+        self.state, self.R, self.L = state, R[0], L
+        # (N, d): the motions that keep the constraints, to the precision of the loops' file
+        self.assembled = _null_space(self.E, problem.mechanism.closure_gap)
+
+    def free_directions(self, locked) -> np.ndarray:
+        """Orthonormal basis (N, d) of the motions that keep the constraints and the ``locked`` motors."""
+        locked = list(locked)
+        if not locked:
+            return self.assembled
+        return self.assembled @ _null_space(self.P[locked] @ self.assembled)
+
+    def motor_directions(self, locked):
+        """Per motor, the motion (N,) that turns it by one unit with the other motors (and the
+        ``locked`` ones) held, or None where the motor cannot move alone (it is coupled to others)."""
+        Z = self.free_directions(locked)
+        PZ = self.P @ Z
+        out = []
+        for i in range(len(self.P)):
+            unit = np.eye(len(self.P))[i]
+            x = np.linalg.lstsq(PZ, unit, rcond=None)[0]
+            out.append(None if np.abs(PZ @ x - unit).max(initial=0.0) > 1e-6 else Z @ x)
+        return out
+
+    def objective_rank(self, locked) -> int:
+        """Rank of the objectives' Jacobian over the motions that keep ``locked`` motors held."""
+        return _rank(self.O @ self.free_directions(locked))
+
+
+def _null_space(A: np.ndarray, floor: float = 0.0) -> np.ndarray:
+    """Orthonormal basis (n, d) of the null space of A (m, n), singular values below 1e-10
+    of the largest, or below ``floor`` (absolute, A's units), counted as zero."""
+    if A.shape[0] == 0:
+        return np.eye(A.shape[1])
+    _, sigma, Vt = np.linalg.svd(A)
+    largest = sigma.max(initial=0.0)
+    rank = int((sigma > max(1e-10 * largest, floor)).sum()) if largest > 0 else 0
+    return Vt[rank:].T
+
+
+def _range(A: np.ndarray, tolerance: float) -> np.ndarray:
+    """Orthonormal basis of the range of A (singular values above ``tolerance``)."""
+    if A.size == 0:
+        return np.zeros((len(A), 0))
+    U, sigma, _ = np.linalg.svd(A, full_matrices=False)
+    return U[:, sigma > tolerance]
+
+
+def _rank(A: np.ndarray) -> int:
+    if A.size == 0:
+        return 0
+    sigma = np.linalg.svd(A, compute_uv=False)
+    return int((sigma > RANK_TOLERANCE * max(sigma.max(initial=0.0), 1e-300)).sum())
+
+
+def kinetic_energy(problem: IKProblem, lin: Linearization, motion: np.ndarray) -> float:
+    """Kinetic energy per unit motor speed [kg m^2] of a dimensionless tangent motion (N,)."""
+    cs, mechanism = problem.constraints, problem.mechanism
+    energy = 0.0
+    for b in cs.free_bodies:
+        body = mechanism.bodies[b]
+        v = lin.L * motion[cs.column_of_body[b] : cs.column_of_body[b] + 3]
+        w = motion[cs.column_of_body[b] + 3 : cs.column_of_body[b] + 6]
+        energy += body.mass * float(v @ v)
+        if body.inertia is not None:
+            R = lin.R[b]
+            energy += float(w @ (R @ np.asarray(body.inertia, float) @ R.T) @ w)
+    return energy
+
+
+def check_poses(problem: IKProblem, state: np.ndarray) -> list[np.ndarray]:
+    """Assembled states around ``state`` with the motors moved by about CHECK_SPREAD (seeded)."""
+    readout: ActuatorReadout = problem.readout
+    values = readout.read(state)
+    spread = CHECK_SPREAD * np.where(readout.is_angle, 1.0, problem.constraints.length_scale)
+    rng = np.random.default_rng(1)
+    poses = []
+    for _ in range(CHECK_POSES):
+        moved = solve_fk(
+            problem.mechanism, values + spread * rng.normal(size=len(values)), state, raise_on_failure=False
+        )
+        if moved.converged:
+            poses.append(moved.state)
+    return poses
+
+
+def unused_motors(problem: IKProblem, lins: list[Linearization]) -> np.ndarray:
+    """(A,) bool: motors that can move with the other motors held (not fixed by them, as in
+    an over-actuated loop) and whose motion then moves the objectives in no direction that
+    the passive motions (a floating base, every motor held) do not already give, by more
+    than UNUSED_TOLERANCE L per unit, at every pose."""
+    n = len(problem.readout.names)
+    unused = np.ones(n, bool)
+    for lin in lins:
+        passive = lin.O @ lin.free_directions(range(n))
+        Q = _range(passive, UNUSED_TOLERANCE * lin.L)
+        for i in np.flatnonzero(unused):
+            alone = lin.free_directions([k for k in range(n) if k != i])
+            if np.linalg.norm(lin.P[i] @ alone) <= 1e-6:  # the others fix it (over-actuated)
+                unused[i] = False
+                continue
+            moved = lin.O @ alone
+            beyond = moved - Q @ (Q.T @ moved)
+            unused[i] = beyond.size == 0 or np.linalg.norm(beyond, 2) <= UNUSED_TOLERANCE * lin.L
+    return unused
+
+
+def loop_joints(mechanism) -> set[str]:
+    """Names of the joints that close a kinematic loop (removing one lowers the cycle rank
+    of the joint graph, grounded bodies merged, ``free`` joints left out)."""
+    node = [-1 if b.grounded else i for i, b in enumerate(mechanism.bodies)]
+    edges = {
+        j.name: (node[mechanism.body_index(j.parent)], node[mechanism.body_index(j.child)])
+        for j in mechanism.joints
+        if j.kind != JointKind.FREE
+    }
+    nodes = sorted(set(node))
+    rank = cycle_rank(nodes, list(edges.values()))
+    return {
+        name
+        for name in edges
+        if cycle_rank(nodes, [edge for other, edge in edges.items() if other != name]) < rank
+    }

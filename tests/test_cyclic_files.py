@@ -55,7 +55,7 @@ def test_the_demo_dance_written_as_a_loop_passes_the_cyclic_check_and_three_loop
     written as one clip, pass ``looprig check --strict``."""
     import dataclasses
 
-    from looprig.app import load_curves
+    from looprig.curve_files import load_curves
     from looprig.demo import CLIP_FILE, MAP_FILE
 
     out = tmp_path / "out"

@@ -20,7 +20,7 @@ it poses, else the bodies' poses moved by
 
 import numpy as np
 
-from ..maths.frame_last import ELIMINATE_FROM, axis_rotation, dot, eliminate, gram, matmul3, substitute, turn
+from ..maths.frame_last import ELIMINATE_FROM, axis_rotation, dot, eliminate, gram, matmul3, solved, turn
 from ..model.parts import JointKind
 from .tree import TreeKinematics
 from .tree_forward import applies, forward
@@ -167,6 +167,7 @@ def _newton(model, poses, positions, rotations, H_all, g_first, values_all, sett
     frame_last = F >= ELIMINATE_FROM  # factors kept (n, n, F) by eliminate, else K (F, n, n) for LAPACK
     n = D + mc
     K_all = np.empty((n, n, F) if frame_last else (F, n, n))  # each frame's last factorised KKT matrix
+    factors_all = np.empty((n, n, F)) if frame_last else None  # and its factors
     Jt_all = np.empty((mt, D, F))  # and the task Jacobian it was made with
     iterations = np.zeros(F, int)
     converged = np.zeros(F, bool)
@@ -192,7 +193,8 @@ def _newton(model, poses, positions, rotations, H_all, g_first, values_all, sett
             )
             K = _kkt_matrix(H_all[..., active[new]], Jt, Jc, compliance)
             if frame_last:
-                K_all[..., active[new]] = eliminate(K.transpose(1, 2, 0))
+                K_all[..., active[new]] = K.transpose(1, 2, 0)
+                factors_all[..., active[new]] = eliminate(K_all[..., active[new]])
             else:
                 K_all[active[new]] = K
             Jt_all[..., active[new]] = Jt
@@ -208,7 +210,7 @@ def _newton(model, poses, positions, rotations, H_all, g_first, values_all, sett
         rhs = -np.concatenate([gradient, rc])  # (D + mc, Fa)
         if frame_last:
             with np.errstate(divide="ignore", invalid="ignore"):  # a singular frame fails below
-                dq = substitute(K_all[..., active], rhs)[:D]
+                dq = solved(K_all[..., active], factors_all[..., active], rhs)[:D]
         else:
             K = K_all[active]
             try:

@@ -17,7 +17,7 @@ from .load import detect_format, load_mechanism, load_model
 from .meshes import MassProperties, load_mesh, mesh_mass_properties
 from .native import NATIVE_SCHEMA, save_mechanism
 from .native_read import load_native
-from .tree import ImportedModel, ImportSettings, MeshRef
+from .specs import ImportedModel, ImportSettings, MeshRef
 
 __all__ = [
     "NATIVE_SCHEMA",

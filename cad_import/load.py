@@ -13,7 +13,8 @@ from ..core.model.mechanism import Mechanism
 from .errors import MAX_MODEL_BYTES, FileFormatError, check_file_size
 from .mjcf import read_mjcf
 from .native_read import load_native
-from .tree import ImportedModel, ImportSettings, TreeModel, build_mechanism
+from .specs import ImportedModel, ImportSettings, TreeModel
+from .tree import build_mechanism
 from .urdf import read_urdf
 
 FORMATS = ("urdf", "mjcf", "native")

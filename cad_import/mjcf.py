@@ -54,7 +54,7 @@ from ..core.maths.rotations import quat_to_matrix
 from ..core.model.parts import LIMIT_FIELDS, JointKind
 from ..core.model.servos import match_servo
 from .errors import MAX_MESH_BYTES, MAX_MODEL_BYTES, FileFormatError, check_file_size
-from .tree import (
+from .specs import (
     DEFAULT_SETTINGS,
     ClosureSpec,
     CouplingSpec,
@@ -65,10 +65,10 @@ from .tree import (
     MeshRef,
     TreeJointSpec,
     TreeModel,
-    build_mechanism,
     invert,
     transform,
 )
+from .tree import build_mechanism
 
 
 def _mujoco():

@@ -63,7 +63,7 @@ from ..core.model.parts import (
     LimitSource,
 )
 from .errors import FileFormatError
-from .tree import ImportedModel
+from .specs import ImportedModel
 
 FORMAT = "looprig-mechanism"
 #: Largest magnitude accepted for any number in a file (lengths in metres, masses in kg...).

@@ -27,7 +27,7 @@ from ..core.model.parts import (
 from ..core.model.servos import ServoError, servo_model
 from .errors import MAX_MODEL_BYTES, FileFormatError, check_file_size
 from .native import FORMAT, MAX_MAGNITUDE, VERSION
-from .tree import ImportedModel, MeshRef
+from .specs import ImportedModel, MeshRef
 
 
 def coupling_from_dict(entry, where: str, path=None) -> Coupling:

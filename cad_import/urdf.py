@@ -54,7 +54,7 @@ from ..core.model.parts import JointKind
 from .closures import closure_kind, find_sidecar, onshape_closures, read_closure_yaml
 from .errors import FileFormatError
 from .meshes import combine_mass_properties, mesh_mass_properties, resolve_mesh_path
-from .tree import (
+from .specs import (
     DEFAULT_SETTINGS,
     ClosureSpec,
     CouplingSpec,
@@ -65,9 +65,9 @@ from .tree import (
     MeshRef,
     TreeJointSpec,
     TreeModel,
-    build_mechanism,
     transform,
 )
+from .tree import build_mechanism
 from .xmlfile import XmlDocument, describe
 
 URDF_JOINT_KINDS = {

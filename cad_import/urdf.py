@@ -1,6 +1,7 @@
 """URDF files -> Mechanism.
 
-One module although long: everything URDF-specific, and nothing else, lives here.
+The common elements are :mod:`.urdf_elements`, a link's inertia, meshes and materials
+:mod:`.urdf_links`, URDF+ loops and couplings :mod:`.urdf_plus`; this module reads the tree.
 
 Read with the standard library's XML parser (line numbers in errors). What is
 read, and how it maps:

@@ -161,10 +161,10 @@ class ClosureSpec:
     line: int | None = None
 
 
-@dataclass
-class CouplingSpec:
-    """A joint coupling in tree coordinates: ``q_joint = offset + sum_k P_k(q_sources[k])``
-    (:class:`~looprig.core.model.parts.Coupling`'s fields, and where the file says it).
+@dataclass(frozen=True, eq=False)
+class CouplingSpec(Coupling):
+    """A joint coupling in tree coordinates (a :class:`~looprig.core.model.parts.Coupling`)
+    and where the file says it (``element``, ``line``).
 
     q are the tree joints' coordinates (zero at the file's zero configuration,
     MJCF ``qpos0``) [rad or m]; the Mechanism's coupling is re-expressed about the
@@ -172,12 +172,6 @@ class CouplingSpec:
     equalities and tendons.
     """
 
-    name: str
-    joint: str
-    sources: tuple[str, ...] | str
-    ratios: tuple[float, ...] | float = 1.0
-    offset: float = 0.0
-    polynomial: tuple[tuple[float, ...], ...] = ()
     element: str = ""
     line: int | None = None
 
@@ -187,7 +181,7 @@ class CouplingSpec:
 
     def linear(self) -> bool:
         """Whether it ties its joint to one source linearly (a gear)."""
-        return len(self.coupling().sources) == 1 and not any(any(p) for p in self.polynomial)
+        return len(self.sources) == 1 and not any(any(p) for p in self.polynomial)
 
 
 @dataclass

@@ -24,7 +24,7 @@ import bpy
 from looprig.core.retarget import AimSpec
 from mathutils import Euler, Vector
 
-from .operators_robot import RobotError, checked_row, fill_from_selection, remove_active
+from .operators_robot import RobotError, add_row, checked_row, draw_rows, remove_active
 from .properties import AIM_AXES
 from .sampling import Source
 
@@ -166,11 +166,7 @@ class LOOPRIG_OT_aim_add(bpy.types.Operator):
     bl_options = {"REGISTER", "UNDO"}
 
     def execute(self, context):
-        settings = context.scene.looprig
-        item = settings.aims.add()
-        fill_from_selection(context, item)
-        item.name = f"aim {len(settings.aims)}"
-        settings.active_aim = len(settings.aims) - 1
+        add_row(context, "aims", "active_aim", "aim")
         return {"FINISHED"}
 
 
@@ -224,11 +220,7 @@ class LOOPRIG_PT_aims(bpy.types.Panel):
             box.label(text="From tracking constraints (the row's orientation is the aim's):")
             for line in lines:
                 box.label(text=line, icon="CONSTRAINT")
-        row = layout.row()
-        row.template_list("LOOPRIG_UL_aims", "", settings, "aims", settings, "active_aim", rows=2)
-        col = row.column(align=True)
-        col.operator("looprig.aim_add", text="", icon="ADD")
-        col.operator("looprig.aim_remove", text="", icon="REMOVE")
+        draw_rows(layout, settings, "aims", "active_aim", "aim", 2)
         if 0 <= settings.active_aim < len(settings.aims):
             item = settings.aims[settings.active_aim]
             col = layout.column()

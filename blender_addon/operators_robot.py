@@ -171,6 +171,27 @@ def remove_active(settings, rows: str, active: str) -> None:
     setattr(settings, active, max(0, min(getattr(settings, active), len(collection) - 1)))
 
 
+def add_row(context, rows: str, active: str, label: str, bone: bool = False) -> None:
+    """Add a row to ``scene.looprig.<rows>`` filled from the selection
+    (:func:`fill_from_selection`), named ``"<label> <n>"``, and make it the active one."""
+    settings = context.scene.looprig
+    collection = getattr(settings, rows)
+    item = collection.add()
+    fill_from_selection(context, item, bone=bone)
+    item.name = f"{label} {len(collection)}"
+    setattr(settings, active, len(collection) - 1)
+
+
+def draw_rows(layout, settings, rows: str, active: str, kind: str, height: int) -> None:
+    """The list of ``settings.<rows>`` (``LOOPRIG_UL_<rows>``, ``height`` rows) with its add
+    and remove buttons (``looprig.<kind>_add``, ``looprig.<kind>_remove``)."""
+    row = layout.row()
+    row.template_list(f"LOOPRIG_UL_{rows}", "", settings, rows, settings, active, rows=height)
+    col = row.column(align=True)
+    col.operator(f"looprig.{kind}_add", text="", icon="ADD")
+    col.operator(f"looprig.{kind}_remove", text="", icon="REMOVE")
+
+
 class LOOPRIG_OT_target_add(bpy.types.Operator):
     """Add a retarget target: the selected animated object (and its active bone) becomes the target,
     the selected robot object (or active bone of the robot's armature) its robot frame"""
@@ -180,11 +201,7 @@ class LOOPRIG_OT_target_add(bpy.types.Operator):
     bl_options = {"REGISTER", "UNDO"}
 
     def execute(self, context):
-        settings = context.scene.looprig
-        item = settings.targets.add()
-        fill_from_selection(context, item, bone=True)
-        item.name = f"target {len(settings.targets)}"
-        settings.active_target = len(settings.targets) - 1
+        add_row(context, "targets", "active_target", "target", bone=True)
         return {"FINISHED"}
 
 

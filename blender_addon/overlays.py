@@ -70,20 +70,14 @@ def draw_graph_overlay():
         geometry = velocity_overlay(samples[0], samples[1], item.velocity_limit)
         tris = rectangles_to_triangles(band_rectangles(geometry, item.velocity_limit))
         if tris:
-            batch = batch_for_shader(shader, "TRIS", {"pos": tris})
-            shader.uniform_float("color", VIOLATION_COLOUR)
-            batch.draw(shader)
+            _draw(shader, "TRIS", tris, VIOLATION_COLOUR)
         lines = [p for x0, y0, x1, y1 in geometry.band for p in ((x0, y0), (x1, y1))]
         gpu.state.line_width_set(1.5)
-        batch = batch_for_shader(shader, "LINES", {"pos": lines})
-        shader.uniform_float("color", BAND_COLOUR)
-        batch.draw(shader)
+        _draw(shader, "LINES", lines, BAND_COLOUR)
         gpu.state.line_width_set(3.0)
         for piece in geometry.over:
             if len(piece) > 1:
-                batch = batch_for_shader(shader, "LINE_STRIP", {"pos": piece})
-                shader.uniform_float("color", OVER_COLOUR)
-                batch.draw(shader)
+                _draw(shader, "LINE_STRIP", piece, OVER_COLOUR)
     gpu.state.line_width_set(1.0)
     gpu.state.blend_set("NONE")
 
@@ -103,9 +97,7 @@ def draw_status_band():
         x0 = view.view_to_region(frame0, 0.0, clip=False)[0]
         x1 = view.view_to_region(frame1, 0.0, clip=False)[0]
         tris = rectangles_to_triangles([(x0, 0.0, x1, float(region.height))])
-        batch = batch_for_shader(shader, "TRIS", {"pos": tris})
-        shader.uniform_float("color", (*STATUS_COLOURS[status][:3], STATUS_BAND_ALPHA))
-        batch.draw(shader)
+        _draw(shader, "TRIS", tris, (*STATUS_COLOURS[status][:3], STATUS_BAND_ALPHA))
     gpu.state.blend_set("NONE")
 
 
@@ -119,11 +111,16 @@ def draw_ghost():
     gpu.state.blend_set("ALPHA")
     gpu.state.line_width_set(2.0)
     for colour, points in segments:
-        batch = batch_for_shader(shader, "LINES", {"pos": points})
-        shader.uniform_float("color", colour)
-        batch.draw(shader)
+        _draw(shader, "LINES", points, colour)
     gpu.state.line_width_set(1.0)
     gpu.state.blend_set("NONE")
+
+
+def _draw(shader, kind: str, points, colour) -> None:
+    """``points`` drawn as ``kind`` ("TRIS", "LINES", "LINE_STRIP") in one ``colour`` (RGBA)."""
+    batch = batch_for_shader(shader, kind, {"pos": points})
+    shader.uniform_float("color", colour)
+    batch.draw(shader)
 
 
 def _handlers():

@@ -10,6 +10,7 @@ from .armature import bone_joint_name
 from .bake import time_label
 from .frame_status import LIMIT_LABELS
 from .motor_feedback import KIND_LABELS, LEGEND_ICONS, PRIORITY
+from .operators_robot import draw_rows
 from .properties import SOLVER_SETTINGS
 from .scene_data import robot_name
 from .status_display import status_item
@@ -222,11 +223,7 @@ class LOOPRIG_PT_targets(_Sidebar, bpy.types.Panel):
     def draw(self, context):
         layout = self.layout
         settings = context.scene.looprig
-        row = layout.row()
-        row.template_list("LOOPRIG_UL_targets", "", settings, "targets", settings, "active_target", rows=3)
-        col = row.column(align=True)
-        col.operator("looprig.target_add", text="", icon="ADD")
-        col.operator("looprig.target_remove", text="", icon="REMOVE")
+        draw_rows(layout, settings, "targets", "active_target", "target", 3)
         if 0 <= settings.active_target < len(settings.targets):
             t = settings.targets[settings.active_target]
             col = layout.column()

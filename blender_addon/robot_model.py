@@ -14,7 +14,7 @@ import math
 import numpy as np
 from looprig.cad_import.errors import FileFormatError
 from looprig.cad_import.meshes import triangle_mass_properties
-from looprig.cad_import.native import coupling_from_dict
+from looprig.cad_import.native_read import coupling_from_dict
 from looprig.core import analyse_mobility
 from looprig.core.errors import LooprigError
 from looprig.core.maths.rotations import nearest_rotation, quat_from_matrix

@@ -15,8 +15,9 @@ File formats are described in ``docs/files.md``.
 from .errors import FileFormatError, FileFormatWarning
 from .load import detect_format, load_mechanism, load_model
 from .meshes import MassProperties, load_mesh, mesh_mass_properties
-from .native import NATIVE_SCHEMA, load_native, save_mechanism
-from .tree import ImportedModel, ImportSettings, MeshRef
+from .native import NATIVE_SCHEMA, save_mechanism
+from .native_read import load_native
+from .specs import ImportedModel, ImportSettings, MeshRef
 
 __all__ = [
     "NATIVE_SCHEMA",

@@ -34,7 +34,7 @@ import numpy as np
 
 from ..core.model.parts import JointKind
 from .errors import MAX_MODEL_BYTES, FileFormatError, check_file_size
-from .tree import CLOSURE_KINDS, ClosureSpec
+from .specs import CLOSURE_KINDS, ClosureSpec
 
 CLOSING_NAME = re.compile(r"^closing_(.+)_([12])$")
 

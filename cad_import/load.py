@@ -12,8 +12,9 @@ from xml.parsers import expat
 from ..core.model.mechanism import Mechanism
 from .errors import MAX_MODEL_BYTES, FileFormatError, check_file_size
 from .mjcf import read_mjcf
-from .native import load_native
-from .tree import ImportedModel, ImportSettings, TreeModel, build_mechanism
+from .native_read import load_native
+from .specs import ImportedModel, ImportSettings, TreeModel
+from .tree import build_mechanism
 from .urdf import read_urdf
 
 FORMATS = ("urdf", "mjcf", "native")

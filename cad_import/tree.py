@@ -1,12 +1,9 @@
-"""The common description every importer fills in, and how it becomes a Mechanism.
-
-One module although long: the tree description and its conversion are one contract
-between every importer and core.
+"""How the common description every importer fills in (:mod:`.specs`) becomes a Mechanism.
 
 URDF and MJCF describe a kinematic **tree** in joint coordinates (each link's
 frame relative to its parent's, moved by the joint value) plus **loop
 closures** (two frames, on two links, that must coincide). Importers translate
-a file into a :class:`TreeModel`; :func:`build_mechanism` then
+a file into a :class:`~.specs.TreeModel`; :func:`build_mechanism` then
 
 1. places every link in the world at the file's zero configuration,
 2. **assembles** the loops: when the closure frames do not coincide there (as in
@@ -21,7 +18,7 @@ a file into a :class:`TreeModel`; :func:`build_mechanism` then
 Actuator coordinates are zero in the initial configuration (a core
 convention), so the file's joint limits are shifted by the assembled joint
 value ``q0``: ``lower = lower_file - q0``. The offsets ``q0`` are kept in
-:attr:`ImportedModel.joint_offsets` (file value = actuator value + q0).
+:attr:`~.specs.ImportedModel.joint_offsets` (file value = actuator value + q0).
 
 Transforms are 4x4 homogeneous matrices ``T_a_b`` mapping b coordinates into a
 coordinates; lengths in metres, angles in radians.
@@ -30,351 +27,32 @@ coordinates; lengths in metres, angles in radians.
 from __future__ import annotations
 
 import warnings
-from dataclasses import dataclass, field
 
 import numpy as np
 
 from ..core.errors import MechanismError
-from ..core.maths.rotations import nearest_rotation, pose_matrix, quat_from_matrix
+from ..core.maths.rotations import pose_matrix, quat_from_matrix
 from ..core.model.constraints import ConstraintSet
 from ..core.model.mechanism import Mechanism
-from ..core.model.parts import ActuatedMotion, Actuator, Body, Coupling, Frame, Joint, JointKind, LimitSource
+from ..core.model.parts import ActuatedMotion, Actuator, Body, Frame, Joint, JointKind
 from ..core.model.primitives import FrameClosure, mean_joint_distance
 from ..core.model.readoff import ActuatorReadout
-from ..core.model.servos import ServoError, ServoMatch, ServoModel, match_servo, servo_model
 from ..core.solvers.fk import FKSettings, solve_constraints, solve_fk
-from .errors import FileFormatError, FileFormatWarning
-
-#: Joint coordinates each tree joint kind carries (FK and assembly).
-COORDINATES = {
-    JointKind.FIXED: 0,
-    JointKind.REVOLUTE: 1,
-    JointKind.PRISMATIC: 1,
-    JointKind.SPHERICAL: 3,
-    JointKind.PLANAR: 3,
-    JointKind.FREE: 6,
-}
-
-#: Joint kinds a loop closure may have.
-CLOSURE_KINDS = (JointKind.SPHERICAL, JointKind.REVOLUTE, JointKind.FIXED)
-
-
-@dataclass(frozen=True)
-class ImportSettings:
-    """Options shared by the importers.
-
-    placeholder_mass: [kg] given to links without mass (dummy frames, the world
-    body); bodies must have positive mass, and this keeps them out of the CoM.
-    density: [kg/m^3] used to compute mass, CoM and inertia from the meshes of
-    a link that has no inertial data. assemble_tolerance: closure residual
-    accepted as closed, relative to the mechanism's mean joint distance (so
-    [m per m]; a 5 cm four-bar closes to 5e-12 m, a 2 m robot to 2e-10 m).
-    assemble_iterations: iteration limit of the assembly (core FK solver).
-    gap_tolerance: a residual the loops keep after assembly, relative to the mean
-    joint distance, accepted (and reported) when the file's own zero configuration
-    has a gap at least as large: a file whose closure sites are written to a few
-    digits cannot close to ``assemble_tolerance`` (ToddlerBot's neck, eight digits:
-    3.6e-9 m after assembly, 3e-8 m in the file; PlaCo's spherical parallel
-    mechanism in MJCF, six significant digits as ``%g`` writes them: 1.0e-7 m, 1.2e-6
-    of its size, 2.9e-7 m in the file); a larger gap is an error.
-    assemble_starts: how many starts the assembly tries (the file's pose, then
-    poses with the tree's joints bent) before declaring the loops open.
-    missing_meshes: ``"error"`` (default) or ``"warn"``: what a mesh file that
-    does not exist causes. meshes: False reads only the meshes masses depend on
-    (links and bodies without inertial data): no mesh references, no mesh
-    colours, much faster for meshed MJCF files — for commands that need the
-    kinematics only (``looprig info``).
-    """
-
-    placeholder_mass: float = 1e-6
-    density: float = 1000.0
-    assemble_tolerance: float = 1e-10  # relative to the mean joint distance
-    assemble_iterations: int = 100
-    gap_tolerance: float = 1e-5  # relative to the mean joint distance: six significant digits
-    assemble_starts: int = 4
-    missing_meshes: str = "error"
-    meshes: bool = True
-
-
-DEFAULT_SETTINGS = ImportSettings()
-
-
-@dataclass(frozen=True)
-class MeshRef:
-    """A mesh file shown on (or giving mass to) a link or body.
-
-    path: absolute file path (or a URI that could not be resolved, kept as is).
-    T_link_mesh: (4, 4) affine map from mesh-file coordinates to the frame it
-    belongs to (link frame in a :class:`TreeModel`, body frame — origin at the
-    CoM — in an :class:`ImportedModel`); it includes the mesh scale.
-    role: ``"visual"`` or ``"collision"``. rgba: colour (4,) in [0, 1] or None.
-    """
-
-    path: str
-    T_link_mesh: np.ndarray
-    role: str = "visual"
-    rgba: tuple[float, float, float, float] | None = None
-
-
-@dataclass
-class LinkSpec:
-    """A rigid link of the tree, in its own link frame.
-
-    mass: [kg] or None when the file gives none. com: (3,) [m] link frame.
-    inertia: (3, 3) [kg m^2] about the CoM in link axes, or None.
-    """
-
-    name: str
-    mass: float | None = None
-    com: np.ndarray = field(default_factory=lambda: np.zeros(3))
-    inertia: np.ndarray | None = None
-    meshes: list[MeshRef] = field(default_factory=list)
-    element: str = ""
-    line: int | None = None
-    color: tuple[float, float, float, float] | None = None  # display rgba in [0, 1]
-
-
-@dataclass
-class TreeJointSpec:
-    """A tree joint: ``T_world_child = T_world_parent T_parent_joint M(q) T_joint_child``.
-
-    axis: (3,) unit, joint frame (hinge / slide axis, plane normal for planar).
-    ``M(q)`` is the joint motion in the joint frame (rotation about / slide
-    along ``axis``; rotation vector for spherical; two in-plane slides then a
-    turn for planar; translation then rotation vector for free).
-    limits: file joint coordinate [rad or m] and velocity [rad/s or m/s];
-    reference: the file's joint value at ``q = 0`` (MJCF ``ref``), so the file
-    value is ``reference + q``.
-    """
-
-    name: str
-    kind: JointKind
-    parent: str
-    child: str
-    T_parent_joint: np.ndarray
-    T_joint_child: np.ndarray = field(default_factory=lambda: np.eye(4))
-    axis: np.ndarray = field(default_factory=lambda: np.array([0.0, 0.0, 1.0]))
-    lower: float = -np.inf
-    upper: float = np.inf
-    reference: float = 0.0
-    velocity: float = np.inf
-    acceleration: float = np.inf
-    actuated: bool = False
-    hardware_id: int | str | None = None
-    actuator_name: str | None = None  # the motor's name in the file; None: the joint's
-    servo: str | None = None  # the servo model the file names for the motor (looprig tag, MJCF <text>)
-    armature: float = 0.0  # [kg m^2 or kg] rotor inertia reflected to the joint (MJCF armature)
-    #: (name, what) the catalogue may recognise a servo in when ``servo`` is None, in order:
-    #: e.g. ("XC330", "class 'XC330'"), the MJCF default class and the actuator's name
-    servo_hints: list[tuple[str, str]] = field(default_factory=list)
-    element: str = ""
-    line: int | None = None
-
-
-@dataclass
-class ClosureSpec:
-    """Loop closure: frame 1 (on link1) and frame 2 (on link2) must coincide.
-
-    kind: spherical (origins coincide), revolute (origins coincide and the
-    frames' ``axis`` is shared), fixed (the frames coincide entirely).
-    axis: (3,) in frame 1 coordinates, for revolute closures.
-    """
-
-    name: str
-    kind: JointKind
-    link1: str
-    T_link1_frame: np.ndarray
-    link2: str
-    T_link2_frame: np.ndarray
-    axis: np.ndarray = field(default_factory=lambda: np.array([0.0, 0.0, 1.0]))
-    element: str = ""
-    line: int | None = None
-
-
-@dataclass
-class CouplingSpec:
-    """A joint coupling in tree coordinates: ``q_joint = offset + sum_k P_k(q_sources[k])``
-    (:class:`~looprig.core.model.parts.Coupling`'s fields, and where the file says it).
-
-    q are the tree joints' coordinates (zero at the file's zero configuration,
-    MJCF ``qpos0``) [rad or m]; the Mechanism's coupling is re-expressed about the
-    assembled pose (:meth:`Coupling.shifted`). URDF ``<mimic>``, MJCF joint
-    equalities and tendons.
-    """
-
-    name: str
-    joint: str
-    sources: tuple[str, ...] | str
-    ratios: tuple[float, ...] | float = 1.0
-    offset: float = 0.0
-    polynomial: tuple[tuple[float, ...], ...] = ()
-    element: str = ""
-    line: int | None = None
-
-    def coupling(self) -> Coupling:
-        """The coupling in tree coordinates."""
-        return Coupling(self.name, self.joint, self.sources, self.ratios, self.offset, self.polynomial)
-
-    def linear(self) -> bool:
-        """Whether it ties its joint to one source linearly (a gear)."""
-        return len(self.coupling().sources) == 1 and not any(any(p) for p in self.polynomial)
-
-
-@dataclass
-class FrameSpec:
-    """A named frame on a link: ``T_link_frame`` (4, 4)."""
-
-    name: str
-    link: str
-    T_link_frame: np.ndarray
-
-
-@dataclass
-class TreeModel:
-    """What an importer read: links, tree joints, closures, frames.
-
-    roots: links fixed to the world (grounded); their world pose is
-    ``T_world_root`` (identity unless given). Links are in any order.
-    """
-
-    name: str
-    path: str | None
-    links: list[LinkSpec]
-    joints: list[TreeJointSpec]
-    closures: list[ClosureSpec] = field(default_factory=list)
-    frames: list[FrameSpec] = field(default_factory=list)
-    roots: dict[str, np.ndarray] = field(default_factory=dict)
-    notes: list[str] = field(default_factory=list)
-    couplings: list[CouplingSpec] = field(default_factory=list)
-
-    def error(self, problem: str, element: str | None = None, line: int | None = None):
-        return FileFormatError(self.path, problem, element, line)
-
-
-@dataclass
-class ImportedModel:
-    """The result of importing a file.
-
-    mechanism: the validated :class:`Mechanism`, in the assembled initial
-    configuration. meshes: per body, every mesh reference (``T_link_mesh`` in
-    body coordinates, origin at the CoM); ``Body.mesh`` holds the first visual
-    one. joint_offsets: per tree joint with one coordinate, the file's joint
-    value at the initial configuration ``q0`` [rad or m] (file value = actuator
-    value + q0). closure_residual: largest closure mismatch [m] before assembly.
-    notes: what was approximated or left out (also issued as warnings).
-    """
-
-    mechanism: Mechanism
-    meshes: dict[str, list[MeshRef]]
-    joint_offsets: dict[str, float]
-    closure_residual: float
-    source: str | None
-    notes: list[str]
-
-
-# --------------------------------------------------------------------- transforms
-def transform(R: np.ndarray | None = None, p=None) -> np.ndarray:
-    """4x4 transform with rotation ``R`` (3, 3) and translation ``p`` (3,)."""
-    T = np.eye(4)
-    if R is not None:
-        T[:3, :3] = R
-    if p is not None:
-        T[:3, 3] = p
-    return T
-
-
-def invert(T: np.ndarray) -> np.ndarray:
-    """Inverse of a rigid 4x4 transform."""
-    R, p = T[:3, :3], T[:3, 3]
-    return transform(R.T, -R.T @ p)
-
-
-# --------------------------------------------------------------------- tree checks
-def ordered_tree(model: TreeModel) -> tuple[list[TreeJointSpec], dict[str, int]]:
-    """Joints in parent-before-child order and the link index.
-
-    Raises FileFormatError for duplicate names, unknown links, a link with two
-    parent joints, cycles, and links not reachable from a root.
-    """
-    link_index: dict[str, int] = {}
-    for i, link in enumerate(model.links):
-        if link.name in link_index:
-            raise model.error(f"duplicate link name {link.name!r}", link.element, link.line)
-        link_index[link.name] = i
-    names = set()
-    parent_joint: dict[str, TreeJointSpec] = {}
-    children: dict[str, list[TreeJointSpec]] = {}
-    for joint in model.joints:
-        if joint.name in names:
-            raise model.error(f"duplicate joint name {joint.name!r}", joint.element, joint.line)
-        names.add(joint.name)
-        for role in ("parent", "child"):
-            name = getattr(joint, role)
-            if name not in link_index:
-                valid = ", ".join(sorted(link_index)) or "(none)"
-                raise model.error(
-                    f"{role} link {name!r} does not exist; links are: {valid}", joint.element, joint.line
-                )
-        if joint.parent == joint.child:
-            raise model.error(f"joins link {joint.parent!r} to itself", joint.element, joint.line)
-        if joint.child in parent_joint:
-            other = parent_joint[joint.child].name
-            raise model.error(
-                f"link {joint.child!r} has two parent joints ({other!r} and {joint.name!r}); "
-                "a tree allows one (write loops as closures)",
-                joint.element,
-                joint.line,
-            )
-        if joint.child in model.roots:
-            raise model.error(
-                f"link {joint.child!r} is a root and cannot be a joint's child", joint.element, joint.line
-            )
-        parent_joint[joint.child] = joint
-        children.setdefault(joint.parent, []).append(joint)
-    if not model.roots:
-        raise model.error("no root link (every link is some joint's child: the tree has a cycle)")
-    order: list[TreeJointSpec] = []
-    seen = set(model.roots)
-    stack = list(model.roots)
-    while stack:
-        link = stack.pop()
-        for joint in children.get(link, ()):
-            if joint.child in seen:  # pragma: no cover - excluded by the one-parent rule
-                raise model.error(f"cycle through link {joint.child!r}", joint.element, joint.line)
-            seen.add(joint.child)
-            order.append(joint)
-            stack.append(joint.child)
-    unreached = [link.name for link in model.links if link.name not in seen]
-    if unreached:
-        # walk up from one unreached link to find a cycle for the message
-        link, path = unreached[0], []
-        while link in parent_joint and link not in path:
-            path.append(link)
-            link = parent_joint[link].parent
-        if link in path:
-            cycle = " -> ".join([*path[path.index(link) :], link])
-            joint = parent_joint[path[0]]
-            raise model.error(f"the joints form a cycle: {cycle}", joint.element, joint.line)
-        raise model.error(
-            "links not connected to the root: "
-            + ", ".join(sorted(unreached)[:20])
-            + (" ..." if len(unreached) > 20 else "")
-        )
-    return order, link_index
-
-
-# --------------------------------------------------------------------- assembly
-def zero_poses(model: TreeModel, order: list[TreeJointSpec]) -> dict[str, np.ndarray]:
-    """World transforms (4, 4) of every link at the file's zero configuration."""
-    poses = {name: np.asarray(T, float) for name, T in model.roots.items()}
-    for joint in order:  # parents before children
-        poses[joint.child] = poses[joint.parent] @ joint.T_parent_joint @ joint.T_joint_child
-    return {name: _rigid(T) for name, T in poses.items()}
-
-
-def _rigid(T: np.ndarray) -> np.ndarray:
-    """T with its rotation block made orthonormal (round-off removed)."""
-    return transform(nearest_rotation(T[:3, :3]), T[:3, 3])
+from .errors import FileFormatWarning
+from .motors import catalogue_servo, motor_curve_names, with_catalogue_limits
+from .specs import (
+    CLOSURE_KINDS,
+    DEFAULT_SETTINGS,
+    ClosureSpec,
+    ImportedModel,
+    ImportSettings,
+    MeshRef,
+    TreeModel,
+    invert,
+    rigid_transform,
+    transform,
+)
+from .tree_order import ordered_tree, zero_poses
 
 
 def _origin(T_world_link: np.ndarray, T_link_frame: np.ndarray) -> np.ndarray:
@@ -487,7 +165,9 @@ def assemble_tree(
     readout = ActuatorReadout(mechanism)
     read = readout.read(state, previous=np.zeros(len(readout.names)))
     values = dict(zip(readout.names, read, strict=True))
-    link_poses = {name: _rigid(T) for name, T in zip(mechanism.body_names, pose_matrix(state), strict=True)}
+    link_poses = {
+        name: rigid_transform(T) for name, T in zip(mechanism.body_names, pose_matrix(state), strict=True)
+    }
     return link_poses, values, residual0, gap
 
 
@@ -511,52 +191,6 @@ def _bent_starts(mechanism: Mechanism, count: int):
         result = solve_fk(mechanism, values, raise_on_failure=False)
         if result.converged:
             yield result.state
-
-
-# --------------------------------------------------------------------- mechanism
-def _actuator_names(model: TreeModel, notes: list[str]) -> dict[str, str | None]:
-    """The name each actuated joint's motor takes: the file's actuator name, else None
-    (the joint's). A name that two joints' motors share (one transmission driving
-    several joints) or that names another joint is dropped for the joint names, with
-    a note."""
-    joint_names = {j.name for j in model.joints}
-    wanted = {j.name: j.actuator_name or j.name for j in model.joints if j.actuated}
-    counts: dict[str, int] = {}
-    for name in wanted.values():
-        counts[name] = counts.get(name, 0) + 1
-    names = {}
-    for joint, name in wanted.items():
-        if name != joint and (counts[name] > 1 or name in joint_names):
-            why = "drives several joints" if counts[name] > 1 else "is the name of another joint"
-            notes.append(f"actuator {name!r} {why}; its curve on joint {joint!r} is named {joint!r}")
-            name = joint
-        names[joint] = None if name == joint else name
-    return names
-
-
-def _servo_of(model: TreeModel, joint: TreeJointSpec, matched: dict[str, list[str]]) -> ServoMatch | None:
-    """The catalogue servo of an actuated joint: the one the file names (an unknown name
-    is an error naming the joint), else the first of its hints the catalogue recognises.
-    Records how it was found in ``matched`` (how -> motor names)."""
-    if joint.servo is not None:
-        try:
-            found = ServoMatch(servo_model(joint.servo), f"{joint.servo!r} named in the file")
-        except ServoError as error:
-            raise model.error(str(error), joint.element, joint.line) from None
-    else:
-        found = next(filter(None, (match_servo(name, what) for name, what in joint.servo_hints)), None)
-    if found is not None:
-        matched.setdefault(f"{found.model.name} ({found.how})", []).append(joint.actuator_name or joint.name)
-    return found
-
-
-def _with_catalogue(actuator: Actuator, servo: ServoModel) -> Actuator:
-    """The actuator of a ``servo``: its limits the file leaves open (infinite) taken
-    from the catalogue (the velocity limit: the no-load speed at the nominal voltage)."""
-    values = {}
-    if not np.isfinite(actuator.velocity_limit) and servo.velocity_limit is not None:
-        values["velocity"] = servo.velocity_limit
-    return actuator.with_limits(values, LimitSource.CATALOGUE, servo=servo.name)
 
 
 def build_mechanism(model: TreeModel, settings: ImportSettings = DEFAULT_SETTINGS) -> ImportedModel:
@@ -632,7 +266,7 @@ def build_mechanism(model: TreeModel, settings: ImportSettings = DEFAULT_SETTING
             )
 
     joints, offsets = [], {}
-    motor_names = _actuator_names(model, notes)
+    motor_names = motor_curve_names(model, notes)
     matched: dict[str, list[str]] = {}  # how a servo was matched -> the motors
     for joint in model.joints:  # file order
         T_world_joint = poses[joint.child] @ invert(joint.T_joint_child)
@@ -656,7 +290,7 @@ def build_mechanism(model: TreeModel, settings: ImportSettings = DEFAULT_SETTING
                     joint.line,
                 )
             q0 = offsets[joint.name]
-            servo = _servo_of(model, joint, matched)
+            servo = catalogue_servo(model, joint, matched)
             actuator = Actuator(
                 motion=ActuatedMotion.ANGLE
                 if joint.kind == JointKind.REVOLUTE
@@ -670,7 +304,7 @@ def build_mechanism(model: TreeModel, settings: ImportSettings = DEFAULT_SETTING
                 rotor_inertia=joint.armature,
             )
             if servo is not None:
-                actuator = _with_catalogue(actuator, servo.model)
+                actuator = with_catalogue_limits(actuator, servo.model)
         joints.append(
             Joint(
                 name=joint.name,
@@ -713,7 +347,7 @@ def build_mechanism(model: TreeModel, settings: ImportSettings = DEFAULT_SETTING
             notes.append(f"duplicate frame name {frame.name!r}: the first one is kept")
             continue
         seen_frames.add(frame.name)
-        T = _rigid(poses[frame.link] @ frame.T_link_frame)
+        T = rigid_transform(poses[frame.link] @ frame.T_link_frame)
         frames.append(
             Frame(frame.name, frame.link, position=T[:3, 3], orientation=quat_from_matrix(T[:3, :3]))
         )

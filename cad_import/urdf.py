@@ -1,6 +1,7 @@
 """URDF files -> Mechanism.
 
-One module although long: everything URDF-specific, and nothing else, lives here.
+The common elements are :mod:`.urdf_elements`, a link's inertia, meshes and materials
+:mod:`.urdf_links`, URDF+ loops and couplings :mod:`.urdf_plus`; this module reads the tree.
 
 Read with the standard library's XML parser (line numbers in errors). What is
 read, and how it maps:
@@ -49,12 +50,10 @@ from pathlib import Path
 
 import numpy as np
 
-from ..core.maths.rotations import axis_angle_matrix
 from ..core.model.parts import JointKind
 from .closures import closure_kind, find_sidecar, onshape_closures, read_closure_yaml
 from .errors import FileFormatError
-from .meshes import combine_mass_properties, mesh_mass_properties, resolve_mesh_path
-from .tree import (
+from .specs import (
     DEFAULT_SETTINGS,
     ClosureSpec,
     CouplingSpec,
@@ -62,12 +61,13 @@ from .tree import (
     ImportedModel,
     ImportSettings,
     LinkSpec,
-    MeshRef,
     TreeJointSpec,
     TreeModel,
-    build_mechanism,
-    transform,
 )
+from .tree import build_mechanism
+from .urdf_elements import origin_transform, unit_axis
+from .urdf_links import mass_from_meshes, named_materials, read_inertial, read_meshes
+from .urdf_plus import urdf_plus_coupling, urdf_plus_loop
 from .xmlfile import XmlDocument, describe
 
 URDF_JOINT_KINDS = {
@@ -78,209 +78,6 @@ URDF_JOINT_KINDS = {
     "floating": JointKind.FREE,
     "planar": JointKind.PLANAR,
 }
-
-
-def rpy_matrix(rpy) -> np.ndarray:
-    """URDF roll-pitch-yaw [rad]: ``Rz(yaw) Ry(pitch) Rx(roll)`` (fixed axes x, y, z)."""
-    r, p, y = rpy
-    return (
-        axis_angle_matrix(np.array([0.0, 0.0, 1.0]), y)
-        @ axis_angle_matrix(np.array([0.0, 1.0, 0.0]), p)
-        @ axis_angle_matrix(np.array([1.0, 0.0, 0.0]), r)
-    )
-
-
-def _origin(doc: XmlDocument, parent) -> np.ndarray:
-    element = parent.find("origin")
-    if element is None:
-        return np.eye(4)
-    xyz = doc.floats(element, "xyz", 3, [0, 0, 0])
-    rpy = doc.floats(element, "rpy", 3, [0, 0, 0])
-    return transform(rpy_matrix(rpy), xyz)
-
-
-#: URDF+ ``<loop type>`` -> the closure looprig makes (``continuous`` is a revolute without limits)
-URDF_PLUS_LOOPS = {"revolute": JointKind.REVOLUTE, "continuous": JointKind.REVOLUTE, "fixed": JointKind.FIXED}
-
-
-def _urdf_plus_link(doc: XmlDocument, element, role: str, link_names) -> tuple:
-    """The ``<predecessor link>`` or ``<successor link>`` of a URDF+ element: (link, child element)."""
-    child = element.find(role)
-    if child is None:
-        raise doc.error(element, f"no <{role} link='...'> element")
-    link = doc.text_attr(child, "link", required=True)
-    if link not in link_names:
-        raise doc.error(child, f"link {link!r} does not exist; links are: {', '.join(sorted(link_names))}")
-    return link, child
-
-
-def _urdf_plus_loop(doc: XmlDocument, element, link_names) -> ClosureSpec:
-    """A URDF+ loop joint (Chignoli et al., arXiv 2411.19753; MIT urdfdom's parser):
-    ``<loop name type><predecessor link><origin/></predecessor><successor link>
-    <origin/></successor><axis xyz/></loop>``: the two ``origin`` frames (link ->
-    constraint frame) meet in a joint of ``type``; the axis (constraint frame, default
-    x) for a revolute one. Prismatic and planar loops are refused, naming the element."""
-    name = doc.text_attr(element, "name", required=True)
-    kind_name = doc.text_attr(element, "type", required=True)
-    if kind_name not in URDF_PLUS_LOOPS:
-        raise doc.error(
-            element,
-            f"loop type {kind_name!r} is not supported; looprig closes loops of type "
-            + ", ".join(URDF_PLUS_LOOPS),
-        )
-    (link1, first), (link2, second) = (
-        _urdf_plus_link(doc, element, r, link_names) for r in ("predecessor", "successor")
-    )
-    return ClosureSpec(
-        name=name,
-        kind=URDF_PLUS_LOOPS[kind_name],
-        link1=link1,
-        T_link1_frame=_origin(doc, first),
-        link2=link2,
-        T_link2_frame=_origin(doc, second),
-        axis=_unit_axis(doc, element.find("axis"), default=(1.0, 0.0, 0.0)),
-        element=describe(element),
-        line=doc.line(element),
-    )
-
-
-def _urdf_plus_coupling(doc: XmlDocument, element, joints) -> CouplingSpec:
-    """A URDF+ coupling ``<coupling name><predecessor link/><successor link/><ratio value/>
-    </coupling>``, read as: the joint moving the successor link turns ``ratio`` times the
-    joint moving the predecessor link (a gear or belt)."""
-    name = doc.text_attr(element, "name", required=True)
-    parent_joint = {j.child: j.name for j in joints}
-    moved = []
-    for role in ("predecessor", "successor"):
-        link, child = _urdf_plus_link(
-            doc, element, role, {j.child for j in joints} | {j.parent for j in joints}
-        )
-        if link not in parent_joint:
-            raise doc.error(child, f"link {link!r} is the root: no joint moves it")
-        moved.append(parent_joint[link])
-    ratio = element.find("ratio")
-    return CouplingSpec(
-        name=name,
-        joint=moved[1],
-        sources=moved[0],
-        ratios=1.0 if ratio is None else doc.number(ratio, "value"),
-        element=describe(element),
-        line=doc.line(element),
-    )
-
-
-def _unit_axis(doc: XmlDocument, element, name="xyz", default=(1.0, 0.0, 0.0)) -> np.ndarray:
-    if element is None:
-        return np.array(default, float)
-    axis = doc.floats(element, name, 3, list(default))
-    norm = np.linalg.norm(axis)
-    if norm < 1e-9:
-        raise doc.error(element, f"axis {name}={element.get(name)!r} is zero-length")
-    return axis / norm
-
-
-def _read_inertial(doc: XmlDocument, link, spec: LinkSpec) -> bool:
-    inertial = link.find("inertial")
-    if inertial is None:
-        return False
-    T = _origin(doc, inertial)
-    mass_el = inertial.find("mass")
-    mass = 0.0 if mass_el is None else doc.number(mass_el, "value")
-    if mass < 0:
-        raise doc.error(mass_el, f"negative mass {mass} kg", f"link {spec.name!r} <mass>")
-    spec.mass = mass
-    spec.com = T[:3, 3]
-    inertia_el = inertial.find("inertia")
-    if inertia_el is not None and mass > 0:
-        v = {k: doc.number(inertia_el, k, 0.0) for k in ("ixx", "ixy", "ixz", "iyy", "iyz", "izz")}
-        I = np.array(
-            [[v["ixx"], v["ixy"], v["ixz"]], [v["ixy"], v["iyy"], v["iyz"]], [v["ixz"], v["iyz"], v["izz"]]]
-        )
-        R = T[:3, :3]
-        spec.inertia = R @ I @ R.T
-    return True
-
-
-def _rgba(doc: XmlDocument, material) -> tuple[float, float, float, float] | None:
-    """The ``<color rgba>`` of a ``<material>`` element, each component in [0, 1]."""
-    color = None if material is None else material.find("color")
-    if color is None:
-        return None
-    rgba = doc.floats(color, "rgba", 4)
-    if np.any((rgba < 0) | (rgba > 1)):
-        raise doc.error(color, f"rgba={color.get('rgba')!r}: components must lie in [0, 1]")
-    return tuple(float(c) for c in rgba)
-
-
-def named_materials(doc: XmlDocument, root) -> dict[str, tuple[float, float, float, float] | None]:
-    """The robot-level ``<material name>`` colours, which visuals may refer to by name."""
-    return {m.get("name"): _rgba(doc, m) for m in root.findall("material") if m.get("name")}
-
-
-def _material(doc: XmlDocument, element, named) -> tuple[float, float, float, float] | None:
-    """The colour of a visual: its own ``<material><color>``, else the named material's."""
-    material = element.find("material")
-    if material is None:
-        return None
-    return _rgba(doc, material) or named.get(material.get("name"))
-
-
-def _read_meshes(
-    doc: XmlDocument,
-    link,
-    spec: LinkSpec,
-    base: Path,
-    package_paths,
-    settings,
-    notes: list[str],
-    named=None,
-    roles=("visual", "collision"),
-) -> None:
-    named = named or {}
-    for visual in link.findall("visual"):  # the body's colour: its first coloured visual's
-        spec.color = spec.color or _material(doc, visual, named)
-    for role in roles:
-        for element in link.findall(role):
-            geometry = element.find("geometry")
-            mesh = None if geometry is None else geometry.find("mesh")
-            if mesh is None:
-                continue
-            uri = doc.text_attr(mesh, "filename", required=True)
-            scale = doc.floats(mesh, "scale", 3, [1, 1, 1])
-            resolved = resolve_mesh_path(uri, base, package_paths)
-            if resolved is None:
-                problem = f"mesh file {uri!r} not found (looked beside the URDF and in package paths)"
-                if settings.missing_meshes == "error":
-                    raise doc.error(mesh, problem, f"link {spec.name!r} <{role}><mesh>")
-                notes.append(f"link {spec.name!r}: {problem}")
-                path = uri
-            else:
-                path = str(resolved)
-            rgba = _material(doc, element, named)
-            T = _origin(doc, element) @ np.diag([*scale, 1.0])
-            spec.meshes.append(MeshRef(path, T, role, rgba))
-
-
-def _mass_from_meshes(spec: LinkSpec, settings: ImportSettings, urdf_path) -> str | None:
-    """Fill mass, CoM and inertia from the link's meshes; a note, or None."""
-    collision = [m for m in spec.meshes if m.role == "collision" and Path(m.path).is_file()]
-    visual = [m for m in spec.meshes if m.role == "visual" and Path(m.path).is_file()]
-    parts = collision or visual
-    if not parts:
-        return None
-    try:
-        props = combine_mass_properties(
-            mesh_mass_properties(m.path, settings.density, m.T_link_mesh) for m in parts
-        )
-    except FileFormatError as error:  # name the URDF and the link, then the mesh
-        raise FileFormatError(
-            urdf_path, f"mesh {error.path}: {error.problem}", f"link {spec.name!r}", spec.line
-        ) from None
-    spec.mass, spec.com, spec.inertia = props.mass, props.com, props.inertia
-    return (
-        f"link {spec.name!r} has no <inertial>: mass {props.mass:.4g} kg computed from its "
-        f"{'collision' if collision else 'visual'} mesh(es) at {settings.density:g} kg/m^3"
-    )
 
 
 def read_urdf(
@@ -316,11 +113,11 @@ def read_urdf(
     for link in root.findall("link"):
         name = doc.text_attr(link, "name", required=True)
         spec = LinkSpec(name=name, element=describe(link), line=doc.line(link))
-        has_inertial = _read_inertial(doc, link, spec)
+        has_inertial = read_inertial(doc, link, spec)
         roles = ("visual", "collision") if settings.meshes or not has_inertial else ()
-        _read_meshes(doc, link, spec, base, package_paths, settings, notes, materials, roles)
+        read_meshes(doc, link, spec, base, package_paths, settings, notes, materials, roles)
         if not has_inertial:
-            note = _mass_from_meshes(spec, settings, path)
+            note = mass_from_meshes(spec, settings, path)
             if note:
                 notes.append(note)
             else:
@@ -352,13 +149,13 @@ def read_urdf(
         if kind in (JointKind.FIXED, JointKind.FREE):
             axis = np.array([1.0, 0.0, 0.0])  # unused by these kinds (exporters write 0 0 0)
         else:
-            axis = _unit_axis(doc, joint.find("axis"))
+            axis = unit_axis(doc, joint.find("axis"))
         spec = TreeJointSpec(
             name=name,
             kind=kind,
             parent=ends["parent"],
             child=ends["child"],
-            T_parent_joint=_origin(doc, joint),
+            T_parent_joint=origin_transform(doc, joint),
             axis=axis,
             element=what,
             line=doc.line(joint),
@@ -394,7 +191,7 @@ def read_urdf(
         joints.append(spec)
     joint_by_name = {j.name: j for j in joints}
     joint_child = {j.name: j.child for j in joints}
-    couplings += [_urdf_plus_coupling(doc, element, joints) for element in root.findall("coupling")]
+    couplings += [urdf_plus_coupling(doc, element, joints) for element in root.findall("coupling")]
     for c in couplings:
         (source_name,) = c.coupling().sources  # a mimic or URDF+ coupling follows one joint
         source = joint_by_name.get(source_name)
@@ -470,12 +267,12 @@ def read_urdf(
                 T_link1_frame=np.eye(4),
                 link2=frame2,
                 T_link2_frame=np.eye(4),
-                axis=_unit_axis(doc, element.find("axis"), default=(0.0, 0.0, 1.0)),
+                axis=unit_axis(doc, element.find("axis"), default=(0.0, 0.0, 1.0)),
                 element=describe(element),
                 line=doc.line(element),
             )
         )
-    closure_list += [_urdf_plus_loop(doc, element, link_names) for element in root.findall("loop")]
+    closure_list += [urdf_plus_loop(doc, element, link_names) for element in root.findall("loop")]
     sidecar_path = find_sidecar(path) if sidecar == "auto" and text is None else sidecar
     if sidecar_path not in (None, "auto"):
         yaml_closures, motors = read_closure_yaml(sidecar_path, joint_child, link_names)

@@ -1,7 +1,6 @@
 """The app layer: what the command line, the demo, batch jobs and host operators call.
 
-One module although long: each entry point's load, solve and write sequence (the
-CLI's, the demo's, batch's, the hosts'), thin, side by side.
+Curve files (export formats, writing, exporting, plotting) are :mod:`looprig.curve_files`.
 
 Functions here load inputs, run a retarget and write its outputs; they return
 results and never print (the CLI prints). Everything below them is ``core``

@@ -1,7 +1,6 @@
 """Play baked curves on Dynamixel servos (Protocol 2.0) through the official ``dynamixel-sdk``.
 
-One module although long: the plan checked before any packet, the bus and the
-stream share the plan record.
+The bus itself (retries, the servo check) is :mod:`looprig.servo_bus`.
 
 :func:`load_plan` reads a curves file (a Dynamixel tick export, or a curves
 CSV/JSON mapped with the default servo model) and re-checks every limit,

@@ -72,7 +72,7 @@ class PathTiming:
 
     def profile(self, start, end, cap, speed_start, speed_end) -> SpeedProfile | None:
         """The fastest path speed over clip times [start, end] [s], at most ``cap``,
-        from ``speed_start`` to ``speed_end`` (:data:`~looprig.core.retime.ProfileSolver`)."""
+        from ``speed_start`` to ``speed_end`` (:data:`~looprig.core.tracks.retime.ProfileSolver`)."""
         ta = self.toppra
         velocity = np.append(self.velocity, cap)
         acceleration = np.append(self.acceleration, MAX_PATH_ACCELERATION)

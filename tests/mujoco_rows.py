@@ -13,7 +13,7 @@ joint's 3 translations [m], then 3 rotations [rad]).
 
 import mujoco
 import numpy as np
-from looprig.cad_import.mjcf import NARROW_TENDON
+from looprig.cad_import.mjcf_couplings import NARROW_TENDON
 
 EQUALITY = int(mujoco.mjtConstraint.mjCNSTR_EQUALITY)
 ROWS_PER_EQUALITY = {

@@ -19,7 +19,7 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 from looprig.cad_import import load_mechanism
 from looprig.cad_import.mjcf import load_mjcf
-from looprig.cad_import.native import load_native
+from looprig.cad_import.native_read import load_native
 from looprig.cad_import.urdf import load_urdf
 from looprig.core.errors import LooprigError
 from looprig.core.model.mechanism import Mechanism

@@ -15,7 +15,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 from looprig.cad_import import FileFormatWarning, load_model, save_mechanism
-from looprig.cad_import.native import load_native
+from looprig.cad_import.native_read import load_native
 from looprig.core import ConstraintSet, JointKind, analyse_mobility, solve_fk
 
 MODELS = Path(__file__).parents[2] / "shared" / "models"

@@ -16,7 +16,8 @@ from looprig.cad_import import (
     load_model,
     save_mechanism,
 )
-from looprig.cad_import.native import load_native, mechanism_from_dict, mechanism_to_dict
+from looprig.cad_import.native import mechanism_to_dict
+from looprig.cad_import.native_read import load_native, mechanism_from_dict
 from looprig.core import (
     ActuatedMotion,
     Actuator,

@@ -5,7 +5,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 from looprig.cad_import import FileFormatError, FileFormatWarning, load_mechanism, load_model
-from looprig.cad_import.urdf import rpy_matrix
+from looprig.cad_import.urdf_elements import rpy_matrix
 from looprig.core import ConstraintSet, JointKind, solve_fk
 from looprig.core.maths.rotations import quat_to_matrix
 from looprig.core.model.readoff import JointReadout

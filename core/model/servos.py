@@ -151,6 +151,30 @@ def _dxl(name, page, family, volts, rpm, torque, gear):
     )
 
 
+#: The fields of a Feetech row its source gives besides the gearing.
+_MOTOR_FIELDS = ("voltage", "no_load_speed", "stall_torque", "ticks_per_revolution")
+
+
+def _sts(name, volts, speed, torque, gear, extended, sources):
+    """A Feetech STS3215 row: 4096 ticks over 0-4095, the Feetech register table;
+    speed [rad/s] and torque [N.m] at ``volts``; ``extended``: the multi-turn range
+    [ticks] or None."""
+    return ServoModel(
+        name=name,
+        maker="Feetech",
+        family="STS3215",
+        voltage=volts,
+        no_load_speed=speed,
+        stall_torque=torque,
+        gear_ratio=float(gear),
+        ticks_per_revolution=4096,
+        position_range=(0, 4095),
+        extended_range=extended,
+        registers=_STS_REGISTERS,
+        sources={**sources, "position_range": _FEETECH_TABLE, "registers": _FEETECH_TABLE},
+    )
+
+
 #: Every servo model the catalogue knows, by maker and family.
 CATALOGUE: tuple[ServoModel, ...] = (
     _dxl("XL330-M077-T", "xl330-m077", "XL330", 5.0, 383, 0.215, 77.5),
@@ -170,85 +194,53 @@ CATALOGUE: tuple[ServoModel, ...] = (
     _dxl("XH430-W350-T", "xh430-w350", "XH430", 12.0, 30, 3.4, 353.5),
     _dxl("XH430-V210-R", "xh430-v210", "XH430", 24.0, 52, 2.6, 212.6),
     _dxl("XH430-V350-R", "xh430-v350", "XH430", 24.0, 31, 3.3, 353.5),
-    ServoModel(
-        name="STS3215-345-7.4V",
-        maker="Feetech",
-        family="STS3215",
-        voltage=7.4,
-        no_load_speed=52 * RPM,
-        stall_torque=19.5 * KGF_CM,
-        gear_ratio=345.0,
-        ticks_per_revolution=4096,
-        position_range=(0, 4095),
-        extended_range=(-7 * 4096, 7 * 4096),
-        registers=_STS_REGISTERS,
-        sources={
-            **dict.fromkeys(
-                (
-                    "voltage",
-                    "no_load_speed",
-                    "stall_torque",
-                    "gear_ratio",
-                    "ticks_per_revolution",
-                    "extended_range",
-                ),
-                "DFRobot ST3215 (SER0069) specifications as listed by the distributor "
-                "littlebirdelectronics.com.au/products/"
-                "st3215-serial-bus-servo-19-5kg-7-4v-360-magnetic-encoder: "
-                "0.192 s/60 deg (52 rpm) at 7.4 V, 19.5 kg.cm at 7.4 V, 1:345 gear train, 4096 steps, "
-                "+-7 turns multi-turn (a distributor's page, not Feetech's own)",
-            ),
-            "position_range": _FEETECH_TABLE,
-            "registers": _FEETECH_TABLE,
+    _sts(
+        "STS3215-345-7.4V",
+        7.4,
+        52 * RPM,
+        19.5 * KGF_CM,
+        345,
+        (-7 * 4096, 7 * 4096),
+        {
+            key: "DFRobot ST3215 (SER0069) specifications as listed by the distributor "
+            "littlebirdelectronics.com.au/products/"
+            "st3215-serial-bus-servo-19-5kg-7-4v-360-magnetic-encoder: "
+            "0.192 s/60 deg (52 rpm) at 7.4 V, 19.5 kg.cm at 7.4 V, 1:345 gear train, 4096 steps, "
+            "+-7 turns multi-turn (a distributor's page, not Feetech's own)"
+            for key in (*_MOTOR_FIELDS, "gear_ratio", "extended_range")
         },
     ),
-    ServoModel(
-        name="STS3215-345-12V",
-        maker="Feetech",
-        family="STS3215",
-        voltage=12.0,
-        no_load_speed=45 * RPM,
-        stall_torque=30 * KGF_CM,
-        gear_ratio=345.0,
-        ticks_per_revolution=4096,
-        position_range=(0, 4095),
-        extended_range=None,
-        registers=_STS_REGISTERS,
-        sources={
-            **dict.fromkeys(
-                ("voltage", "no_load_speed", "stall_torque", "gear_ratio", "ticks_per_revolution"),
-                "Feetech STS3215 C018 data-sheet values (12 V, 1:345, 30 kg.cm stall, "
-                "45 rpm = 0.22 s/60 deg, 4096 steps) as quoted in "
-                "github.com/TheRobotStudio/SO-ARM100 issue 134 and "
-                "robonine.com/testing-of-feetech-sts3215-servomotor-backlash-repeatability-and-torque",
-            ),
-            "position_range": _FEETECH_TABLE,
-            "registers": _FEETECH_TABLE,
+    _sts(
+        "STS3215-345-12V",
+        12.0,
+        45 * RPM,
+        30 * KGF_CM,
+        345,
+        None,
+        {
+            key: "Feetech STS3215 C018 data-sheet values (12 V, 1:345, 30 kg.cm stall, "
+            "45 rpm = 0.22 s/60 deg, 4096 steps) as quoted in "
+            "github.com/TheRobotStudio/SO-ARM100 issue 134 and "
+            "robonine.com/testing-of-feetech-sts3215-servomotor-backlash-repeatability-and-torque"
+            for key in (*_MOTOR_FIELDS, "gear_ratio")
         },
     ),
     *(
-        ServoModel(
-            name=f"STS3215-{gear}",
-            maker="Feetech",
-            family="STS3215",
-            voltage=7.4,
-            no_load_speed=52 * RPM * 345 / gear,
-            stall_torque=19.5 * KGF_CM * gear / 345,
-            gear_ratio=float(gear),
-            ticks_per_revolution=4096,
-            position_range=(0, 4095),
-            extended_range=None,
-            registers=_STS_REGISTERS,
-            sources={
+        _sts(
+            f"STS3215-{gear}",
+            7.4,
+            52 * RPM * 345 / gear,
+            19.5 * KGF_CM * gear / 345,
+            gear,
+            None,
+            {
                 "gear_ratio": "huggingface.co/docs/lerobot/so101 (SO-101 leader arm: STS3215 with "
                 "1/345, 1/191 and 1/147 gearing)",
                 **dict.fromkeys(
-                    ("voltage", "no_load_speed", "stall_torque", "ticks_per_revolution"),
+                    _MOTOR_FIELDS,
                     "derived, not published: the STS3215-345-7.4V row, speed times and torque over "
                     f"345/{gear} (the same motor and encoder assumed); no maker figure for this gearing",
                 ),
-                "position_range": _FEETECH_TABLE,
-                "registers": _FEETECH_TABLE,
             },
         )
         for gear in (191, 147)

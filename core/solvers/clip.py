@@ -155,18 +155,18 @@ def solve_clip(
     (read-off unwrapping; by default the starts; see :func:`couples_frames` for
     terms that need the previous frame's answer).
 
-    Without a ``reference``, when :func:`looprig.core.tree.unsupported` finds nothing
+    Without a ``reference``, when :func:`looprig.core.solvers.tree.unsupported` finds nothing
     (fixed, revolute, prismatic, cylindrical, spherical joints and floating bases; frame
     targets and the minimal-motion metric; loops, couplings and held motors on
     one-coordinate tree joints; no direction that no motor, target or loop sees), all
     frames are first solved at once by Newton's method in the spanning tree's joint
-    coordinates (:mod:`~looprig.core.tree`: the same step in another basis, the same
+    coordinates (:mod:`~looprig.core.solvers.tree`: the same step in another basis, the same
     answers; ``docs/solver.md``). The frames it leaves unconverged, and every frame of
     any other problem, are solved in blocks of :data:`CLIP_BLOCK` by the SQP of
-    :func:`~looprig.core.ik.solve_ik` — the same KKT step, step cap, l1 merit,
+    :func:`~looprig.core.solvers.ik.solve_ik` — the same KKT step, step cap, l1 merit,
     gain-ratio damping and chord-step convergence test — per frame on masks, without
     the second-order correction (frames that end off the manifold are restored by
-    :func:`~looprig.core.fk.solve_constraints`), from their starts.
+    :func:`~looprig.core.solvers.fk.solve_constraints`), from their starts.
     """
     settings = settings or problem.settings
     frames = np.arange(len(starts))
@@ -194,7 +194,7 @@ def _solve_in_tree_coordinates(
     problem: IKProblem, targets: Targets, starts: np.ndarray, settings: IKSettings
 ) -> ClipSolution:
     """:func:`solve_clip` by Newton's method in the spanning tree's joint coordinates
-    (:mod:`~looprig.core.tree`), all frames at once, the starts being the minimal-motion
+    (:mod:`~looprig.core.solvers.tree`), all frames at once, the starts being the minimal-motion
     metric's reference (:func:`solve_clip`'s default); ``converged`` marks the frames it
     settled (loop rows at the tolerance, the last step below ``step_tolerance``)."""
     model = tree.kinematics(problem)
@@ -336,7 +336,7 @@ def coarse_then_clip(
 
 def in_coordinates(problem: IKProblem) -> bool:
     """Whether :func:`coarse_then_clip` keeps ``problem``'s clip in tree coordinates: the
-    tree path applies (:func:`~looprig.core.tree.unsupported`) and its tree joints are
+    tree path applies (:func:`~looprig.core.solvers.tree.unsupported`) and its tree joints are
     posed from coordinates (:func:`~looprig.core.tree_forward.applies`)."""
     return tree.unsupported(problem) is None and applies(tree.kinematics(problem))
 

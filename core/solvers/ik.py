@@ -54,7 +54,7 @@ class _Iterate:
 
 
 class _FrameKKT:
-    """The KKT step of one frame (:class:`~looprig.core.kkt.ReducedKKT` on a
+    """The KKT step of one frame (:class:`~looprig.core.solvers.kkt.ReducedKKT` on a
     batch of one), factorised once for several right-hand sides."""
 
     def __init__(self, problem: IKProblem, it: _Iterate, damping: float, dual_regularization: float):

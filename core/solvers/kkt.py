@@ -275,7 +275,7 @@ class ReducedKKT:
 
     tree: the problem's :class:`SpanningTree`; R (B, n, 3, 3): the iterate's body
     rotations; model: the objective's Hessian model (``times``, ``project``,
-    ``scale``: :class:`~looprig.core.step.HessianModel`);
+    ``scale``: :class:`~looprig.core.solvers.step.HessianModel`);
     rows (B, m_cs, 2, 6): the constraint set's rows' blocks on their two bodies
     (:meth:`ConstraintSet.row_blocks`); loop_jacobian (B, m_loop, N): the dense
     Jacobian of the rows outside the tree (loop rows, then any further equality

@@ -218,7 +218,7 @@ def dual_regularization(problem: IKProblem, settings: IKSettings) -> float:
     objectives on them [m per metre of target miss, at weight 1].
 
     ``settings.dual_regularization`` (vanishing: exact constraints), or the mechanism's
-    :attr:`~looprig.core.mechanism.Mechanism.closure_gap` [m] when larger: loops that
+    :attr:`~looprig.core.model.mechanism.Mechanism.closure_gap` [m] when larger: loops that
     close no better than that yield by at most the gap under the pull of a target a
     metre away, and a motion that opens them by ``s`` [m per rad], far below the gap
     (ToddlerBot's neck: 3.2e-9 m per rad, rigid in exact arithmetic), is held back by

@@ -2,7 +2,7 @@
 Hessian model kept in the parts the terms made), the constraints' Jacobian in the
 forms the KKT solves use, the KKT factorisation, and the Lagrangian's curvature
 for competing objectives. Shared by the per-frame solver (:mod:`.ik`) and the
-whole-clip solver (:mod:`.clip`); ``problem`` is an :class:`~looprig.core.ik.IKProblem`.
+whole-clip solver (:mod:`.clip`); ``problem`` is an :class:`~looprig.core.solvers.problem.IKProblem`.
 """
 
 import dataclasses
@@ -159,7 +159,7 @@ class LinearizedStep:
     @cached_property
     def row_blocks(self) -> np.ndarray:
         """The joint constraints' rows on their two bodies (B, m_cs, 2, 6)
-        (:meth:`~looprig.core.constraints.ConstraintSet.row_blocks`)."""
+        (:meth:`~looprig.core.model.constraints.ConstraintSet.row_blocks`)."""
         return self.problem.constraints.row_blocks(self.blocks, self.point.batch)
 
     @cached_property
@@ -213,7 +213,7 @@ def build_step(
 
 def step_kkt(problem, step: LinearizedStep, damping, dual_regularization: float):
     """The factorised KKT system of ``step`` (built with derivatives): whole for one
-    small frame, else in the tree's null space (:mod:`~looprig.core.kkt`); damping (B,).
+    small frame, else in the tree's null space (:mod:`~looprig.core.solvers.kkt`); damping (B,).
     Its ``solve(g, c)`` gives the steps (B, N)."""
     B, N = step.gradient.shape
     if B == 1 and N + step.constraint.shape[1] <= DENSE_KKT_ROWS:

@@ -42,7 +42,7 @@ TREE_KINDS = {
 
 
 def unsupported(problem) -> str | None:
-    """Why ``problem`` (an :class:`~looprig.core.ik.IKProblem`) cannot be solved in tree
+    """Why ``problem`` (an :class:`~looprig.core.solvers.problem.IKProblem`) cannot be solved in tree
     coordinates by this module, or None: joint kinds outside :data:`TREE_KINDS`,
     objective terms other than frame tasks and the minimal-motion metric, equality terms
     other than the joint constraints and held motors, and held or coupled joints that
@@ -93,7 +93,7 @@ def _joint_coordinates(problem) -> dict[str, tuple[int, float]]:
 
 
 class TreeKinematics:
-    """The spanning tree of an :class:`~looprig.core.ik.IKProblem` in the frame-last
+    """The spanning tree of an :class:`~looprig.core.solvers.problem.IKProblem` in the frame-last
     layout: which bodies each coordinate moves, the tree joints' motions (axes and anchors
     in body coordinates), the loop rows' primitives and the rows read from joint values
     (couplings, held motors), built once per problem."""

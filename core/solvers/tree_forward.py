@@ -39,7 +39,7 @@ def basis_with_axis(u: np.ndarray) -> np.ndarray:
 
 
 class TreeForward:
-    """Forward kinematics of a :class:`~looprig.core.tree.TreeKinematics` from its
+    """Forward kinematics of a :class:`~looprig.core.solvers.tree.TreeKinematics` from its
     coordinates, built once per problem (:func:`forward`)."""
 
     def __init__(self, model):

@@ -130,7 +130,7 @@ def damping(model: TreeKinematics, R) -> np.ndarray:
 
 
 def read(readout, R: np.ndarray, c: np.ndarray) -> np.ndarray:
-    """The joint values (K, F) [rad | m] a :class:`~looprig.core.readoff.JointReadout`
+    """The joint values (K, F) [rad | m] a :class:`~looprig.core.model.readoff.JointReadout`
     reads at rotations R (n, 3, 3, F) and CoM positions c (n, 3, F): its formula on
     the frame-last layout (angles from the child's reference axis against the parent's
     joint axes, displacements of the child anchor along the parent's axis)."""

@@ -12,14 +12,14 @@ with ``p_k`` the motors read off ``s_k``. Frames couple only through the motor
 rows' neighbour differences.
 
 The unknowns are the spanning tree's joint coordinates
-(:meth:`~looprig.core.kkt.SpanningTree.joint_basis`): a step turns or slides each
-tree joint exactly (:meth:`~looprig.core.kkt.SpanningTree.retract`), so the tree's
+(:meth:`~looprig.core.solvers.kkt.SpanningTree.joint_basis`): a step turns or slides each
+tree joint exactly (:meth:`~looprig.core.solvers.kkt.SpanningTree.retract`), so the tree's
 joints stay assembled, a motor that is a tree joint moves by exactly its coordinate
 and every limit row is linear in the unknowns. Each frame then moves in the null
 space of its loop rows, ``theta_k = q0_k + W_k u_k`` (``q0_k`` restores them), and
 the whole clip's unknowns ``u`` (F, dof) meet only banded limit rows. A primal-dual
 interior point (:func:`~.interior.interior_point`) solves it: one banded Newton system per
-iteration (:class:`~looprig.core.banded.NewtonSystem`) with Newton's Hessian in
+iteration (:class:`~looprig.core.solvers.banded.NewtonSystem`) with Newton's Hessian in
 joint coordinates (Gauss-Newton's plus the tracked points' and axes' curvature,
 :mod:`..joint_space`, and the loops' curvature times their multipliers), made convex
 frame by frame where it is not, and a line search on an l1 merit.

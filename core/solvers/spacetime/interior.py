@@ -52,7 +52,7 @@ def interior_point(
 
     Every limit row gets a slack s > 0 and a multiplier z > 0. Each iteration
     linearises every frame and takes one Newton step of the barrier problem at barrier
-    mu (:meth:`~looprig.core.banded.NewtonSystem.direction`): the slacks and the
+    mu (:meth:`~looprig.core.solvers.banded.NewtonSystem.direction`): the slacks and the
     multipliers each at most 99 % of the way to zero, the primal step cut by a line
     search on the l1 merit ``f - mu sum log s + nu_C |C_loops|_1 + nu |G p + s - h|_1``
     (nu above the multipliers seen so far; nu_C above the loops' present ones, falling

@@ -63,14 +63,14 @@ def linearize(
     anchor=None,
     kin: TreeClip | None = None,
 ) -> Linearization:
-    """The :class:`Linearization` at ``at`` (a :class:`~looprig.core.step.LinearizedStep`
+    """The :class:`Linearization` at ``at`` (a :class:`~looprig.core.solvers.step.LinearizedStep`
     of every frame) whose motors read ``values`` (F, A); loop_multipliers (F, m) or None;
     damping: Levenberg's, relative to each frame's largest Hessian diagonal entry;
     frozen (F,) bool or None: frames that do not move (their steps are exactly zero: no
     gradient, no motor rate, an identity Hessian); anchor: (weight, displacement (F, D))
     of the gentle interior point's pull back to its start, or None; kin: the iterate's
     kinematics in tree coordinates (``at`` a :class:`~.tree_clip.TreePoint`),
-    or None (a :class:`~looprig.core.step.LinearizedStep`)."""
+    or None (a :class:`~looprig.core.solvers.step.LinearizedStep`)."""
     cs, tree = problem.constraints, problem.tree
     F = len(at.value)
     if kin is not None:  # no loops: the tree's own kernels

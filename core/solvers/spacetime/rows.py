@@ -18,7 +18,7 @@ from ..banded import StencilRows
 #: The motor rows: (quantity, stencil over consecutive frames, where it applies: at
 #: every run of frames, or at the clip's first or last), each bound by the quantity's
 #: limit times 1, 1/rate or 1/rate^2. They are the differences the limit checks read
-#: (:data:`~looprig.core.curves.DERIVATIVE`): inside the clip a central velocity is the
+#: (:data:`~looprig.core.curves.actuator_curves.DERIVATIVE`): inside the clip a central velocity is the
 #: mean of two speed rows and an acceleration the second difference; at its ends the
 #: one-sided second-order velocity and the end cubic's second derivative.
 STENCILS = (

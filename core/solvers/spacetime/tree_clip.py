@@ -4,7 +4,7 @@
 robot with no loop rows (every joint a tree joint: a serial arm, the Boxer), whose
 objective :mod:`..tree` supports (frame targets), each iterate is kept
 here as the bodies' rotations (n, 3, 3, F) and centres (n, 3, F) and moved, evaluated
-and linearised by :class:`~looprig.core.tree.TreeKinematics`'s kernels, every numpy
+and linearised by :class:`~looprig.core.solvers.tree.TreeKinematics`'s kernels, every numpy
 call over the F frames at once, instead of through the body states (F, n, 7), the
 null-space joint basis and the terms' maximal-coordinate Jacobians: the same
 quantities in the same coordinates (the tests compare them to 1e-12), at a fraction of
@@ -24,9 +24,9 @@ from ..tree import kinematics, turn, unsupported
 
 
 def applies(problem) -> bool:
-    """Whether :class:`TreeClip` serves ``problem`` (an :class:`~looprig.core.ik.IKProblem`):
+    """Whether :class:`TreeClip` serves ``problem`` (an :class:`~looprig.core.solvers.problem.IKProblem`):
     no loop rows and no further equality rows (held motors), frame targets only
-    (:func:`~looprig.core.tree.unsupported` admits the rest)."""
+    (:func:`~looprig.core.solvers.tree.unsupported` admits the rest)."""
     return (
         not len(problem.tree.loop_rows)
         and len(problem.equality_terms) == 1
@@ -60,7 +60,7 @@ class TreePoint:
     """One iterate of the whole clip: rotations R (n, 3, 3, F), centres c (n, 3, F) [m];
     value (F,): each frame's tracking cost ``1/2 |r|^2``; residual (m_t, F): the frame
     tasks' weighted rows; screws: the coordinates' screws there
-    (:meth:`~looprig.core.tree.TreeKinematics.screws`), once linearised; constraint
+    (:meth:`~looprig.core.solvers.tree.TreeKinematics.screws`), once linearised; constraint
     (F, 0): no loop rows."""
 
     R: np.ndarray
@@ -101,7 +101,7 @@ class TreeClip:
 
     def moved(self, at: TreePoint, step: np.ndarray) -> TreePoint:
         """The iterate ``at`` moved by joint coordinate steps (F, D), every tree joint
-        turned or slid exactly (:meth:`~looprig.core.tree.TreeKinematics.retract`)."""
+        turned or slid exactly (:meth:`~looprig.core.solvers.tree.TreeKinematics.retract`)."""
         R, c = at.R.copy(), at.c.copy()
         self.model.retract(R, c, self._screws(at), np.ascontiguousarray(step.T))
         return self._point(R, c)
@@ -115,8 +115,8 @@ class TreeClip:
         """The tracking's second-order part in the joint coordinates (F, D, D) that
         Gauss-Newton leaves out: ``sum_k a_k . d2 x_k`` over the frames' points and axes
         x_k under the objective's gradient a_k with respect to them, ``a . (omega_c1 x
-        J_c2(x))`` for c1 outer to c2 (``order``: :class:`~looprig.core.joint_space.JointScrews`,
-        whose :meth:`~looprig.core.joint_space.JointScrews.curvature` this is, frame axis last)."""
+        J_c2(x))`` for c1 outer to c2 (``order``: :class:`~looprig.core.solvers.joint_space.JointScrews`,
+        whose :meth:`~looprig.core.solvers.joint_space.JointScrews.curvature` this is, frame axis last)."""
         m, screws = self.model, self._screws(at)
         body = m.frame_body
         Rb = at.R[body]

@@ -15,7 +15,7 @@ from .mjcf import read_mjcf
 from .native_read import load_native
 from .specs import ImportedModel, ImportSettings, TreeModel
 from .tree import build_mechanism
-from .urdf import read_urdf
+from .urdf import UrdfOptions, read_urdf
 
 FORMATS = ("urdf", "mjcf", "native")
 
@@ -88,29 +88,22 @@ def load_model(
     path,
     *,
     format: str | None = None,
-    package_paths=(),
     actuated=(),
-    closures=(),
-    closure_kind: str = "spherical",
-    sidecar="auto",
-    floating_base: bool = False,
     density: float | None = None,
     placeholder_mass: float | None = None,
     missing_meshes: str | None = None,
     meshes: bool | None = None,
+    **urdf_options,
 ) -> ImportedModel:
     """Import a mechanism file; the :class:`ImportedModel` keeps meshes and notes.
 
     format: force ``"urdf"``, ``"mjcf"`` or ``"native"`` (default: detect).
-    package_paths: folders searched for ``package://`` meshes (URDF).
-    actuated: joint names to actuate in addition to those the file declares.
-    closures: extra ``(frame1, frame2, kind)`` closures between links (URDF).
-    closure_kind: joint closing ``closing_<id>_1/_2`` frame pairs (URDF).
-    sidecar: YAML closure file for a URDF, ``"auto"`` to look beside it, None for none.
-    floating_base: join the URDF root to a grounded ``world`` by a free joint.
+    actuated: joint names to actuate in addition to those the file declares (URDF, MJCF).
     density [kg/m^3], placeholder_mass [kg], missing_meshes ("error"/"warn"),
     meshes (False: only what masses need, for kinematics-only commands):
     see :class:`ImportSettings`.
+    urdf_options: how a URDF is read (package_paths, closures, closure_kind, sidecar,
+    floating_base), see :class:`~.urdf.UrdfOptions`.
     The initial configuration is the assembled one (all closures met), see
     :mod:`looprig.cad_import.tree`.
     """
@@ -131,6 +124,7 @@ def load_model(
     if overrides.get("missing_meshes", "error") not in ("error", "warn"):
         raise FileFormatError(path, f"missing_meshes must be 'error' or 'warn', got {missing_meshes!r}")
     settings = ImportSettings(**overrides)
+    urdf = UrdfOptions(actuated=actuated, **urdf_options)
     if kind == "native":
         imported = load_native(path)
         if actuated:
@@ -139,16 +133,7 @@ def load_model(
             )
         return imported
     if kind == "urdf":
-        tree = read_urdf(
-            path,
-            package_paths=package_paths,
-            actuated=actuated,
-            closures=closures,
-            closure_kind_default=closure_kind,
-            sidecar=sidecar,
-            floating_base=floating_base,
-            settings=settings,
-        )
+        tree = read_urdf(path, urdf, settings=settings)
     else:
         tree = read_mjcf(path, settings=settings)
         _mark_actuated(tree, actuated)

@@ -81,6 +81,15 @@ _mat = {
 }
 _limit = {"type": ["number", "null"]}
 
+
+def _named_list(required: list[str], properties: dict) -> dict:
+    """Schema of a list of objects that each have a non-empty ``name``: ``required`` lists the
+    other properties an object must have, ``properties`` describes all of them but the name."""
+    name = {"type": "string", "minLength": 1}
+    item = {"type": "object", "required": ["name", *required], "properties": {"name": name, **properties}}
+    return {"type": "array", "items": item}
+
+
 #: JSON Schema of the native mechanism file (version 1).
 NATIVE_SCHEMA = {
     "$schema": "https://json-schema.org/draft/2020-12/schema",
@@ -95,114 +104,99 @@ NATIVE_SCHEMA = {
             "description": "informative; always metres, radians, kilograms",
             "type": "object",
         },
-        "bodies": {
-            "type": "array",
-            "items": {
-                "type": "object",
-                "required": ["name", "position", "orientation", "mass"],
-                "properties": {
-                    "name": {"type": "string", "minLength": 1},
-                    "position": {**_vec3, "description": "CoM, world, initial [m]"},
-                    "orientation": {**_quat, "description": "unit quaternion w, x, y, z: body to world"},
-                    "mass": {"type": "number", "exclusiveMinimum": 0, "description": "[kg]"},
-                    "inertia": {
-                        "description": "3x3 about the CoM in body axes [kg m^2], or null",
-                        "type": ["array", "null"],
-                        "items": _vec3,
-                        "minItems": 3,
-                        "maxItems": 3,
-                    },
-                    "grounded": {"type": "boolean", "default": False},
-                    "mesh": {"type": ["string", "null"], "description": "display mesh path or URI"},
-                    "color": {**_quat, "description": "display colour r, g, b, a in [0, 1] (optional)"},
-                    "T_body_mesh": {**_mat, "description": "mesh file -> body coordinates (may scale)"},
-                    "meshes": {
-                        "description": "every mesh of the body (the importers' visual and collision meshes)",
-                        "type": "array",
-                        "items": {
-                            "type": "object",
-                            "required": ["path", "T_body_mesh"],
-                            "properties": {
-                                "path": {"type": "string"},
-                                "T_body_mesh": _mat,
-                                "role": {"enum": ["visual", "collision"]},
-                                "rgba": {"type": ["array", "null"], "items": {"type": "number"}},
-                            },
-                        },
-                    },
+        "bodies": _named_list(
+            ["position", "orientation", "mass"],
+            {
+                "position": {**_vec3, "description": "CoM, world, initial [m]"},
+                "orientation": {**_quat, "description": "unit quaternion w, x, y, z: body to world"},
+                "mass": {"type": "number", "exclusiveMinimum": 0, "description": "[kg]"},
+                "inertia": {
+                    "description": "3x3 about the CoM in body axes [kg m^2], or null",
+                    "type": ["array", "null"],
+                    "items": _vec3,
+                    "minItems": 3,
+                    "maxItems": 3,
                 },
-            },
-        },
-        "joints": {
-            "type": "array",
-            "items": {
-                "type": "object",
-                "required": ["name", "kind", "parent", "child", "anchor", "axis"],
-                "properties": {
-                    "name": {"type": "string", "minLength": 1},
-                    "kind": {"enum": [k.value for k in JointKind]},
-                    "parent": {"type": "string"},
-                    "child": {"type": "string"},
-                    "anchor": {**_vec3, "description": "world, initial [m]"},
-                    "axis": {**_vec3, "description": "world, initial; non-zero"},
-                    "secondary_axis": {"type": ["array", "null"], "items": {"type": "number"}},
-                    "gap": {
-                        "type": "number",
-                        "minimum": 0,
-                        "description": "[m] how far apart the loop this joint closes is left by "
-                        "the file it came from (the solvers meet the constraints to it); default 0",
-                    },
-                    "actuator": {
-                        "type": ["object", "null"],
+                "grounded": {"type": "boolean", "default": False},
+                "mesh": {"type": ["string", "null"], "description": "display mesh path or URI"},
+                "color": {**_quat, "description": "display colour r, g, b, a in [0, 1] (optional)"},
+                "T_body_mesh": {**_mat, "description": "mesh file -> body coordinates (may scale)"},
+                "meshes": {
+                    "description": "every mesh of the body (the importers' visual and collision meshes)",
+                    "type": "array",
+                    "items": {
+                        "type": "object",
+                        "required": ["path", "T_body_mesh"],
                         "properties": {
-                            "name": {
-                                "type": ["string", "null"],
-                                "minLength": 1,
-                                "description": "the motor's name (curves carry it); null: the joint's",
-                            },
-                            "motion": {"enum": [m.value for m in ActuatedMotion]},
-                            "lower": _limit,
-                            "upper": _limit,
-                            "velocity_limit": _limit,
-                            "acceleration_limit": _limit,
-                            "hardware_id": {"type": ["integer", "string", "null"]},
-                            "zero_offset_ticks": {"type": "integer", "description": "servo ticks at value 0"},
-                            "direction": {"enum": [1, -1]},
-                            "metres_per_revolution": {
-                                "type": ["number", "null"],
-                                "description": "displacement per servo turn [m]",
-                            },
-                            "servo": {
-                                "type": ["string", "null"],
-                                "description": "servo model, a name of looprig's catalogue",
-                            },
-                            "rotor_inertia": {
-                                "type": "number",
-                                "description": "rotor inertia reflected to the joint [kg m^2 or kg]",
-                            },
-                            "limit_sources": {
-                                "type": "object",
-                                "description": "where a limit came from, when not the file itself",
-                                "properties": {
-                                    k: {"enum": [s.value for s in LimitSource]} for k in LIMIT_FIELDS
-                                },
-                            },
+                            "path": {"type": "string"},
+                            "T_body_mesh": _mat,
+                            "role": {"enum": ["visual", "collision"]},
+                            "rgba": {"type": ["array", "null"], "items": {"type": "number"}},
                         },
                     },
                 },
             },
-        },
+        ),
+        "joints": _named_list(
+            ["kind", "parent", "child", "anchor", "axis"],
+            {
+                "kind": {"enum": [k.value for k in JointKind]},
+                "parent": {"type": "string"},
+                "child": {"type": "string"},
+                "anchor": {**_vec3, "description": "world, initial [m]"},
+                "axis": {**_vec3, "description": "world, initial; non-zero"},
+                "secondary_axis": {"type": ["array", "null"], "items": {"type": "number"}},
+                "gap": {
+                    "type": "number",
+                    "minimum": 0,
+                    "description": "[m] how far apart the loop this joint closes is left by "
+                    "the file it came from (the solvers meet the constraints to it); default 0",
+                },
+                "actuator": {
+                    "type": ["object", "null"],
+                    "properties": {
+                        "name": {
+                            "type": ["string", "null"],
+                            "minLength": 1,
+                            "description": "the motor's name (curves carry it); null: the joint's",
+                        },
+                        "motion": {"enum": [m.value for m in ActuatedMotion]},
+                        "lower": _limit,
+                        "upper": _limit,
+                        "velocity_limit": _limit,
+                        "acceleration_limit": _limit,
+                        "hardware_id": {"type": ["integer", "string", "null"]},
+                        "zero_offset_ticks": {"type": "integer", "description": "servo ticks at value 0"},
+                        "direction": {"enum": [1, -1]},
+                        "metres_per_revolution": {
+                            "type": ["number", "null"],
+                            "description": "displacement per servo turn [m]",
+                        },
+                        "servo": {
+                            "type": ["string", "null"],
+                            "description": "servo model, a name of looprig's catalogue",
+                        },
+                        "rotor_inertia": {
+                            "type": "number",
+                            "description": "rotor inertia reflected to the joint [kg m^2 or kg]",
+                        },
+                        "limit_sources": {
+                            "type": "object",
+                            "description": "where a limit came from, when not the file itself",
+                            "properties": {k: {"enum": [s.value for s in LimitSource]} for k in LIMIT_FIELDS},
+                        },
+                    },
+                },
+            },
+        ),
         "couplings": {
             "description": "joints that follow others: value(joint) = offset + sum_k (ratios[k] "
             "value(sources[k]) + sum_p polynomial[k][p - 2] value(sources[k])^p), p = 2, 3, ...; "
             "one source: a gear, several: a differential (a file written before differentials "
             "may give one 'source' and 'ratio' instead)",
-            "type": "array",
-            "items": {
-                "type": "object",
-                "required": ["name", "joint", "sources", "ratios"],
-                "properties": {
-                    "name": {"type": "string", "minLength": 1},
+            **_named_list(
+                ["joint", "sources", "ratios"],
+                {
                     "joint": {"type": "string", "description": "revolute or prismatic joint that follows"},
                     "sources": {
                         "type": "array",
@@ -223,21 +217,16 @@ NATIVE_SCHEMA = {
                         "squared, cubed, ... [unit of joint / unit of source^p]",
                     },
                 },
-            },
+            ),
         },
-        "frames": {
-            "type": "array",
-            "items": {
-                "type": "object",
-                "required": ["name", "body", "position", "orientation"],
-                "properties": {
-                    "name": {"type": "string", "minLength": 1},
-                    "body": {"type": "string"},
-                    "position": _vec3,
-                    "orientation": _quat,
-                },
+        "frames": _named_list(
+            ["body", "position", "orientation"],
+            {
+                "body": {"type": "string"},
+                "position": _vec3,
+                "orientation": _quat,
             },
-        },
+        ),
     },
 }
 

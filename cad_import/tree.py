@@ -59,6 +59,14 @@ def _origin(T_world_link: np.ndarray, T_link_frame: np.ndarray) -> np.ndarray:
     return T_world_link[:3, :3] @ T_link_frame[:3, 3] + T_world_link[:3, 3]
 
 
+def _joint_at(name, kind, parent, child, T_world_joint: np.ndarray, axis, **details) -> Joint:
+    """The joint whose frame stands at ``T_world_joint``: anchored at its origin, ``axis``
+    (joint frame) turned into world axes; ``details`` are the other Joint fields."""
+    anchor = T_world_joint[:3, 3]
+    world_axis = T_world_joint[:3, :3] @ axis
+    return Joint(name, kind, parent, child, anchor=anchor, axis=world_axis, **details)
+
+
 def _assembly_mechanism(model: TreeModel, order, poses) -> Mechanism:
     """The tree as a Mechanism at its zero configuration, body frames = link frames.
 
@@ -78,16 +86,9 @@ def _assembly_mechanism(model: TreeModel, order, poses) -> Mechanism:
     for joint in order:
         T = poses[joint.parent] @ joint.T_parent_joint
         motion = {JointKind.REVOLUTE: ActuatedMotion.ANGLE, JointKind.PRISMATIC: ActuatedMotion.DISPLACEMENT}
+        actuator = Actuator(motion[joint.kind]) if joint.kind in motion else None
         joints.append(
-            Joint(
-                joint.name,
-                joint.kind,
-                joint.parent,
-                joint.child,
-                anchor=T[:3, 3],
-                axis=T[:3, :3] @ joint.axis,
-                actuator=Actuator(motion[joint.kind]) if joint.kind in motion else None,
-            )
+            _joint_at(joint.name, joint.kind, joint.parent, joint.child, T, joint.axis, actuator=actuator)
         )
     couplings = [c.coupling() for c in model.couplings]
     return Mechanism(bodies, joints, name=model.name, couplings=couplings)
@@ -306,13 +307,13 @@ def build_mechanism(model: TreeModel, settings: ImportSettings = DEFAULT_SETTING
             if servo is not None:
                 actuator = with_catalogue_limits(actuator, servo.model)
         joints.append(
-            Joint(
-                name=joint.name,
-                kind=joint.kind,
-                parent=joint.parent,
-                child=joint.child,
-                anchor=T_world_joint[:3, 3],
-                axis=T_world_joint[:3, :3] @ joint.axis,
+            _joint_at(
+                joint.name,
+                joint.kind,
+                joint.parent,
+                joint.child,
+                T_world_joint,
+                joint.axis,
                 actuator=actuator,
             )
         )
@@ -328,15 +329,10 @@ def build_mechanism(model: TreeModel, settings: ImportSettings = DEFAULT_SETTING
                 f"closure name {closure.name!r} is already a joint name", closure.element, closure.line
             )
         joint_names.add(closure.name)
+        closing_gap = residual0 if gap > 0 else 0.0  # the loops close no better than the file
         joints.append(
-            Joint(
-                name=closure.name,
-                kind=closure.kind,
-                parent=closure.link1,
-                child=closure.link2,
-                anchor=T1[:3, 3],
-                axis=T1[:3, :3] @ closure.axis,
-                gap=residual0 if gap > 0 else 0.0,  # the loops close no better than the file
+            _joint_at(
+                closure.name, closure.kind, closure.link1, closure.link2, T1, closure.axis, gap=closing_gap
             )
         )
 

@@ -46,6 +46,8 @@ planar loops (an error naming the element).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -80,24 +82,35 @@ URDF_JOINT_KINDS = {
 }
 
 
+@dataclass(frozen=True)
+class UrdfOptions:
+    """How a URDF is read, besides what its file says.
+
+    package_paths: folders searched for ``package://`` meshes.
+    actuated: joint names to actuate in addition to those the file declares.
+    closures: extra ``(frame1, frame2, kind)`` closures between links.
+    closure_kind: joint closing ``closing_<id>_1/_2`` frame pairs.
+    sidecar: YAML closure file, ``"auto"`` to look beside the URDF, None for none.
+    floating_base: join the root link to a grounded ``world`` by a free joint.
+    """
+
+    package_paths: Sequence = ()
+    actuated: Sequence[str] = ()
+    closures: Sequence = ()
+    closure_kind: str = "spherical"
+    sidecar: str | Path | None = "auto"
+    floating_base: bool = False
+
+
 def read_urdf(
     path,
+    options: UrdfOptions = UrdfOptions(),
     *,
-    package_paths=(),
-    actuated=(),
-    closures=(),
-    closure_kind_default: str = "spherical",
-    sidecar="auto",
-    floating_base: bool = False,
     settings: ImportSettings = DEFAULT_SETTINGS,
     text: bytes | str | None = None,
 ) -> TreeModel:
-    """Parse a URDF into a :class:`TreeModel` (no assembly yet).
+    """Parse a URDF into a :class:`TreeModel` (no assembly yet), read as ``options`` say.
 
-    package_paths: folders searched for ``package://`` meshes. actuated: extra
-    joint names to actuate. closures: extra ``(frame1, frame2, kind)`` link
-    triples. closure_kind_default: joint used for ``closing_*`` frame pairs.
-    sidecar: YAML closure file, ``"auto"`` (look beside the URDF) or None.
     text: the file content, when it is not read from ``path``.
     """
     path = Path(path)
@@ -115,7 +128,7 @@ def read_urdf(
         spec = LinkSpec(name=name, element=describe(link), line=doc.line(link))
         has_inertial = read_inertial(doc, link, spec)
         roles = ("visual", "collision") if settings.meshes or not has_inertial else ()
-        read_meshes(doc, link, spec, base, package_paths, settings, notes, materials, roles)
+        read_meshes(doc, link, spec, base, options.package_paths, settings, notes, materials, roles)
         if not has_inertial:
             note = mass_from_meshes(spec, settings, path)
             if note:
@@ -243,7 +256,7 @@ def read_urdf(
                 raise doc.error(element, f"lower limit {spec.lower} exceeds upper limit {spec.upper}")
 
     closure_list: list[ClosureSpec] = []
-    default_kind = closure_kind(closure_kind_default, path, "closure_kind")
+    default_kind = closure_kind(options.closure_kind, path, "closure_kind")
     found, onshape_notes = onshape_closures(link_names, default_kind)
     closure_list += found
     notes += onshape_notes
@@ -273,12 +286,12 @@ def read_urdf(
             )
         )
     closure_list += [urdf_plus_loop(doc, element, link_names) for element in root.findall("loop")]
-    sidecar_path = find_sidecar(path) if sidecar == "auto" and text is None else sidecar
+    sidecar_path = find_sidecar(path) if options.sidecar == "auto" and text is None else options.sidecar
     if sidecar_path not in (None, "auto"):
         yaml_closures, motors = read_closure_yaml(sidecar_path, joint_child, link_names)
         closure_list += yaml_closures
         actuated_names += [(m, None) for m in motors]
-    for frame1, frame2, kind in closures:
+    for frame1, frame2, kind in options.closures:
         for frame in (frame1, frame2):
             if frame not in link_names:
                 raise FileFormatError(
@@ -295,7 +308,7 @@ def read_urdf(
                 element="closures argument",
             )
         )
-    actuated_names += [(name, None) for name in actuated]
+    actuated_names += [(name, None) for name in options.actuated]
     for name, element in actuated_names:
         if name not in joint_by_name:
             valid = ", ".join(sorted(joint_by_name)) or "(none)"
@@ -320,7 +333,7 @@ def read_urdf(
             )
     else:
         roots_map = {roots[0]: np.eye(4)}
-    if floating_base and roots_map:
+    if options.floating_base and roots_map:
         root_link = next(iter(roots_map))
         links.insert(0, LinkSpec(name="world", element="floating base"))
         joints.insert(
@@ -376,6 +389,8 @@ def _check_links(path, links: list[LinkSpec], joints: list[TreeJointSpec]) -> No
         parent_of[joint.child] = joint.name
 
 
-def load_urdf(path, *, settings: ImportSettings = DEFAULT_SETTINGS, **options) -> ImportedModel:
-    """Read a URDF and build its Mechanism (see :func:`read_urdf` for options)."""
-    return build_mechanism(read_urdf(path, settings=settings, **options), settings)
+def load_urdf(
+    path, *, settings: ImportSettings = DEFAULT_SETTINGS, text: bytes | str | None = None, **options
+) -> ImportedModel:
+    """Read a URDF and build its Mechanism; ``options`` are the fields of :class:`UrdfOptions`."""
+    return build_mechanism(read_urdf(path, UrdfOptions(**options), settings=settings, text=text), settings)

@@ -83,6 +83,11 @@ def _setting_text(setting):
     return convert
 
 
+def add_switch(parser: argparse.ArgumentParser, flag: str, help: str | None = None) -> None:
+    """Add the option ``flag``: off unless given, no value."""
+    parser.add_argument(flag, action="store_true", help=help)
+
+
 def positive_int(text: str) -> int:
     """argparse type: a whole number >= 1."""
     if not text.strip().isdecimal() or int(text) < 1:
@@ -121,12 +126,12 @@ def build_parser() -> argparse.ArgumentParser:
         formatter_class=argparse.RawDescriptionHelpFormatter,
         epilog=__doc__.split("\n\n", 1)[1],
     )
-    parser.add_argument("--debug", action="store_true", help="show tracebacks on errors")
+    add_switch(parser, "--debug", "show tracebacks on errors")
     sub = parser.add_subparsers(dest="command", required=True)
 
     info = sub.add_parser("info", help="summarise a mechanism")
     info.add_argument("mechanism", help=f"a file or a reference mechanism: {', '.join(NAMES)}")
-    info.add_argument("--json", action="store_true", help="print one JSON object")
+    add_switch(info, "--json", "print one JSON object")
     info.add_argument(
         "--map", help="a mapping file: the motors and limits a retarget with it uses (servo, motor_limits)"
     )
@@ -160,20 +165,16 @@ def build_parser() -> argparse.ArgumentParser:
         choices=sorted(curve_files.EXPORT_FORMATS),
         help="curve formats",
     )
-    retarget.add_argument("--plot", action="store_true", help="also write curves.png")
-    retarget.add_argument(
-        "--strict",
-        action="store_true",
-        help="refuse to write curves that break limits or miss a frame's target (exit 3)",
+    add_switch(retarget, "--plot", "also write curves.png")
+    add_switch(
+        retarget, "--strict", "refuse to write curves that break limits or miss a frame's target (exit 3)"
     )
-    retarget.add_argument(
+    add_switch(
+        retarget,
         "--allow-unassembled",
-        action="store_true",
-        help=f"write even when a frame's constraint residual exceeds {app.RESIDUAL_TOLERANCE_M:g} m",
+        f"write even when a frame's constraint residual exceeds {app.RESIDUAL_TOLERANCE_M:g} m",
     )
-    retarget.add_argument(
-        "--allow-unreachable", action="store_true", help="write even when every frame is unreachable"
-    )
+    add_switch(retarget, "--allow-unreachable", "write even when every frame is unreachable")
     retarget.add_argument(
         "--start",
         nargs="+",
@@ -201,7 +202,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="with --timing stretch: frames of the clip (the tracks file's numbering) kept at their times",
     )
     add_dynamixel_mode_option(retarget)
-    retarget.add_argument("--quiet", action="store_true")
+    add_switch(retarget, "--quiet")
     add_setting_options(retarget)
     retarget.set_defaults(func=cmd_retarget)
 
@@ -212,11 +213,11 @@ def build_parser() -> argparse.ArgumentParser:
     check.add_argument(
         "curves", help="a curves CSV or JSON, a Dynamixel ticks CSV or JSON, or a C header (.h)"
     )
-    check.add_argument("--strict", action="store_true", help="exit 3 when there are violations")
-    check.add_argument(
+    add_switch(check, "--strict", "exit 3 when there are violations")
+    add_switch(
+        check,
         "--cyclic",
-        action="store_true",
-        help="the file is played in a loop (its first sample one period after its last): "
+        "the file is played in a loop (its first sample one period after its last): "
         "velocities and accelerations at the seam from the wrap-around differences",
     )
     check.set_defaults(func=cmd_check)
@@ -225,11 +226,7 @@ def build_parser() -> argparse.ArgumentParser:
     exp.add_argument("curves")
     exp.add_argument("--format", required=True, choices=sorted(curve_files.EXPORT_FORMATS))
     exp.add_argument("-o", "--output", required=True)
-    exp.add_argument(
-        "--allow-violations",
-        action="store_true",
-        help="write despite limit violations (recorded in the file)",
-    )
+    add_switch(exp, "--allow-violations", "write despite limit violations (recorded in the file)")
     add_dynamixel_mode_option(exp)
     exp.add_argument("--audio", metavar="FILE", help="the clip's sound, recorded in a json export")
     exp.add_argument(
@@ -251,7 +248,7 @@ def build_parser() -> argparse.ArgumentParser:
     jobs.add_argument("--scheduler", help="address of a running Dask scheduler, e.g. tcp://10.0.0.5:8786")
     jobs.add_argument("--workers", type=positive_int, help="local worker processes (default: CPU count)")
     jobs.add_argument("--summary", help="summary file (default: batch-summary.json beside JOBS)")
-    jobs.add_argument("--quiet", action="store_true")
+    add_switch(jobs, "--quiet")
     jobs.set_defaults(func=cmd_batch)
 
     player = sub.add_parser("play", help="play curves on Dynamixel servos (Protocol 2.0)")
@@ -278,11 +275,11 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="FILE",
         help="read Present Position(132) after every frame's goal and write it as a curves .csv/.json",
     )
-    player.add_argument("--dry-run", action="store_true", help="print what would be sent; open nothing")
-    player.add_argument(
+    add_switch(player, "--dry-run", "print what would be sent; open nothing")
+    add_switch(
+        player,
         "--live",
-        action="store_true",
-        help="stream through the live link: from where the servos are, every packet moved within the "
+        "stream through the live link: from where the servos are, every packet moved within the "
         "velocity and acceleration limits (ruckig), --rate packets per second",
     )
     player.add_argument(
@@ -308,12 +305,12 @@ def build_parser() -> argparse.ArgumentParser:
         help="clip time at which the sound's first sample plays (default: the curves file's, else 0)",
     )
     player.add_argument("--audio-device", help="sound output device (index or name; default: the system's)")
-    player.add_argument("--quiet", action="store_true")
+    add_switch(player, "--quiet")
     player.set_defaults(func=cmd_play)
 
     demo = sub.add_parser("demo", help="run the main job on the bundled robot and clip")
     demo.add_argument("-o", "--output", default="out/demo", help="output folder")
-    demo.add_argument("--quiet", action="store_true")
+    add_switch(demo, "--quiet")
     demo.add_argument(
         "--blend", help="also write the Blender demo scene (four-bar retargeted and baked) to this .blend"
     )

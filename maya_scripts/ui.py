@@ -93,6 +93,17 @@ def export_defaults(host) -> dict:
     }
 
 
+def _show_dialog(host, window: str, title: str, fields, action, note: str) -> str:
+    """Show the form ``window`` with one action button and a Close button; ``action`` is
+    ``(label, run)``, ``run(values, host)`` called with the form's values. Returns the window."""
+    label, run = action
+    buttons = [
+        (label, lambda values: run(values, host)),
+        ("Close", lambda _values: host.close_window(window)),
+    ]
+    return host.show_form(window, title, fields, buttons, note)
+
+
 def show_export_dialog(host=None) -> str:
     host = _facade(host)
     defaults = export_defaults(host)
@@ -107,16 +118,7 @@ def show_export_dialog(host=None) -> str:
         f"Nodes: names or node=track, space separated; empty = the {DEFAULT_SET_NAME} set or the "
         f"selection. Rate up to {MAX_RATE_HZ:g} Hz samples between frames."
     )
-    return host.show_form(
-        EXPORT_WINDOW,
-        "looprig: Export Tracks",
-        fields,
-        [
-            ("Export", lambda values: run_export(values, host)),
-            ("Close", lambda _values: host.close_window(EXPORT_WINDOW)),
-        ],
-        note,
-    )
+    return _show_dialog(host, EXPORT_WINDOW, "looprig: Export Tracks", fields, ("Export", run_export), note)
 
 
 def split_nodes(text: str) -> list[str] | None:
@@ -179,15 +181,9 @@ def show_review_dialog(host=None) -> str:
         host.FormField("path", "Curves file", "open_file", "", CURVES_FILTER),
         host.FormField("node", "Node", "text", ""),
     ]
-    return host.show_form(
-        REVIEW_WINDOW,
-        "looprig: Import Curves for Review",
-        fields,
-        [
-            ("Import", lambda values: run_review(values, host)),
-            ("Close", lambda _values: host.close_window(REVIEW_WINDOW)),
-        ],
-        "Node: where to key one attribute per actuator; empty = a new looprig_curves locator.",
+    note = "Node: where to key one attribute per actuator; empty = a new looprig_curves locator."
+    return _show_dialog(
+        host, REVIEW_WINDOW, "looprig: Import Curves for Review", fields, ("Import", run_review), note
     )
 
 

@@ -192,33 +192,51 @@ def draw_rows(layout, settings, rows: str, active: str, kind: str, height: int) 
     col.operator(f"looprig.{kind}_remove", text="", icon="REMOVE")
 
 
-class LOOPRIG_OT_target_add(bpy.types.Operator):
-    """Add a retarget target: the selected animated object (and its active bone) becomes the target,
-    the selected robot object (or active bone of the robot's armature) its robot frame"""
+def row_operators(rows: str, active: str, kind: str, description: str, bone: bool = False):
+    """The add and remove operators (``looprig.<kind>_add``, ``looprig.<kind>_remove``) of the
+    rows ``scene.looprig.<rows>`` that :func:`draw_rows` draws: add fills a row from the
+    selection (:func:`add_row`; ``description`` is its tooltip), remove removes the active row
+    (:func:`remove_active`)."""
+    title = kind.capitalize()
 
-    bl_idname = "looprig.target_add"
-    bl_label = "Add Target"
-    bl_options = {"REGISTER", "UNDO"}
-
-    def execute(self, context):
-        add_row(context, "targets", "active_target", "target", bone=True)
+    def add(self, context):
+        add_row(context, rows, active, kind, bone=bone)
         return {"FINISHED"}
 
+    def can_remove(cls, context):
+        return len(getattr(context.scene.looprig, rows)) > 0
 
-class LOOPRIG_OT_target_remove(bpy.types.Operator):
-    """Remove the active retarget target"""
-
-    bl_idname = "looprig.target_remove"
-    bl_label = "Remove Target"
-    bl_options = {"REGISTER", "UNDO"}
-
-    @classmethod
-    def poll(cls, context):
-        return len(context.scene.looprig.targets) > 0
-
-    def execute(self, context):
-        remove_active(context.scene.looprig, "targets", "active_target")
+    def remove(self, context):
+        remove_active(context.scene.looprig, rows, active)
         return {"FINISHED"}
+
+    def operator(action: str, doc: str, **methods):
+        return type(
+            f"LOOPRIG_OT_{kind}_{action}",
+            (bpy.types.Operator,),
+            {
+                "__doc__": doc,
+                "bl_idname": f"looprig.{kind}_{action}",
+                "bl_label": f"{action.capitalize()} {title}",
+                "bl_options": {"REGISTER", "UNDO"},
+                **methods,
+            },
+        )
+
+    return (
+        operator("add", description, execute=add),
+        operator("remove", f"Remove the active {kind}", poll=classmethod(can_remove), execute=remove),
+    )
+
+
+LOOPRIG_OT_target_add, LOOPRIG_OT_target_remove = row_operators(
+    "targets",
+    "active_target",
+    "target",
+    "Add a retarget target: the selected animated object (and its active bone) becomes the target, "
+    "the selected robot object (or active bone of the robot's armature) its robot frame",
+    bone=True,
+)
 
 
 class LOOPRIG_OT_import_robot(bpy.types.Operator, ImportHelper):

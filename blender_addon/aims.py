@@ -25,6 +25,7 @@ from looprig.core.retarget import AimSpec
 from mathutils import Euler, Vector
 
 from .operators_robot import RobotError, checked_row, draw_rows, row_operators
+from .panels import SidebarPanel
 from .properties import AIM_AXES
 from .sampling import Source
 
@@ -184,10 +185,7 @@ def constraint_lines(settings) -> list[str]:
     return lines
 
 
-class LOOPRIG_PT_aims(bpy.types.Panel):
-    bl_space_type = "VIEW_3D"
-    bl_region_type = "UI"
-    bl_category = "looprig"
+class LOOPRIG_PT_aims(SidebarPanel, bpy.types.Panel):
     bl_label = "Aims"
     bl_parent_id = "LOOPRIG_PT_targets"
 
@@ -200,9 +198,8 @@ class LOOPRIG_PT_aims(bpy.types.Panel):
             box.label(text="From tracking constraints (the row's orientation is the aim's):")
             for line in lines:
                 box.label(text=line, icon="CONSTRAINT")
-        draw_rows(layout, settings, "aims", "active_aim", "aim", 2)
-        if 0 <= settings.active_aim < len(settings.aims):
-            item = settings.aims[settings.active_aim]
+        item = draw_rows(layout, settings, "aims", "active_aim", "aim", 2)
+        if item is not None:
             col = layout.column()
             col.prop(item, "frame")
             col.prop(item, "target")

@@ -182,14 +182,18 @@ def add_row(context, rows: str, active: str, label: str, bone: bool = False) -> 
     setattr(settings, active, len(collection) - 1)
 
 
-def draw_rows(layout, settings, rows: str, active: str, kind: str, height: int) -> None:
-    """The list of ``settings.<rows>`` (``LOOPRIG_UL_<rows>``, ``height`` rows) with its add
-    and remove buttons (``looprig.<kind>_add``, ``looprig.<kind>_remove``)."""
+def draw_rows(layout, settings, rows: str, active: str, kind: str, height: int):
+    """Draw the list of ``settings.<rows>`` (``LOOPRIG_UL_<rows>``, ``height`` rows) with its add
+    and remove buttons (``looprig.<kind>_add``, ``looprig.<kind>_remove``); the active row, or
+    None when there is none."""
     row = layout.row()
     row.template_list(f"LOOPRIG_UL_{rows}", "", settings, rows, settings, active, rows=height)
     col = row.column(align=True)
     col.operator(f"looprig.{kind}_add", text="", icon="ADD")
     col.operator(f"looprig.{kind}_remove", text="", icon="REMOVE")
+    collection = getattr(settings, rows)
+    index = getattr(settings, active)
+    return collection[index] if 0 <= index < len(collection) else None
 
 
 def row_operators(rows: str, active: str, kind: str, description: str, bone: bool = False):

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import functools
+
 import bpy
 from bpy.props import BoolProperty, EnumProperty, StringProperty
 from bpy_extras.io_utils import ExportHelper, ImportHelper
@@ -18,6 +20,24 @@ from .scene_graph import motor_candidates
 
 class RobotError(Exception):
     """A problem with the scene's robot, worded for the animator."""
+
+
+def reports_errors(*errors: type[Exception]):
+    """Decorate an operator's ``execute``: an error of one of the types ``errors`` is reported
+    to the animator and cancels the operator."""
+
+    def decorate(execute):
+        @functools.wraps(execute)
+        def reporting_execute(self, context):
+            try:
+                return execute(self, context)
+            except errors as error:
+                self.report({"ERROR"}, str(error))
+                return {"CANCELLED"}
+
+        return reporting_execute
+
+    return decorate
 
 
 def robot_collection(context):
@@ -72,12 +92,9 @@ class LOOPRIG_OT_check_robot(bpy.types.Operator):
     bl_label = "Check Robot"
     bl_options = {"REGISTER"}
 
+    @reports_errors(RobotError)
     def execute(self, context):
-        try:
-            model = checked_model(context)
-        except RobotError as error:
-            self.report({"ERROR"}, str(error))
-            return {"CANCELLED"}
+        model = checked_model(context)
         m = model.mobility
         self.report(
             {"INFO"},
@@ -311,12 +328,9 @@ class LOOPRIG_OT_pick_motors(bpy.types.Operator):
         "scripts; the dialog ticks them one by one)",
     )
 
+    @reports_errors(RobotError)
     def execute(self, context):
-        try:
-            collection = robot_collection(context)
-        except RobotError as error:
-            self.report({"ERROR"}, str(error))
-            return {"CANCELLED"}
+        collection = robot_collection(context)
         candidates = motor_candidates(collection)
         if self.names:
             wanted = {n.strip() for n in self.names.split(",") if n.strip()}
@@ -362,13 +376,10 @@ class LOOPRIG_OT_export_robot(bpy.types.Operator, ExportHelper):
         default=True,
     )
 
+    @reports_errors(RobotError, LooprigError, OSError)
     def execute(self, context):
-        try:
-            model = checked_model(context)
-            path = export_robot(context, model, self.filepath, write_meshes=self.write_meshes)
-        except (RobotError, LooprigError, OSError) as error:
-            self.report({"ERROR"}, str(error))
-            return {"CANCELLED"}
+        model = checked_model(context)
+        path = export_robot(context, model, self.filepath, write_meshes=self.write_meshes)
         self.report({"INFO"}, f"saved robot {model.mechanism.name!r} to {path}")
         return {"FINISHED"}
 

@@ -314,9 +314,11 @@ classes = (
 )
 
 
+_register_classes, _unregister_classes = bpy.utils.register_classes_factory(classes)
+
+
 def register():
-    for cls in classes:
-        bpy.utils.register_class(cls)
+    _register_classes()
     bpy.types.Scene.looprig_live = PointerProperty(type=LOOPRIG_PG_live)
     bpy.app.handlers.load_pre.append(_stop_before_load)
     atexit.register(_stop_on_exit)
@@ -329,5 +331,4 @@ def unregister():
     if _stop_before_load in bpy.app.handlers.load_pre:
         bpy.app.handlers.load_pre.remove(_stop_before_load)
     del bpy.types.Scene.looprig_live
-    for cls in reversed(classes):
-        bpy.utils.unregister_class(cls)
+    _unregister_classes()

@@ -427,9 +427,11 @@ _POINTERS = (
 )
 
 
+_register_classes, _unregister_classes = bpy.utils.register_classes_factory(classes)
+
+
 def register():
-    for cls in classes:
-        bpy.utils.register_class(cls)
+    _register_classes()
     for owner, name, group in _POINTERS:
         setattr(owner, name, PointerProperty(type=group))
 
@@ -438,5 +440,4 @@ def unregister():
     for owner, name, _group in reversed(_POINTERS):
         if hasattr(owner, name):
             delattr(owner, name)
-    for cls in reversed(classes):
-        bpy.utils.unregister_class(cls)
+    _unregister_classes()

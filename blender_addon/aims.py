@@ -24,7 +24,8 @@ import bpy
 from looprig.core.retarget import AimSpec
 from mathutils import Euler, Vector
 
-from .operators_robot import RobotError, add_row, checked_row, draw_rows, remove_active
+from .operators_robot import RobotError, checked_row, draw_rows, row_operators
+from .panels import SidebarPanel
 from .properties import AIM_AXES
 from .sampling import Source
 
@@ -157,33 +158,13 @@ class LOOPRIG_UL_aims(bpy.types.UIList):
         row.label(text=f"{item.frame or '(no frame)'} {axis}  →  {target}", icon="CON_TRACKTO")
 
 
-class LOOPRIG_OT_aim_add(bpy.types.Operator):
-    """Add an aim: a robot frame looks at an object; the selected object outside the robot (an
-    Empty) becomes what it looks at, the selected robot object its frame"""
-
-    bl_idname = "looprig.aim_add"
-    bl_label = "Add Aim"
-    bl_options = {"REGISTER", "UNDO"}
-
-    def execute(self, context):
-        add_row(context, "aims", "active_aim", "aim")
-        return {"FINISHED"}
-
-
-class LOOPRIG_OT_aim_remove(bpy.types.Operator):
-    """Remove the active aim"""
-
-    bl_idname = "looprig.aim_remove"
-    bl_label = "Remove Aim"
-    bl_options = {"REGISTER", "UNDO"}
-
-    @classmethod
-    def poll(cls, context):
-        return len(context.scene.looprig.aims) > 0
-
-    def execute(self, context):
-        remove_active(context.scene.looprig, "aims", "active_aim")
-        return {"FINISHED"}
+LOOPRIG_OT_aim_add, LOOPRIG_OT_aim_remove = row_operators(
+    "aims",
+    "active_aim",
+    "aim",
+    "Add an aim: a robot frame looks at an object; the selected object outside the robot (an "
+    "Empty) becomes what it looks at, the selected robot object its frame",
+)
 
 
 def constraint_lines(settings) -> list[str]:
@@ -204,10 +185,7 @@ def constraint_lines(settings) -> list[str]:
     return lines
 
 
-class LOOPRIG_PT_aims(bpy.types.Panel):
-    bl_space_type = "VIEW_3D"
-    bl_region_type = "UI"
-    bl_category = "looprig"
+class LOOPRIG_PT_aims(SidebarPanel, bpy.types.Panel):
     bl_label = "Aims"
     bl_parent_id = "LOOPRIG_PT_targets"
 
@@ -220,9 +198,8 @@ class LOOPRIG_PT_aims(bpy.types.Panel):
             box.label(text="From tracking constraints (the row's orientation is the aim's):")
             for line in lines:
                 box.label(text=line, icon="CONSTRAINT")
-        draw_rows(layout, settings, "aims", "active_aim", "aim", 2)
-        if 0 <= settings.active_aim < len(settings.aims):
-            item = settings.aims[settings.active_aim]
+        item = draw_rows(layout, settings, "aims", "active_aim", "aim", 2)
+        if item is not None:
             col = layout.column()
             col.prop(item, "frame")
             col.prop(item, "target")

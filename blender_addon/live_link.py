@@ -35,6 +35,7 @@ from looprig import live
 from . import bake
 from .operators_retarget import frame_range, read_mapping
 from .operators_robot import RobotError, checked_model
+from .panels import SidebarPanel
 from .sampling import Clip, make_clip, samples_from_matrices, scene_fps, track_samples
 from .scene_data import unit_scale
 
@@ -266,10 +267,7 @@ class LOOPRIG_OT_live_monitor(bpy.types.Operator):
         return result
 
 
-class LOOPRIG_PT_live(bpy.types.Panel):
-    bl_space_type = "VIEW_3D"
-    bl_region_type = "UI"
-    bl_category = "looprig"
+class LOOPRIG_PT_live(SidebarPanel, bpy.types.Panel):
     bl_label = "Live Link"
     bl_parent_id = "LOOPRIG_PT_bake"
     bl_options = {"DEFAULT_CLOSED"}
@@ -316,9 +314,11 @@ classes = (
 )
 
 
+_register_classes, _unregister_classes = bpy.utils.register_classes_factory(classes)
+
+
 def register():
-    for cls in classes:
-        bpy.utils.register_class(cls)
+    _register_classes()
     bpy.types.Scene.looprig_live = PointerProperty(type=LOOPRIG_PG_live)
     bpy.app.handlers.load_pre.append(_stop_before_load)
     atexit.register(_stop_on_exit)
@@ -331,5 +331,4 @@ def unregister():
     if _stop_before_load in bpy.app.handlers.load_pre:
         bpy.app.handlers.load_pre.remove(_stop_before_load)
     del bpy.types.Scene.looprig_live
-    for cls in reversed(classes):
-        bpy.utils.unregister_class(cls)
+    _unregister_classes()

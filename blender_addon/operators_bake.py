@@ -20,7 +20,7 @@ from looprig.core.export import (
 
 from . import bake, motion, sound
 from .operators_retarget import frame_range
-from .operators_robot import RobotError, checked_model, robot_collection
+from .operators_robot import RobotError, checked_model, reports_errors, robot_collection
 from .sampling import make_clip
 
 
@@ -31,21 +31,18 @@ class LOOPRIG_OT_bake(bpy.types.Operator):
     bl_label = "Bake Actuator Curves"
     bl_options = {"REGISTER", "UNDO"}
 
+    @reports_errors(RobotError, LooprigError, ValueError)
     def execute(self, context):
         scene = context.scene
-        try:
-            collection = robot_collection(context)
-            model = checked_model(context)
-            if not model.mechanism.actuated_joints:
-                raise RobotError("no actuated joint: tick 'Actuated' on the constraints that carry motors")
-            start, end = frame_range(scene)
-            clip = make_clip(scene, start, end, scene.looprig.rate or None)
-            states = motion.sample_states(context, model, clip)
-            result = bake.compute_bake(model, states, clip.frames, clip.rate, clip.fps)
-            bake.write_bake(context, collection, model, result, tint=scene.looprig.tint_motors)
-        except (RobotError, LooprigError, ValueError) as error:
-            self.report({"ERROR"}, str(error))
-            return {"CANCELLED"}
+        collection = robot_collection(context)
+        model = checked_model(context)
+        if not model.mechanism.actuated_joints:
+            raise RobotError("no actuated joint: tick 'Actuated' on the constraints that carry motors")
+        start, end = frame_range(scene)
+        clip = make_clip(scene, start, end, scene.looprig.rate or None)
+        states = motion.sample_states(context, model, clip)
+        result = bake.compute_bake(model, states, clip.frames, clip.rate, clip.fps)
+        bake.write_bake(context, collection, model, result, tint=scene.looprig.tint_motors)
         count = len(result.violations)
         scene.looprig.status = (
             f"baked {result.curves.n_actuators} actuator(s) over {result.curves.n_frames} samples: "
@@ -62,12 +59,9 @@ class LOOPRIG_OT_clear_bake(bpy.types.Operator):
     bl_label = "Clear Bake"
     bl_options = {"REGISTER", "UNDO"}
 
+    @reports_errors(RobotError)
     def execute(self, context):
-        try:
-            bake.clear_bake(context, robot_collection(context))
-        except RobotError as error:
-            self.report({"ERROR"}, str(error))
-            return {"CANCELLED"}
+        bake.clear_bake(context, robot_collection(context))
         return {"FINISHED"}
 
 

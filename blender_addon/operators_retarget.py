@@ -22,7 +22,7 @@ from mathutils import Euler
 from looprig.retime import retiming_lines, solve_timed
 
 from . import aims, animation, bake, frame_status, motion, retime, status_display
-from .operators_robot import RobotError, checked_model, checked_row, robot_collection
+from .operators_robot import RobotError, checked_model, checked_row, reports_errors, robot_collection
 from .properties import solver_settings
 from .robot_records import RobotModel
 from .sampling import Clip, Source, iter_world_matrices, make_clip, samples_from_matrices, track_samples
@@ -422,12 +422,9 @@ class LOOPRIG_OT_clear(bpy.types.Operator):
     bl_label = "Clear Retarget"
     bl_options = {"REGISTER", "UNDO"}
 
+    @reports_errors(RobotError)
     def execute(self, context):
-        try:
-            collection = robot_collection(context)
-        except RobotError as error:
-            self.report({"ERROR"}, str(error))
-            return {"CANCELLED"}
+        collection = robot_collection(context)
         bake.clear_bake(context, collection)
         status_display.clear_status(context, collection.name)
         animation.remove_action(collection, animated_objects(collection))

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import functools
+
 import bpy
 from bpy.props import BoolProperty, EnumProperty, StringProperty
 from bpy_extras.io_utils import ExportHelper, ImportHelper
@@ -18,6 +20,24 @@ from .scene_graph import motor_candidates
 
 class RobotError(Exception):
     """A problem with the scene's robot, worded for the animator."""
+
+
+def reports_errors(*errors: type[Exception]):
+    """Decorate an operator's ``execute``: an error of one of the types ``errors`` is reported
+    to the animator and cancels the operator."""
+
+    def decorate(execute):
+        @functools.wraps(execute)
+        def reporting_execute(self, context):
+            try:
+                return execute(self, context)
+            except errors as error:
+                self.report({"ERROR"}, str(error))
+                return {"CANCELLED"}
+
+        return reporting_execute
+
+    return decorate
 
 
 def robot_collection(context):
@@ -72,12 +92,9 @@ class LOOPRIG_OT_check_robot(bpy.types.Operator):
     bl_label = "Check Robot"
     bl_options = {"REGISTER"}
 
+    @reports_errors(RobotError)
     def execute(self, context):
-        try:
-            model = checked_model(context)
-        except RobotError as error:
-            self.report({"ERROR"}, str(error))
-            return {"CANCELLED"}
+        model = checked_model(context)
         m = model.mobility
         self.report(
             {"INFO"},
@@ -182,43 +199,65 @@ def add_row(context, rows: str, active: str, label: str, bone: bool = False) -> 
     setattr(settings, active, len(collection) - 1)
 
 
-def draw_rows(layout, settings, rows: str, active: str, kind: str, height: int) -> None:
-    """The list of ``settings.<rows>`` (``LOOPRIG_UL_<rows>``, ``height`` rows) with its add
-    and remove buttons (``looprig.<kind>_add``, ``looprig.<kind>_remove``)."""
+def draw_rows(layout, settings, rows: str, active: str, kind: str, height: int):
+    """Draw the list of ``settings.<rows>`` (``LOOPRIG_UL_<rows>``, ``height`` rows) with its add
+    and remove buttons (``looprig.<kind>_add``, ``looprig.<kind>_remove``); the active row, or
+    None when there is none."""
     row = layout.row()
     row.template_list(f"LOOPRIG_UL_{rows}", "", settings, rows, settings, active, rows=height)
     col = row.column(align=True)
     col.operator(f"looprig.{kind}_add", text="", icon="ADD")
     col.operator(f"looprig.{kind}_remove", text="", icon="REMOVE")
+    collection = getattr(settings, rows)
+    index = getattr(settings, active)
+    return collection[index] if 0 <= index < len(collection) else None
 
 
-class LOOPRIG_OT_target_add(bpy.types.Operator):
-    """Add a retarget target: the selected animated object (and its active bone) becomes the target,
-    the selected robot object (or active bone of the robot's armature) its robot frame"""
+def row_operators(rows: str, active: str, kind: str, description: str, bone: bool = False):
+    """The add and remove operators (``looprig.<kind>_add``, ``looprig.<kind>_remove``) of the
+    rows ``scene.looprig.<rows>`` that :func:`draw_rows` draws: add fills a row from the
+    selection (:func:`add_row`; ``description`` is its tooltip), remove removes the active row
+    (:func:`remove_active`)."""
+    title = kind.capitalize()
 
-    bl_idname = "looprig.target_add"
-    bl_label = "Add Target"
-    bl_options = {"REGISTER", "UNDO"}
-
-    def execute(self, context):
-        add_row(context, "targets", "active_target", "target", bone=True)
+    def add(self, context):
+        add_row(context, rows, active, kind, bone=bone)
         return {"FINISHED"}
 
+    def can_remove(cls, context):
+        return len(getattr(context.scene.looprig, rows)) > 0
 
-class LOOPRIG_OT_target_remove(bpy.types.Operator):
-    """Remove the active retarget target"""
-
-    bl_idname = "looprig.target_remove"
-    bl_label = "Remove Target"
-    bl_options = {"REGISTER", "UNDO"}
-
-    @classmethod
-    def poll(cls, context):
-        return len(context.scene.looprig.targets) > 0
-
-    def execute(self, context):
-        remove_active(context.scene.looprig, "targets", "active_target")
+    def remove(self, context):
+        remove_active(context.scene.looprig, rows, active)
         return {"FINISHED"}
+
+    def operator(action: str, doc: str, **methods):
+        return type(
+            f"LOOPRIG_OT_{kind}_{action}",
+            (bpy.types.Operator,),
+            {
+                "__doc__": doc,
+                "bl_idname": f"looprig.{kind}_{action}",
+                "bl_label": f"{action.capitalize()} {title}",
+                "bl_options": {"REGISTER", "UNDO"},
+                **methods,
+            },
+        )
+
+    return (
+        operator("add", description, execute=add),
+        operator("remove", f"Remove the active {kind}", poll=classmethod(can_remove), execute=remove),
+    )
+
+
+LOOPRIG_OT_target_add, LOOPRIG_OT_target_remove = row_operators(
+    "targets",
+    "active_target",
+    "target",
+    "Add a retarget target: the selected animated object (and its active bone) becomes the target, "
+    "the selected robot object (or active bone of the robot's armature) its robot frame",
+    bone=True,
+)
 
 
 class LOOPRIG_OT_import_robot(bpy.types.Operator, ImportHelper):
@@ -289,12 +328,9 @@ class LOOPRIG_OT_pick_motors(bpy.types.Operator):
         "scripts; the dialog ticks them one by one)",
     )
 
+    @reports_errors(RobotError)
     def execute(self, context):
-        try:
-            collection = robot_collection(context)
-        except RobotError as error:
-            self.report({"ERROR"}, str(error))
-            return {"CANCELLED"}
+        collection = robot_collection(context)
         candidates = motor_candidates(collection)
         if self.names:
             wanted = {n.strip() for n in self.names.split(",") if n.strip()}
@@ -340,13 +376,10 @@ class LOOPRIG_OT_export_robot(bpy.types.Operator, ExportHelper):
         default=True,
     )
 
+    @reports_errors(RobotError, LooprigError, OSError)
     def execute(self, context):
-        try:
-            model = checked_model(context)
-            path = export_robot(context, model, self.filepath, write_meshes=self.write_meshes)
-        except (RobotError, LooprigError, OSError) as error:
-            self.report({"ERROR"}, str(error))
-            return {"CANCELLED"}
+        model = checked_model(context)
+        path = export_robot(context, model, self.filepath, write_meshes=self.write_meshes)
         self.report({"INFO"}, f"saved robot {model.mechanism.name!r} to {path}")
         return {"FINISHED"}
 
@@ -384,9 +417,11 @@ classes = (
 )
 
 
+_register_classes, _unregister_classes = bpy.utils.register_classes_factory(classes)
+
+
 def register():
-    for cls in classes:
-        bpy.utils.register_class(cls)
+    _register_classes()
     bpy.types.TOPBAR_MT_file_import.append(menu_import)
     bpy.types.TOPBAR_MT_file_export.append(menu_export)
 
@@ -394,5 +429,4 @@ def register():
 def unregister():
     bpy.types.TOPBAR_MT_file_export.remove(menu_export)
     bpy.types.TOPBAR_MT_file_import.remove(menu_import)
-    for cls in reversed(classes):
-        bpy.utils.unregister_class(cls)
+    _unregister_classes()

@@ -90,13 +90,15 @@ class LOOPRIG_UL_stretches(bpy.types.UIList):
 STATUS_ICONS = {"limited": "COLORSET_02_VEC", "unreachable": "COLORSET_06_VEC"}
 
 
-class _Sidebar:
+class SidebarPanel:
+    """Where a looprig panel stands: the looprig tab of the 3D Viewport's sidebar."""
+
     bl_space_type = "VIEW_3D"
     bl_region_type = "UI"
     bl_category = "looprig"
 
 
-class LOOPRIG_PT_robot(_Sidebar, bpy.types.Panel):
+class LOOPRIG_PT_robot(SidebarPanel, bpy.types.Panel):
     bl_label = "Robot"
 
     def draw(self, context):
@@ -127,7 +129,7 @@ class LOOPRIG_PT_robot(_Sidebar, bpy.types.Panel):
                 )
 
 
-class LOOPRIG_PT_joint(_Sidebar, bpy.types.Panel):
+class LOOPRIG_PT_joint(SidebarPanel, bpy.types.Panel):
     bl_label = "Joint"
     bl_parent_id = "LOOPRIG_PT_robot"
 
@@ -190,7 +192,7 @@ def draw_joint_settings(layout, js, joint: str):
     col.prop(js, "motor_object")
 
 
-class LOOPRIG_PT_body(_Sidebar, bpy.types.Panel):
+class LOOPRIG_PT_body(SidebarPanel, bpy.types.Panel):
     bl_label = "Body"
     bl_parent_id = "LOOPRIG_PT_robot"
 
@@ -217,15 +219,14 @@ class LOOPRIG_PT_body(_Sidebar, bpy.types.Panel):
             layout.prop(ob.rigid_body, "mass", text="Rigid Body Mass")
 
 
-class LOOPRIG_PT_targets(_Sidebar, bpy.types.Panel):
+class LOOPRIG_PT_targets(SidebarPanel, bpy.types.Panel):
     bl_label = "Targets"
 
     def draw(self, context):
         layout = self.layout
         settings = context.scene.looprig
-        draw_rows(layout, settings, "targets", "active_target", "target", 3)
-        if 0 <= settings.active_target < len(settings.targets):
-            t = settings.targets[settings.active_target]
+        t = draw_rows(layout, settings, "targets", "active_target", "target", 3)
+        if t is not None:
             col = layout.column()
             col.prop(t, "frame")
             col.prop(t, "target")
@@ -241,7 +242,7 @@ class LOOPRIG_PT_targets(_Sidebar, bpy.types.Panel):
             layout.prop(settings, "com_weight")
 
 
-class LOOPRIG_PT_solve(_Sidebar, bpy.types.Panel):
+class LOOPRIG_PT_solve(SidebarPanel, bpy.types.Panel):
     bl_label = "Retarget"
 
     def draw(self, context):
@@ -327,7 +328,7 @@ def draw_bake_summary(layout, settings):
         row.label(text=KIND_LABELS[kind], icon=LEGEND_ICONS[kind])
 
 
-class LOOPRIG_PT_bake(_Sidebar, bpy.types.Panel):
+class LOOPRIG_PT_bake(SidebarPanel, bpy.types.Panel):
     bl_label = "Bake & Export"
 
     def draw(self, context):

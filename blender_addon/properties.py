@@ -47,6 +47,17 @@ def _target_bone_names(self, context, edit_text):
 # --------------------------------------------------------------------------- per object
 
 
+def _motor_limit(label: str, quantity: str, units: str):
+    """The setting of a motor's largest ``quantity`` in ``units``; 0 for no limit."""
+    return FloatProperty(
+        name=f"{label} Limit",
+        description=f"Largest {quantity} of the motor [{units}]; 0 for none",
+        min=0.0,
+        default=0.0,
+        precision=4,
+    )
+
+
 class LOOPRIG_PG_joint(bpy.types.PropertyGroup):
     """Actuator settings of a joint (a Rigid Body Constraint object or a bone)."""
 
@@ -74,20 +85,8 @@ class LOOPRIG_PG_joint(bpy.types.PropertyGroup):
     upper_angle: FloatProperty(name="Max", subtype="ANGLE", default=3.14159265, description="[rad]")
     lower_length: FloatProperty(name="Min", subtype="DISTANCE", default=-0.1, description="[m]")
     upper_length: FloatProperty(name="Max", subtype="DISTANCE", default=0.1, description="[m]")
-    velocity_limit: FloatProperty(
-        name="Velocity Limit",
-        description="Largest speed of the motor [rad/s or m/s]; 0 for none",
-        min=0.0,
-        default=0.0,
-        precision=4,
-    )
-    acceleration_limit: FloatProperty(
-        name="Acceleration Limit",
-        description="Largest acceleration of the motor [rad/s² or m/s²]; 0 for none",
-        min=0.0,
-        default=0.0,
-        precision=4,
-    )
+    velocity_limit: _motor_limit("Velocity", "speed", "rad/s or m/s")
+    acceleration_limit: _motor_limit("Acceleration", "acceleration", "rad/s² or m/s²")
     hardware_id: StringProperty(
         name="Hardware ID",
         description="Bus id or channel of the motor (digits are written as an integer)",
@@ -428,9 +427,11 @@ _POINTERS = (
 )
 
 
+_register_classes, _unregister_classes = bpy.utils.register_classes_factory(classes)
+
+
 def register():
-    for cls in classes:
-        bpy.utils.register_class(cls)
+    _register_classes()
     for owner, name, group in _POINTERS:
         setattr(owner, name, PointerProperty(type=group))
 
@@ -439,5 +440,4 @@ def unregister():
     for owner, name, _group in reversed(_POINTERS):
         if hasattr(owner, name):
             delattr(owner, name)
-    for cls in reversed(classes):
-        bpy.utils.unregister_class(cls)
+    _unregister_classes()

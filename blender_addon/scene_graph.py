@@ -22,23 +22,11 @@ import bpy
 import numpy as np
 
 from . import armature
+from . import robot_records as rr
 from .mesh_mass import object_mass, object_mesh
 from .motor_feedback import COLOR_KEY
 from .rest import rest_pose
 from .robot_model import build_robot, matrix_matches, rigid_part
-from .robot_records import (
-    CONSTRAINT_KINDS,
-    GENERIC_TYPES,
-    INFO,
-    WARNING,
-    BodyRecord,
-    FrameRecord,
-    JointRecord,
-    Problem,
-    RobotModel,
-    RobotRecord,
-    generic_joint_kind,
-)
 from .scene_data import (
     EXACT_KEY,
     MESHES_KEY,
@@ -110,7 +98,7 @@ def animated_objects(collection) -> list:
 
 
 #: Rigid Body Constraint types whose joint may carry a motor (GENERIC: with one free axis).
-MOTOR_TYPES = ("HINGE", "SLIDER", "PISTON", *GENERIC_TYPES)
+MOTOR_TYPES = ("HINGE", "SLIDER", "PISTON", *rr.GENERIC_TYPES)
 
 
 def motor_candidates(collection) -> list[tuple[str, object]]:
@@ -135,7 +123,7 @@ def robot_frame_names(collection) -> list[str]:
 
 
 # --------------------------------------------------------------------------- bodies
-def read_body(ob, depsgraph, s: float) -> BodyRecord:
+def read_body(ob, depsgraph, s: float) -> rr.BodyRecord:
     """A mesh object as a body: mass, CoM and inertia from its settings and mesh.
 
     A body as a file import left it (its custom mass and the world matrix the import
@@ -165,7 +153,7 @@ def read_body(ob, depsgraph, s: float) -> BodyRecord:
     if exact is not None and exact.get("T_object_mesh") is not None:
         T_object_mesh = np.asarray(exact["T_object_mesh"], float).reshape(4, 4)
     name, order = robot_name(ob)
-    record = BodyRecord(
+    record = rr.BodyRecord(
         color=body_color(ob),
         name=name,
         object_name=ob.name,
@@ -203,7 +191,7 @@ def _locked(c, prefix: str, axis: str) -> bool:
     return bool(use) and abs(upper - lower) <= LOCK_TOLERANCE
 
 
-def read_constraint(ob, body_names: dict[str, str], s: float) -> JointRecord | None:
+def read_constraint(ob, body_names: dict[str, str], s: float) -> rr.JointRecord | None:
     """A Rigid Body Constraint object as a joint; ``problem`` set when it is none.
 
     body_names: body name of each body object's name.
@@ -213,7 +201,7 @@ def read_constraint(ob, body_names: dict[str, str], s: float) -> JointRecord | N
     T = to_metres(ob.matrix_world, s)
     R = rigid_part(T)[:3, :3]
     name, order = robot_name(ob)
-    record = JointRecord(name, ob.name, None, None, None, T)
+    record = rr.JointRecord(name, ob.name, None, None, None, T)
     record.order = order
     if not c.enabled:
         return None
@@ -237,11 +225,11 @@ def read_constraint(ob, body_names: dict[str, str], s: float) -> JointRecord | N
         return record
     record.parent, record.child = ends
     kind, axis, secondary = None, 2, None
-    if c.type in CONSTRAINT_KINDS:
-        kind = CONSTRAINT_KINDS[c.type]
+    if c.type in rr.CONSTRAINT_KINDS:
+        kind = rr.CONSTRAINT_KINDS[c.type]
         axis = 0 if c.type in ("SLIDER", "PISTON") else 2
-    elif c.type in GENERIC_TYPES:
-        found = generic_joint_kind(
+    elif c.type in rr.GENERIC_TYPES:
+        found = rr.generic_joint_kind(
             tuple(_locked(c, "lin", a) for a in "xyz"), tuple(_locked(c, "ang", a) for a in "xyz")
         )
         if isinstance(found, str):
@@ -268,12 +256,12 @@ def read_constraint(ob, body_names: dict[str, str], s: float) -> JointRecord | N
 
 
 # --------------------------------------------------------------------------- robot
-def read_robot(context, collection) -> RobotRecord:
+def read_robot(context, collection) -> rr.RobotRecord:
     """Read the robot in ``collection`` (at its rest pose) into plain records."""
     scene = context.scene
     s = unit_scale(scene)
     roles = robot_objects(collection)
-    record = RobotRecord(collection.name)
+    record = rr.RobotRecord(collection.name)
     with rest_pose(context, animated_objects(collection)):
         depsgraph = context.evaluated_depsgraph_get()
         for ob in roles["bodies"]:
@@ -284,7 +272,7 @@ def read_robot(context, collection) -> RobotRecord:
         for ob in roles["constraints"]:
             joint = read_constraint(ob, body_names, s)
             if joint is None:
-                record.problems.append(Problem(INFO, "constraint disabled: left out", ob.name))
+                record.problems.append(rr.Problem(rr.INFO, "constraint disabled: left out", ob.name))
             else:
                 record.joints.append(joint)
         for ob in roles["frames"]:
@@ -296,7 +284,7 @@ def read_robot(context, collection) -> RobotRecord:
                 body = body_names.get(ob.parent.name, ob.parent.name)
             exact = idprop_to_python(ob.get(EXACT_KEY)) or None
             name, order = robot_name(ob)
-            frame = FrameRecord(name, ob.name, body, to_metres(ob.matrix_world, s), exact)
+            frame = rr.FrameRecord(name, ob.name, body, to_metres(ob.matrix_world, s), exact)
             frame.order = order
             record.frames.append(frame)
         record.bodies, record.joints, record.frames = (
@@ -309,7 +297,7 @@ def read_robot(context, collection) -> RobotRecord:
 
 
 # --------------------------------------------------------------------------- closures at rest
-def loop_joints(record: RobotRecord) -> list[JointRecord]:
+def loop_joints(record: rr.RobotRecord) -> list[rr.JointRecord]:
     """The joints on a kinematic loop: those whose two bodies stay connected without them."""
     joints = [j for j in record.joints if j.kind is not None and j.parent and j.child]
     out = []
@@ -330,7 +318,7 @@ def loop_joints(record: RobotRecord) -> list[JointRecord]:
     return out
 
 
-def pivot_gaps(record: RobotRecord, collection, depsgraph, s: float) -> list[Problem]:
+def pivot_gaps(record: rr.RobotRecord, collection, depsgraph, s: float) -> list[rr.Problem]:
     """WARNINGs for built-by-hand loop joints whose pivot lies off a body they join, at rest.
 
     A loop closes where its joints' pivots are: a hinge placed a few millimetres beyond
@@ -367,8 +355,8 @@ def pivot_gaps(record: RobotRecord, collection, depsgraph, s: float) -> list[Pro
                 gap, where = outside_hull(points @ across), "its axis passes"
             if gap > PIVOT_TOLERANCE:
                 out.append(
-                    Problem(
-                        WARNING,
+                    rr.Problem(
+                        rr.WARNING,
                         f"joint {j.name!r} does not meet at rest: {where} {gap * 1000:.3g} mm outside "
                         f"{ob.name!r}; move the constraint object to where the links meet (the loop "
                         "closes where it stands)",
@@ -398,6 +386,6 @@ def outside_hull(points: np.ndarray) -> float:
     return float(np.min(np.linalg.norm(a + t[:, None] * (b - a), axis=1)))
 
 
-def read_model(context, collection) -> RobotModel:
+def read_model(context, collection) -> rr.RobotModel:
     """Read and check the robot in ``collection``; see :func:`.robot_model.build_robot`."""
     return build_robot(read_robot(context, collection))

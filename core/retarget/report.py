@@ -12,16 +12,16 @@ from ..solvers.holding import Holding
 from .aims import aim_errors, warn_near_aims
 from .mapping import RetargetMapping
 from .problem import RetargetProblem
-from .solve import FrameResults
+from .solve import FrameErrors, FrameResults
 
 
 @dataclass
-class RetargetResult:
-    """Per-frame outcome of :func:`retarget`.
+class RetargetResult(FrameErrors):
+    """Per-frame outcome of :func:`retarget`: the errors of
+    :class:`~looprig.core.retarget.solve.FrameErrors`, and
 
     times (F,) [s]; states (F, n, 7); curves: the actuator curves (unwrapped);
-    position_error, orientation_error (F, K) [m, rad]; com_error (F,) [m];
-    residual (F,) max |C| [m]; iterations (F,); converged, unreachable (F,) bool;
+    unreachable (F,) bool;
     aim_error (F, M) [rad]: per aim the angle between its axis and the line of sight
     (aim_names: their frames); aim_miss (F, M) [m]: how far the aim ray passes from the
     point (what ``reach_tolerance`` judges, as it does the position errors).
@@ -31,12 +31,6 @@ class RetargetResult:
     times: np.ndarray
     states: np.ndarray
     curves: ActuatorCurves
-    position_error: np.ndarray
-    orientation_error: np.ndarray
-    com_error: np.ndarray
-    residual: np.ndarray
-    iterations: np.ndarray
-    converged: np.ndarray
     unreachable: np.ndarray
     target_names: list[str] = field(default_factory=list)
     holding: Holding | None = None  # the motors held because the clip does not need them

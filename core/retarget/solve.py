@@ -44,35 +44,42 @@ class RetargetCancelled(LooprigError):
 
 
 @dataclass
-class FrameResults:
-    """A retarget's per-frame results as they are filled, F frames: states (F, n, 7);
-    actuators (F, A) [rad | m]; position_error, orientation_error (F, K) [m, rad];
-    com_error (F,) [m]; residual (F,) [m]; iterations (F,); converged (F,);
-    missed_exactly (F,) bool: the frames the answer without motor limits misses;
-    limit_solve: what the solve under the motor limits did (None: not needed)."""
+class FrameErrors:
+    """How well each of F frames met its targets: position_error, orientation_error (F, K)
+    [m, rad]; com_error (F,) [m]; residual (F,) max |C| [m]; iterations (F,); converged
+    (F,) bool."""
 
-    states: np.ndarray
-    actuators: np.ndarray
     position_error: np.ndarray
     orientation_error: np.ndarray
     com_error: np.ndarray
     residual: np.ndarray
     iterations: np.ndarray
     converged: np.ndarray
+
+
+@dataclass
+class FrameResults(FrameErrors):
+    """A retarget's per-frame results as they are filled, F frames: the errors of
+    :class:`FrameErrors`; states (F, n, 7); actuators (F, A) [rad | m]; missed_exactly
+    (F,) bool: the frames the answer without motor limits misses; limit_solve: what the
+    solve under the motor limits did (None: not needed)."""
+
+    states: np.ndarray
+    actuators: np.ndarray
     missed_exactly: np.ndarray | None = None
     limit_solve: dict | None = None
 
     @classmethod
     def empty(cls, frames: int, state: np.ndarray, actuators: int, targets: int) -> "FrameResults":
         return cls(
-            np.empty((frames,) + state.shape),
-            np.empty((frames, actuators)),
-            np.empty((frames, targets)),
-            np.empty((frames, targets)),
-            np.full(frames, np.nan),
-            np.empty(frames),
-            np.empty(frames, int),
-            np.empty(frames, bool),
+            position_error=np.empty((frames, targets)),
+            orientation_error=np.empty((frames, targets)),
+            com_error=np.full(frames, np.nan),
+            residual=np.empty(frames),
+            iterations=np.empty(frames, int),
+            converged=np.empty(frames, bool),
+            states=np.empty((frames,) + state.shape),
+            actuators=np.empty((frames, actuators)),
         )
 
     def record(self, f: int, result) -> None:

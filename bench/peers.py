@@ -11,7 +11,7 @@ The models carry no motors; the joints the trajectory names are given one here,
 so the minimal-motion metric works in joint space as the peers' damping does,
 and the models are written in the trajectory's first pose (see :func:`posed_copy`).
 Bodies welded together (the two legs' soles to the ground) are solved as one, as
-``retarget`` does (:class:`~looprig.core.rigid.RigidGroups`) and as Pinocchio
+``retarget`` does (:class:`~looprig.core.model.rigid.RigidGroups`) and as Pinocchio
 folds fixed joints into their parents.
 """
 
@@ -47,7 +47,7 @@ SETUPS = {
 
 #: what each variant runs on
 NOTES = {
-    "clip": "numpy, tree coordinates where core/tree.py applies (all three), else maximal",
+    "clip": "numpy, kept in tree coordinates (core/solvers/tree_forward.py: all three)",
     "frame": "numpy, maximal coordinates",
 }
 

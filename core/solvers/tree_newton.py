@@ -101,13 +101,11 @@ class _Poses:
         self.forward.moved(q, axes, positions, dq)
         self.q[:, frames], self.root_axes[..., frames], self.root_c[..., frames] = q, axes, positions
 
-    def states(self, frames=None) -> np.ndarray:
-        """Body states (F, n, 7) of ``frames`` (all: None)."""
+    def states(self) -> np.ndarray:
+        """Body states (F, n, 7) of every frame."""
         if self.forward is None:
-            R, c = (self.R, self.c) if frames is None else (self.R[..., frames], self.c[..., frames])
-            return self.model.to_states(R, c)
-        pick = (lambda x: x) if frames is None else (lambda x: x[..., frames])
-        A, c, _ = self.forward.poses(pick(self.q), pick(self.root_axes), pick(self.root_c))
+            return self.model.to_states(self.R, self.c)
+        A, c, _ = self.forward.poses(self.q, self.root_axes, self.root_c)
         return self.forward.states(A, c)
 
 
@@ -129,8 +127,9 @@ def solve(model: TreeKinematics, positions, rotations, starts: np.ndarray, setti
     it again)."""
     R0, c0 = model.to_frames(starts)
     poses = _Poses(model, R0, c0)
-    H, g_first, values = start_terms(model, R0, c0, *poses.at())
-    converged = _newton(model, poses, positions, rotations, H, g_first, values, settings, compliance)
+    start = poses.at()
+    H, g_first, values = start_terms(model, R0, c0, *start)
+    converged = _newton(model, poses, start, positions, rotations, H, g_first, values, settings, compliance)
     return (poses.states(), *converged)
 
 
@@ -141,20 +140,22 @@ def solve_coordinates(model: TreeKinematics, positions, rotations, coordinates, 
     them). Returns the :class:`_Poses` reached (their coordinates and states),
     iterations, converged and residual as :func:`solve`."""
     poses = _Poses(model, coordinates=coordinates)
-    R, c, screws = poses.at()
+    start = poses.at()
+    R, c, screws = start
     H, _ = metric(model, R, c, screws, None, None)
     values = np.zeros((model.D, R.shape[-1]))
     read_q = [] if model.couplings is None else [model.coupling_q]
     read_q += [q for _, q, _ in model.locks]
     if read_q:  # joint values: zero in the file's pose; angles as the read-off gives them
         q = np.unique(np.concatenate(read_q))
-        value = poses.q[q] * np.array([model.sign[i] for i in q])[:, None]
+        value = poses.q[q] * model.sign[q, None]
         values[q] = np.where(model.angle_coordinate[q, None], np.angle(np.exp(1j * value)), value)
-    return (poses, *_newton(model, poses, positions, rotations, H, None, values, settings, compliance))
+    return (poses, *_newton(model, poses, start, positions, rotations, H, None, values, settings, compliance))
 
 
-def _newton(model, poses, positions, rotations, H_all, g_first, values_all, settings, compliance):
-    """The Newton loop of :func:`solve` on ``poses`` (moved in place); returns iterations,
+def _newton(model, poses, start, positions, rotations, H_all, g_first, values_all, settings, compliance):
+    """The Newton loop of :func:`solve` on ``poses`` (moved in place), ``start`` their
+    rotations, positions and screws as :meth:`_Poses.at` gave them; returns iterations,
     converged and residual (F,)."""
     problem = model.problem
     tol = problem.constraints.tolerance(settings.constraint_tolerance)
@@ -180,7 +181,8 @@ def _newton(model, poses, positions, rotations, H_all, g_first, values_all, sett
     for _ in range(min(settings.max_iterations, 12)):
         if not len(active):
             break
-        R, c, screws = poses.at(active)
+        R, c, screws = poses.at(active) if start is None else start
+        start = None
         values = values_all[:, active]
         new = fresh[active]
         rc, rt = np.empty((mc, len(active))), np.empty((mt, len(active)))

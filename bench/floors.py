@@ -15,7 +15,6 @@ import argparse
 import time
 
 import numpy as np
-from looprig.core.maths.frame_last import eliminate, substitute
 from looprig.core.maths.linalg import single_threaded_blas
 from looprig.core.maths.rotations import quat_to_matrix
 from looprig.core.solvers import tree
@@ -24,7 +23,8 @@ from looprig.core.solvers.problem import dual_regularization
 from looprig.core.solvers.step import build_step, step_kkt
 from looprig.core.solvers.tree_forward import forward
 from looprig.core.solvers.tree_metric import metric
-from looprig.core.solvers.tree_newton import _kkt_matrix, solve_coordinates
+from looprig.core.solvers.tree_newton import solve_coordinates
+from looprig.core.solvers.tree_step import least_squares_rows, steps
 from looprig.core.terms import Reference
 from peers import SETUPS, setup
 
@@ -66,8 +66,8 @@ def clip_split(mech: str, repeat: int) -> dict[str, float]:
     the coarse frames (their sequence by the per-frame solver and their clip), the starts
     interpolated joint by joint, the fine clip; and the fine clip's kernels on all frames
     at those starts: poses from coordinates, screws, task and loop rows with Jacobians, the
-    metric, the KKT matrices, their elimination and one substitution, and the read-back to
-    body states."""
+    metric, the step systems (:mod:`~looprig.core.solvers.tree_step`: made and
+    eliminated), one step on them, and the read-back to body states."""
     problem, targets, times, first = setup(mech, None)
     assert in_coordinates(problem), mech
     F = len(times)
@@ -93,19 +93,20 @@ def clip_split(mech: str, repeat: int) -> dict[str, float]:
     screws = fw.screws(A, c, motions)
     values = np.zeros((model.D, F))
     H, _ = metric(model, R, c, screws, None, None)
-    rt, Jt = model.task_rows(R, c, screws, target_p, target_a)
+    rt, Jt = least_squares_rows(model, R, c, screws, target_p, target_a)
     rc, Jc = model.constraint_rows(R, c, screws, values)
-    K = _kkt_matrix(H, Jt, Jc, compliance).transpose(1, 2, 0)
-    factors = eliminate(K)
-    rhs = np.concatenate([(Jt * rt[:, None]).sum(0), rc])
+    systems = steps(H, len(rt), len(rc), compliance)
+    frames = np.arange(F)
+    systems.factorize(frames, H, Jt, Jc)
     out["kernel: poses"] = best_seconds(lambda: fw.poses(*starts), repeat)
     out["kernel: screws"] = best_seconds(lambda: fw.screws(A, c, motions), repeat)
-    out["kernel: task rows"] = best_seconds(lambda: model.task_rows(R, c, screws, target_p, target_a), repeat)
+    out["kernel: task rows"] = best_seconds(
+        lambda: least_squares_rows(model, R, c, screws, target_p, target_a), repeat
+    )
     out["kernel: loop rows"] = best_seconds(lambda: model.constraint_rows(R, c, screws, values), repeat)
     out["kernel: metric"] = best_seconds(lambda: metric(model, R, c, screws, None, None), repeat)
-    out["kernel: KKT matrices"] = best_seconds(lambda: _kkt_matrix(H, Jt, Jc, compliance), repeat)
-    out["kernel: elimination"] = best_seconds(lambda: eliminate(K), repeat)
-    out["kernel: substitution"] = best_seconds(lambda: substitute(factors, rhs), repeat)
+    out["kernel: step systems"] = best_seconds(lambda: systems.factorize(frames, H, Jt, Jc), repeat)
+    out["kernel: a chord step"] = best_seconds(lambda: systems.step(frames, rt, rc), repeat)
     out["kernel: to body states"] = best_seconds(lambda: fw.states(A, c), repeat)
     return {name: 1e3 * seconds / F for name, seconds in out.items()}
 

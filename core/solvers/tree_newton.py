@@ -20,11 +20,12 @@ it poses, else the bodies' poses moved by
 
 import numpy as np
 
-from ..maths.frame_last import ELIMINATE_FROM, axis_rotation, dot, eliminate, gram, matmul3, solved, turn
+from ..maths.frame_last import axis_rotation, dot, matmul3, turn
 from ..model.parts import JointKind
 from .tree import TreeKinematics
 from .tree_forward import applies, forward
 from .tree_metric import metric, start_terms
+from .tree_step import least_squares_rows, steps, task_row_count
 
 
 def assemble(model: TreeKinematics, R: np.ndarray, c: np.ndarray) -> None:
@@ -164,12 +165,8 @@ def _newton(model, poses, start, positions, rotations, H_all, g_first, values_al
     target_a = np.ascontiguousarray(rotations.transpose(1, 3, 2, 0))  # (K, axis, 3, F)
     sign = model.sign
     inverse_limit = inverse_step_limit(model, settings)
-    D, mc, mt = model.D, model.n_constraints, len(model.task_keep)
-    frame_last = F >= ELIMINATE_FROM  # factors kept (n, n, F) by eliminate, else K (F, n, n) for LAPACK
-    n = D + mc
-    K_all = np.empty((n, n, F) if frame_last else (F, n, n))  # each frame's last factorised KKT matrix
-    factors_all = np.empty((n, n, F)) if frame_last else None  # and its factors
-    Jt_all = np.empty((mt, D, F))  # and the task Jacobian it was made with
+    mc, mt = model.n_constraints, task_row_count(model)
+    systems = steps(H_all, mt, mc, compliance)  # each frame's last factorised step system
     iterations = np.zeros(F, int)
     converged = np.zeros(F, bool)
     failed = np.zeros(F, bool)
@@ -190,35 +187,18 @@ def _newton(model, poses, start, positions, rotations, H_all, g_first, values_al
             sub = (R[..., new], c[..., new])
             sub_screws = tuple(x[..., new] for x in screws)
             rc[:, new], Jc = model.constraint_rows(*sub, sub_screws, values[:, new])
-            rt[:, new], Jt = model.task_rows(
-                *sub, sub_screws, target_p[..., active[new]], target_a[..., active[new]]
+            rt[:, new], Jt = least_squares_rows(
+                model, *sub, sub_screws, target_p[..., active[new]], target_a[..., active[new]]
             )
-            K = _kkt_matrix(H_all[..., active[new]], Jt, Jc, compliance)
-            if frame_last:
-                K_all[..., active[new]] = K.transpose(1, 2, 0)
-                factors_all[..., active[new]] = eliminate(K_all[..., active[new]])
-            else:
-                K_all[active[new]] = K
-            Jt_all[..., active[new]] = Jt
+            systems.factorize(active[new], H_all[..., active[new]], Jt, Jc)
         if not new.all():
             sub = (R[..., ~new], c[..., ~new])
             rc[:, ~new] = model.constraint_rows(*sub, None, values[:, ~new])[0]
-            rt[:, ~new] = model.task_rows(
-                *sub, None, target_p[..., active[~new]], target_a[..., active[~new]]
+            rt[:, ~new] = least_squares_rows(
+                model, *sub, None, target_p[..., active[~new]], target_a[..., active[~new]]
             )[0]
-        gradient = (Jt_all[..., active] * rt[:, None]).sum(0)
-        if g_first is not None and iterations.max() == 0:  # the first step: around the unassembled starts
-            gradient += g_first
-        rhs = -np.concatenate([gradient, rc])  # (D + mc, Fa)
-        if frame_last:
-            with np.errstate(divide="ignore", invalid="ignore"):  # a singular frame fails below
-                dq = solved(K_all[..., active], factors_all[..., active], rhs)[:D]
-        else:
-            K = K_all[active]
-            try:
-                dq = np.linalg.solve(K, rhs.T[..., None])[..., 0].T[:D]
-            except np.linalg.LinAlgError:  # an exactly singular frame: least squares for all
-                dq = np.einsum("fij,jf->if", np.linalg.pinv(K), rhs)[:D]
+        first = g_first is not None and iterations.max() == 0  # the first step: around the unassembled starts
+        dq = systems.step(active, rt, rc, g_first if first else None)
         dq /= np.maximum(1.0, (np.abs(dq) * inverse_limit[:, None]).max(0))
         size = np.abs(dq).max(0)
         violation = np.abs(rc).max(0, initial=0.0)
@@ -247,18 +227,3 @@ def inverse_step_limit(model: TreeKinematics, settings) -> np.ndarray:
     for col in model.root_columns:
         turns[col + 3 : col + 6] = True
     return np.where(turns, 1.0, 1.0 / model.L) / settings.max_step
-
-
-def _kkt_matrix(H, Jt, Jc, compliance: float) -> np.ndarray:
-    """The KKT matrices (F, D + m_c, D + m_c) ``[[H + J_t^T J_t, J_c^T], [J_c, -eps_d I]]``
-    of metrics H (D, D, F) (with the damping), task Jacobians J_t (m_t, D, F) and
-    constraint Jacobians J_c (m_c, D, F); eps_d: the ``compliance``."""
-    D, mc, F = H.shape[0], Jc.shape[0], H.shape[-1]
-    K = np.empty((F, D + mc, D + mc))
-    Kt = K.transpose(1, 2, 0)  # (D + mc, D + mc, F) view
-    Kt[:D, :D] = H + gram(Jt, np.ones(len(Jt)))
-    Kt[:D, D:] = Jc.transpose(1, 0, 2)
-    Kt[D:, :D] = Jc
-    Kt[D:, D:] = 0.0
-    Kt[np.arange(D, D + mc), np.arange(D, D + mc)] = -compliance
-    return K

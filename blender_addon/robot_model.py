@@ -10,6 +10,7 @@ Python and numpy so it is unit-tested without Blender.
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 
 import numpy as np
 from looprig.cad_import.errors import FileFormatError
@@ -23,7 +24,6 @@ from looprig.core.model.filevalues import limit_from_file
 from looprig.core.model.mechanism import Mechanism
 from looprig.core.model.parts import (
     LIMIT_FIELDS,
-    ActuatedMotion,
     Actuator,
     Body,
     Coupling,
@@ -175,25 +175,20 @@ def _body(record: BodyRecord, problems: list[Problem]) -> tuple[Body, np.ndarray
     return body, T_body_object
 
 
-def _actuator(joint: JointRecord, kind: JointKind) -> Actuator | None:
-    a = joint.actuator
-    if a is None:
+def _actuator(joint: JointRecord) -> Actuator | None:
+    """The joint's motor as its settings give it (:attr:`JointRecord.actuator`), with what a
+    file import recorded on it: the exact limits while the scene's still equal them, the
+    servo model, the limits' sources and the rotor inertia."""
+    if joint.actuator is None:
         return None
-    motion = ActuatedMotion(a.motion)
-    if kind == JointKind.PRISMATIC:
-        motion = ActuatedMotion.DISPLACEMENT
-    elif kind == JointKind.REVOLUTE:
-        motion = ActuatedMotion.ANGLE
     exact = (joint.exact or {}).get("actuator") or {}
-    limits = {field: exact_value(getattr(a, field), exact.get(field)) for field in LIMIT_FIELDS.values()}
-    return Actuator(
-        motion=motion,
+    limits = {
+        field: exact_value(getattr(joint.actuator, field), exact.get(field))
+        for field in LIMIT_FIELDS.values()
+    }
+    return replace(
+        joint.actuator,
         **limits,
-        hardware_id=a.hardware_id,
-        zero_offset_ticks=a.zero_offset_ticks,
-        direction=a.direction,
-        metres_per_revolution=a.metres_per_revolution,
-        name=a.name,
         servo=exact.get("servo"),
         limit_sources=_limit_sources(limits, exact),
         rotor_inertia=float(exact.get("rotor_inertia", 0.0)),
@@ -238,7 +233,6 @@ def _joint(joint: JointRecord, problems: list[Problem]) -> Joint | None:
     else:
         gap = 0.0  # moved in the scene: built where its constraint stands, to the scene's precision
     try:
-        actuator = _actuator(joint, kind)
         return Joint(
             joint.name,
             kind,
@@ -247,7 +241,7 @@ def _joint(joint: JointRecord, problems: list[Problem]) -> Joint | None:
             anchor=anchor,
             axis=axis,
             secondary_axis=secondary,
-            actuator=actuator,
+            actuator=_actuator(joint),
             gap=gap,
         )
     except (LooprigError, ValueError) as error:

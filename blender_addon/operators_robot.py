@@ -48,6 +48,12 @@ def robot_collection(context):
     return collection
 
 
+def file_filter(*suffixes: str) -> StringProperty:
+    """The hidden ``filter_glob`` of a file browser operator: the browser lists the files
+    ending in one of ``suffixes`` (``".json"``, ...; each once)."""
+    return StringProperty(default=";".join(dict.fromkeys(f"*{s}" for s in suffixes)), options={"HIDDEN"})
+
+
 def store_report(settings, model: rr.RobotModel) -> None:
     """Put a check's problems and mobility into ``scene.looprig`` for the panel."""
     settings.problems.clear()
@@ -268,7 +274,7 @@ class LOOPRIG_OT_import_robot(bpy.types.Operator, ImportHelper):
     bl_options = {"REGISTER", "UNDO", "PRESET"}
 
     filename_ext = ".urdf"
-    filter_glob: StringProperty(default="*.urdf;*.xml;*.mjcf;*.json", options={"HIDDEN"})
+    filter_glob: file_filter(".urdf", ".xml", ".mjcf", ".json")
     actuated: StringProperty(
         name="Actuated Joints",
         description="Comma-separated joint names to actuate besides those the file declares",
@@ -369,7 +375,7 @@ class LOOPRIG_OT_export_robot(bpy.types.Operator, ExportHelper):
     bl_options = {"REGISTER"}
 
     filename_ext = ".json"
-    filter_glob: StringProperty(default="*.json", options={"HIDDEN"})
+    filter_glob: file_filter(".json")
     write_meshes: BoolProperty(
         name="Write Meshes",
         description="Write the bodies' meshes that came from no file as STL files beside the robot file",

@@ -20,7 +20,14 @@ from looprig.core.export import (
 
 from . import bake, motion, sound
 from .operators_retarget import frame_range
-from .operators_robot import RobotError, checked_model, file_filter, reports_errors, robot_collection
+from .operators_robot import (
+    RobotCollectionOperator,
+    RobotError,
+    checked_model,
+    file_filter,
+    reports_errors,
+    robot_collection,
+)
 from .sampling import make_clip
 
 
@@ -52,17 +59,14 @@ class LOOPRIG_OT_bake(bpy.types.Operator):
         return {"FINISHED"}
 
 
-class LOOPRIG_OT_clear_bake(bpy.types.Operator):
+class LOOPRIG_OT_clear_bake(RobotCollectionOperator, bpy.types.Operator):
     """Remove the baked actuator curves, violation markers and motor tint"""
 
     bl_idname = "looprig.clear_bake"
     bl_label = "Clear Bake"
-    bl_options = {"REGISTER", "UNDO"}
 
-    @reports_errors(RobotError)
-    def execute(self, context):
-        bake.clear_bake(context, robot_collection(context))
-        return {"FINISHED"}
+    def run(self, context, collection):
+        bake.clear_bake(context, collection)
 
 
 FORMATS = [

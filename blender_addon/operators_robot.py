@@ -48,6 +48,19 @@ def robot_collection(context):
     return collection
 
 
+class RobotCollectionOperator:
+    """An undoable operator on the scene's robot collection (a mixin before
+    ``bpy.types.Operator``): ``run(context, collection)`` does the work; no robot, or a
+    :class:`RobotError` that ``run`` raises, is reported and cancels the operator."""
+
+    bl_options = {"REGISTER", "UNDO"}
+
+    @reports_errors(RobotError)
+    def execute(self, context):
+        self.run(context, robot_collection(context))
+        return {"FINISHED"}
+
+
 def file_filter(*suffixes: str) -> StringProperty:
     """The hidden ``filter_glob`` of a file browser operator: the browser lists the files
     ending in one of ``suffixes`` (``".json"``, ...; each once)."""
@@ -321,12 +334,11 @@ def _motor_label(joint: str, owner) -> str:
     return f"{joint} (motor {motor})" if motor else joint
 
 
-class LOOPRIG_OT_pick_motors(bpy.types.Operator):
+class LOOPRIG_OT_pick_motors(RobotCollectionOperator, bpy.types.Operator):
     """Choose the joints that carry a motor (their limits and servo settings stay as set)"""
 
     bl_idname = "looprig.pick_motors"
     bl_label = "Pick Motors"
-    bl_options = {"REGISTER", "UNDO"}
 
     names: StringProperty(
         name="Motors",
@@ -334,9 +346,7 @@ class LOOPRIG_OT_pick_motors(bpy.types.Operator):
         "scripts; the dialog ticks them one by one)",
     )
 
-    @reports_errors(RobotError)
-    def execute(self, context):
-        collection = robot_collection(context)
+    def run(self, context, collection):
         candidates = motor_candidates(collection)
         if self.names:
             wanted = {n.strip() for n in self.names.split(",") if n.strip()}
@@ -344,13 +354,11 @@ class LOOPRIG_OT_pick_motors(bpy.types.Operator):
             unknown = sorted(wanted - set().union(*named.values()))
             if unknown:
                 valid = ", ".join(_motor_label(name, owner) for name, owner in candidates)
-                self.report({"ERROR"}, f"no joint {unknown[0]!r} can carry a motor; they are: {valid}")
-                return {"CANCELLED"}
+                raise RobotError(f"no joint {unknown[0]!r} can carry a motor; they are: {valid}")
             for name, owner in candidates:
                 owner.looprig_joint.actuated = bool(named[name] & wanted)
         count = sum(owner.looprig_joint.actuated for _name, owner in candidates)
         self.report({"INFO"}, f"robot {collection.name!r}: {count} motor(s)")
-        return {"FINISHED"}
 
     def invoke(self, context, event):
         if context.scene.looprig.robot is None:

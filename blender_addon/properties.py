@@ -23,6 +23,7 @@ from bpy.props import (
     PointerProperty,
     StringProperty,
 )
+from looprig.core.model.parts import ActuatedMotion
 from looprig.core.retarget.settings import RETARGET_SETTINGS
 
 from .scene_graph import robot_frame_names
@@ -45,6 +46,13 @@ def _target_bone_names(self, context, edit_text):
 
 
 # --------------------------------------------------------------------------- per object
+
+
+#: The coordinates a motor can drive (core's :class:`ActuatedMotion`) and their tooltips.
+_MOTION_TOOLTIPS = {
+    ActuatedMotion.ANGLE: "Rotation about the joint axis [rad]",
+    ActuatedMotion.DISPLACEMENT: "Translation along the joint axis [m]",
+}
 
 
 def _motor_limit(label: str, quantity: str, units: str):
@@ -74,11 +82,8 @@ class LOOPRIG_PG_joint(bpy.types.PropertyGroup):
     motion: EnumProperty(
         name="Motion",
         description="The joint coordinate the motor drives (cylindrical joints offer both)",
-        items=[
-            ("angle", "Angle", "Rotation about the joint axis [rad]"),
-            ("displacement", "Displacement", "Translation along the joint axis [m]"),
-        ],
-        default="angle",
+        items=[(motion.value, motion.value.title(), tip) for motion, tip in _MOTION_TOOLTIPS.items()],
+        default=ActuatedMotion.ANGLE.value,
     )
     use_range: BoolProperty(name="Limit Range", description="The motor has a position range")
     lower_angle: FloatProperty(name="Min", subtype="ANGLE", default=-3.14159265, description="[rad]")

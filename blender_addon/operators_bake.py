@@ -117,7 +117,6 @@ class LOOPRIG_OT_export_curves(bpy.types.Operator, ExportHelper):
     allow_violations: BoolProperty(
         name="Write Despite Violations",
         description="Write even when a limit is broken; the violations are recorded in the file",
-        default=False,
     )
 
     def check(self, context):

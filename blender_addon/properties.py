@@ -70,9 +70,7 @@ class LOOPRIG_PG_joint(bpy.types.PropertyGroup):
     """Actuator settings of a joint (a Rigid Body Constraint object or a bone)."""
 
     actuated: BoolProperty(
-        name="Actuated",
-        description="A motor drives this joint: looprig bakes a curve for it",
-        default=False,
+        name="Actuated", description="A motor drives this joint: looprig bakes a curve for it"
     )
     actuator_name: StringProperty(
         name="Motor Name",
@@ -126,14 +124,10 @@ class LOOPRIG_PG_body(bpy.types.PropertyGroup):
     """Body settings of a mesh object (or a bone) of a robot."""
 
     grounded: BoolProperty(
-        name="Grounded",
-        description="Fixed to the world (a Passive rigid body is grounded too)",
-        default=False,
+        name="Grounded", description="Fixed to the world (a Passive rigid body is grounded too)"
     )
     ignore: BoolProperty(
-        name="Not a Body",
-        description="Leave this object out of the robot (decoration, helpers)",
-        default=False,
+        name="Not a Body", description="Leave this object out of the robot (decoration, helpers)"
     )
     mass_source: EnumProperty(
         name="Mass",
@@ -218,7 +212,7 @@ class LOOPRIG_PG_aim(bpy.types.PropertyGroup):
         default="NONE",
     )
     use_target_z: BoolProperty(
-        name="Target Z", description="Up is the target's Z axis instead of the world's", default=False
+        name="Target Z", description="Up is the target's Z axis instead of the world's"
     )
     weight: FloatProperty(name="Weight", min=0.0, default=1.0)
 

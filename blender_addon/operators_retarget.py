@@ -22,13 +22,7 @@ from mathutils import Euler
 from looprig.retime import retiming_lines, solve_timed
 
 from . import aims, animation, bake, frame_status, motion, retime, status_display
-from .operators_robot import (
-    RobotCollectionOperator,
-    RobotError,
-    checked_model,
-    checked_row,
-    robot_collection,
-)
+from .operators_robot import RobotCollectionOperator, RobotError, checked_model, checked_row, robot_collection
 from .properties import solver_settings
 from .robot_records import RobotModel
 from .sampling import Clip, Source, iter_world_matrices, make_clip, samples_from_matrices, track_samples

@@ -61,7 +61,7 @@ class RobotCollectionOperator:
         return {"FINISHED"}
 
 
-def file_filter(*suffixes: str) -> StringProperty:
+def file_filter(*suffixes: str):
     """The hidden ``filter_glob`` of a file browser operator: the browser lists the files
     ending in one of ``suffixes`` (``".json"``, ...; each once)."""
     return StringProperty(default=";".join(dict.fromkeys(f"*{s}" for s in suffixes)), options={"HIDDEN"})

@@ -25,7 +25,7 @@ from looprig.core.retarget import AimSpec
 from mathutils import Euler, Vector
 
 from .operators_robot import RobotError, checked_row, draw_rows, row_operators
-from .panels import SidebarPanel
+from .panels import SidebarPanel, draws_scene_settings
 from .properties import AIM_AXES
 from .sampling import Source
 
@@ -189,9 +189,8 @@ class LOOPRIG_PT_aims(SidebarPanel, bpy.types.Panel):
     bl_label = "Aims"
     bl_parent_id = "LOOPRIG_PT_targets"
 
-    def draw(self, context):
-        layout = self.layout
-        settings = context.scene.looprig
+    @draws_scene_settings
+    def draw(self, context, layout, settings):
         lines = constraint_lines(settings)
         if lines:
             box = layout.box()

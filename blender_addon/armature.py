@@ -22,6 +22,7 @@ This module reads; :func:`.motion.write_bone_motion` keys the pose bones.
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 
 import numpy as np
 from looprig.core.model.parts import JointKind
@@ -29,7 +30,7 @@ from looprig.core.model.parts import JointKind
 from .mesh_mass import object_mass
 from .robot_model import rigid_part
 from .robot_records import INFO, BodyRecord, JointRecord, Problem, generic_joint_kind
-from .scene_data import actuator_record, to_metres
+from .scene_data import panel_actuator, to_metres
 
 LOCK_TOLERANCE = 1e-9
 
@@ -173,15 +174,15 @@ def _bone_joint(arm, pb, parent: str, child: str, T: np.ndarray) -> JointRecord:
     joint.kind = kind.value
     joint.axis = T[:3, axis].copy()
     joint.secondary_axis = None if secondary is None else T[:3, secondary].copy()
-    actuator = actuator_record(pb.looprig_joint, kind.value)
+    actuator = panel_actuator(pb.looprig_joint, kind.value)
     limit = _limit_rotation(pb)
     if actuator is not None and kind == JointKind.REVOLUTE and not pb.looprig_joint.use_range and limit:
         a = "xyz"[axis]
         if getattr(limit, f"use_limit_{a}"):
             # the limit holds the local angle (rest = 0); the actuator measures from the current pose
             current = _local_angle(pb, axis)
-            actuator.lower = getattr(limit, f"min_{a}") - current
-            actuator.upper = getattr(limit, f"max_{a}") - current
+            lower, upper = (getattr(limit, f"{end}_{a}") - current for end in ("min", "max"))
+            actuator = replace(actuator, lower=lower, upper=upper)
     if actuator is not None and kind.value not in ("revolute", "prismatic", "cylindrical"):
         joint.problem = f"a {kind.value} bone joint cannot carry a motor; lock all rotations but one"
     joint.actuator = actuator

@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 
 import bpy
-from bpy.props import BoolProperty, EnumProperty, FloatProperty, StringProperty
+from bpy.props import BoolProperty, EnumProperty, FloatProperty
 from bpy_extras.io_utils import ExportHelper
 from looprig.core.curves.violations import LimitViolationError
 from looprig.core.errors import LooprigError
@@ -20,7 +20,14 @@ from looprig.core.export import (
 
 from . import bake, motion, sound
 from .operators_retarget import frame_range
-from .operators_robot import RobotError, checked_model, reports_errors, robot_collection
+from .operators_robot import (
+    RobotCollectionOperator,
+    RobotError,
+    checked_model,
+    file_filter,
+    reports_errors,
+    robot_collection,
+)
 from .sampling import make_clip
 
 
@@ -52,17 +59,14 @@ class LOOPRIG_OT_bake(bpy.types.Operator):
         return {"FINISHED"}
 
 
-class LOOPRIG_OT_clear_bake(bpy.types.Operator):
+class LOOPRIG_OT_clear_bake(RobotCollectionOperator, bpy.types.Operator):
     """Remove the baked actuator curves, violation markers and motor tint"""
 
     bl_idname = "looprig.clear_bake"
     bl_label = "Clear Bake"
-    bl_options = {"REGISTER", "UNDO"}
 
-    @reports_errors(RobotError)
-    def execute(self, context):
-        bake.clear_bake(context, robot_collection(context))
-        return {"FINISHED"}
+    def run(self, context, collection):
+        bake.clear_bake(context, collection)
 
 
 FORMATS = [
@@ -99,8 +103,8 @@ class LOOPRIG_OT_export_curves(bpy.types.Operator, ExportHelper):
     bl_label = "Export Actuator Curves"
     bl_options = {"REGISTER"}
 
-    filename_ext = ".json"
-    filter_glob: StringProperty(default="*.json;*.csv;*.h", options={"HIDDEN"})
+    filename_ext = _SUFFIX["JSON"]
+    filter_glob: file_filter(*_SUFFIX.values())
     format: EnumProperty(name="Format", items=[f[:3] for f in FORMATS], default="JSON")
     dynamixel_mode: EnumProperty(
         name="Servo Mode",
@@ -113,7 +117,6 @@ class LOOPRIG_OT_export_curves(bpy.types.Operator, ExportHelper):
     allow_violations: BoolProperty(
         name="Write Despite Violations",
         description="Write even when a limit is broken; the violations are recorded in the file",
-        default=False,
     )
 
     def check(self, context):

@@ -4,12 +4,11 @@ from __future__ import annotations
 
 import bpy
 import numpy as np
-from bpy.props import StringProperty
 from bpy_extras.io_utils import ImportHelper
 from looprig.core.errors import LooprigError
 
 from . import recording
-from .operators_robot import RobotError, checked_model, robot_collection
+from .operators_robot import RobotError, checked_model, file_filter, robot_collection
 
 
 class LOOPRIG_OT_import_recording(bpy.types.Operator, ImportHelper):
@@ -21,7 +20,7 @@ class LOOPRIG_OT_import_recording(bpy.types.Operator, ImportHelper):
     bl_options = {"REGISTER", "UNDO"}
 
     filename_ext = ".csv"
-    filter_glob: StringProperty(default="*.csv;*.json", options={"HIDDEN"})
+    filter_glob: file_filter(".csv", ".json")
 
     def execute(self, context):
         try:

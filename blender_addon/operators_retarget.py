@@ -22,7 +22,7 @@ from mathutils import Euler
 from looprig.retime import retiming_lines, solve_timed
 
 from . import aims, animation, bake, frame_status, motion, retime, status_display
-from .operators_robot import RobotError, checked_model, checked_row, reports_errors, robot_collection
+from .operators_robot import RobotCollectionOperator, RobotError, checked_model, checked_row, robot_collection
 from .properties import solver_settings
 from .robot_records import RobotModel
 from .sampling import Clip, Source, iter_world_matrices, make_clip, samples_from_matrices, track_samples
@@ -415,21 +415,17 @@ class LOOPRIG_OT_retarget(bpy.types.Operator):
             return self._fail(context, error)
 
 
-class LOOPRIG_OT_clear(bpy.types.Operator):
+class LOOPRIG_OT_clear(RobotCollectionOperator, bpy.types.Operator):
     """Remove looprig's action, bake and frame status: the robot goes back to its rest pose"""
 
     bl_idname = "looprig.clear"
     bl_label = "Clear Retarget"
-    bl_options = {"REGISTER", "UNDO"}
 
-    @reports_errors(RobotError)
-    def execute(self, context):
-        collection = robot_collection(context)
+    def run(self, context, collection):
         bake.clear_bake(context, collection)
         status_display.clear_status(context, collection.name)
         animation.remove_action(collection, animated_objects(collection))
         context.scene.looprig.status = "cleared"
-        return {"FINISHED"}
 
 
 classes = (LOOPRIG_OT_retarget, LOOPRIG_OT_clear)

@@ -48,6 +48,25 @@ def robot_collection(context):
     return collection
 
 
+class RobotCollectionOperator:
+    """An undoable operator on the scene's robot collection (a mixin before
+    ``bpy.types.Operator``): ``run(context, collection)`` does the work; no robot, or a
+    :class:`RobotError` that ``run`` raises, is reported and cancels the operator."""
+
+    bl_options = {"REGISTER", "UNDO"}
+
+    @reports_errors(RobotError)
+    def execute(self, context):
+        self.run(context, robot_collection(context))
+        return {"FINISHED"}
+
+
+def file_filter(*suffixes: str):
+    """The hidden ``filter_glob`` of a file browser operator: the browser lists the files
+    ending in one of ``suffixes`` (``".json"``, ...; each once)."""
+    return StringProperty(default=";".join(dict.fromkeys(f"*{s}" for s in suffixes)), options={"HIDDEN"})
+
+
 def store_report(settings, model: rr.RobotModel) -> None:
     """Put a check's problems and mobility into ``scene.looprig`` for the panel."""
     settings.problems.clear()
@@ -268,7 +287,7 @@ class LOOPRIG_OT_import_robot(bpy.types.Operator, ImportHelper):
     bl_options = {"REGISTER", "UNDO", "PRESET"}
 
     filename_ext = ".urdf"
-    filter_glob: StringProperty(default="*.urdf;*.xml;*.mjcf;*.json", options={"HIDDEN"})
+    filter_glob: file_filter(".urdf", ".xml", ".mjcf", ".json")
     actuated: StringProperty(
         name="Actuated Joints",
         description="Comma-separated joint names to actuate besides those the file declares",
@@ -315,12 +334,11 @@ def _motor_label(joint: str, owner) -> str:
     return f"{joint} (motor {motor})" if motor else joint
 
 
-class LOOPRIG_OT_pick_motors(bpy.types.Operator):
+class LOOPRIG_OT_pick_motors(RobotCollectionOperator, bpy.types.Operator):
     """Choose the joints that carry a motor (their limits and servo settings stay as set)"""
 
     bl_idname = "looprig.pick_motors"
     bl_label = "Pick Motors"
-    bl_options = {"REGISTER", "UNDO"}
 
     names: StringProperty(
         name="Motors",
@@ -328,9 +346,7 @@ class LOOPRIG_OT_pick_motors(bpy.types.Operator):
         "scripts; the dialog ticks them one by one)",
     )
 
-    @reports_errors(RobotError)
-    def execute(self, context):
-        collection = robot_collection(context)
+    def run(self, context, collection):
         candidates = motor_candidates(collection)
         if self.names:
             wanted = {n.strip() for n in self.names.split(",") if n.strip()}
@@ -338,13 +354,11 @@ class LOOPRIG_OT_pick_motors(bpy.types.Operator):
             unknown = sorted(wanted - set().union(*named.values()))
             if unknown:
                 valid = ", ".join(_motor_label(name, owner) for name, owner in candidates)
-                self.report({"ERROR"}, f"no joint {unknown[0]!r} can carry a motor; they are: {valid}")
-                return {"CANCELLED"}
+                raise RobotError(f"no joint {unknown[0]!r} can carry a motor; they are: {valid}")
             for name, owner in candidates:
                 owner.looprig_joint.actuated = bool(named[name] & wanted)
         count = sum(owner.looprig_joint.actuated for _name, owner in candidates)
         self.report({"INFO"}, f"robot {collection.name!r}: {count} motor(s)")
-        return {"FINISHED"}
 
     def invoke(self, context, event):
         if context.scene.looprig.robot is None:
@@ -369,7 +383,7 @@ class LOOPRIG_OT_export_robot(bpy.types.Operator, ExportHelper):
     bl_options = {"REGISTER"}
 
     filename_ext = ".json"
-    filter_glob: StringProperty(default="*.json", options={"HIDDEN"})
+    filter_glob: file_filter(".json")
     write_meshes: BoolProperty(
         name="Write Meshes",
         description="Write the bodies' meshes that came from no file as STL files beside the robot file",

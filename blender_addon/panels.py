@@ -3,6 +3,8 @@ Graph Editor's sidebar)."""
 
 from __future__ import annotations
 
+import functools
+
 import bpy
 
 from . import retime
@@ -98,12 +100,35 @@ class SidebarPanel:
     bl_category = "looprig"
 
 
+def draws_scene_settings(draw):
+    """Decorate a panel's ``draw(self, context, layout, settings)`` into Blender's
+    ``draw(self, context)``: ``layout`` is the panel's, ``settings`` the scene's looprig
+    settings (``scene.looprig``)."""
+
+    @functools.wraps(draw)
+    def panel_draw(self, context):
+        draw(self, context, self.layout, context.scene.looprig)
+
+    return panel_draw
+
+
+class ActiveObjectPanel(SidebarPanel):
+    """A sub-panel of Robot on the active object's looprig settings, shown while the class's
+    ``shows(context, ob)`` accepts the active object ``ob``."""
+
+    bl_parent_id = "LOOPRIG_PT_robot"
+
+    @classmethod
+    def poll(cls, context):
+        ob = context.active_object
+        return ob is not None and cls.shows(context, ob)
+
+
 class LOOPRIG_PT_robot(SidebarPanel, bpy.types.Panel):
     bl_label = "Robot"
 
-    def draw(self, context):
-        layout = self.layout
-        settings = context.scene.looprig
+    @draws_scene_settings
+    def draw(self, context, layout, settings):
         row = layout.row(align=True)
         row.prop(settings, "robot")
         row.operator("looprig.add_demo", text="", icon="ADD")
@@ -129,15 +154,11 @@ class LOOPRIG_PT_robot(SidebarPanel, bpy.types.Panel):
                 )
 
 
-class LOOPRIG_PT_joint(SidebarPanel, bpy.types.Panel):
+class LOOPRIG_PT_joint(ActiveObjectPanel, bpy.types.Panel):
     bl_label = "Joint"
-    bl_parent_id = "LOOPRIG_PT_robot"
 
     @classmethod
-    def poll(cls, context):
-        ob = context.active_object
-        if ob is None:
-            return False
+    def shows(cls, context, ob):
         return ob.rigid_body_constraint is not None or (ob.type == "ARMATURE" and context.active_pose_bone)
 
     def draw(self, context):
@@ -192,14 +213,12 @@ def draw_joint_settings(layout, js, joint: str):
     col.prop(js, "motor_object")
 
 
-class LOOPRIG_PT_body(SidebarPanel, bpy.types.Panel):
+class LOOPRIG_PT_body(ActiveObjectPanel, bpy.types.Panel):
     bl_label = "Body"
-    bl_parent_id = "LOOPRIG_PT_robot"
 
     @classmethod
-    def poll(cls, context):
-        ob = context.active_object
-        return ob is not None and ob.type == "MESH" and ob.rigid_body_constraint is None
+    def shows(cls, context, ob):
+        return ob.type == "MESH" and ob.rigid_body_constraint is None
 
     def draw(self, context):
         layout = self.layout
@@ -222,9 +241,8 @@ class LOOPRIG_PT_body(SidebarPanel, bpy.types.Panel):
 class LOOPRIG_PT_targets(SidebarPanel, bpy.types.Panel):
     bl_label = "Targets"
 
-    def draw(self, context):
-        layout = self.layout
-        settings = context.scene.looprig
+    @draws_scene_settings
+    def draw(self, context, layout, settings):
         t = draw_rows(layout, settings, "targets", "active_target", "target", 3)
         if t is not None:
             col = layout.column()
@@ -245,9 +263,8 @@ class LOOPRIG_PT_targets(SidebarPanel, bpy.types.Panel):
 class LOOPRIG_PT_solve(SidebarPanel, bpy.types.Panel):
     bl_label = "Retarget"
 
-    def draw(self, context):
-        layout = self.layout
-        settings = context.scene.looprig
+    @draws_scene_settings
+    def draw(self, context, layout, settings):
         col = layout.column()
         for setting in SOLVER_SETTINGS:
             col.prop(settings, setting.name)
@@ -331,9 +348,8 @@ def draw_bake_summary(layout, settings):
 class LOOPRIG_PT_bake(SidebarPanel, bpy.types.Panel):
     bl_label = "Bake & Export"
 
-    def draw(self, context):
-        layout = self.layout
-        settings = context.scene.looprig
+    @draws_scene_settings
+    def draw(self, context, layout, settings):
         row = layout.row(align=True)
         row.operator("looprig.bake", icon="GRAPH")
         row.operator("looprig.clear_bake", text="", icon="X")

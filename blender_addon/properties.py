@@ -23,6 +23,7 @@ from bpy.props import (
     PointerProperty,
     StringProperty,
 )
+from looprig.core.model.parts import ActuatedMotion
 from looprig.core.retarget.settings import RETARGET_SETTINGS
 
 from .scene_graph import robot_frame_names
@@ -47,6 +48,13 @@ def _target_bone_names(self, context, edit_text):
 # --------------------------------------------------------------------------- per object
 
 
+#: The coordinates a motor can drive (core's :class:`ActuatedMotion`) and their tooltips.
+_MOTION_TOOLTIPS = {
+    ActuatedMotion.ANGLE: "Rotation about the joint axis [rad]",
+    ActuatedMotion.DISPLACEMENT: "Translation along the joint axis [m]",
+}
+
+
 def _motor_limit(label: str, quantity: str, units: str):
     """The setting of a motor's largest ``quantity`` in ``units``; 0 for no limit."""
     return FloatProperty(
@@ -62,9 +70,7 @@ class LOOPRIG_PG_joint(bpy.types.PropertyGroup):
     """Actuator settings of a joint (a Rigid Body Constraint object or a bone)."""
 
     actuated: BoolProperty(
-        name="Actuated",
-        description="A motor drives this joint: looprig bakes a curve for it",
-        default=False,
+        name="Actuated", description="A motor drives this joint: looprig bakes a curve for it"
     )
     actuator_name: StringProperty(
         name="Motor Name",
@@ -74,11 +80,8 @@ class LOOPRIG_PG_joint(bpy.types.PropertyGroup):
     motion: EnumProperty(
         name="Motion",
         description="The joint coordinate the motor drives (cylindrical joints offer both)",
-        items=[
-            ("angle", "Angle", "Rotation about the joint axis [rad]"),
-            ("displacement", "Displacement", "Translation along the joint axis [m]"),
-        ],
-        default="angle",
+        items=[(motion.value, motion.value.title(), tip) for motion, tip in _MOTION_TOOLTIPS.items()],
+        default=ActuatedMotion.ANGLE.value,
     )
     use_range: BoolProperty(name="Limit Range", description="The motor has a position range")
     lower_angle: FloatProperty(name="Min", subtype="ANGLE", default=-3.14159265, description="[rad]")
@@ -121,14 +124,10 @@ class LOOPRIG_PG_body(bpy.types.PropertyGroup):
     """Body settings of a mesh object (or a bone) of a robot."""
 
     grounded: BoolProperty(
-        name="Grounded",
-        description="Fixed to the world (a Passive rigid body is grounded too)",
-        default=False,
+        name="Grounded", description="Fixed to the world (a Passive rigid body is grounded too)"
     )
     ignore: BoolProperty(
-        name="Not a Body",
-        description="Leave this object out of the robot (decoration, helpers)",
-        default=False,
+        name="Not a Body", description="Leave this object out of the robot (decoration, helpers)"
     )
     mass_source: EnumProperty(
         name="Mass",
@@ -213,7 +212,7 @@ class LOOPRIG_PG_aim(bpy.types.PropertyGroup):
         default="NONE",
     )
     use_target_z: BoolProperty(
-        name="Target Z", description="Up is the target's Z axis instead of the world's", default=False
+        name="Target Z", description="Up is the target's Z axis instead of the world's"
     )
     weight: FloatProperty(name="Weight", min=0.0, default=1.0)
 

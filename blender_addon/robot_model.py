@@ -10,6 +10,7 @@ Python and numpy so it is unit-tested without Blender.
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 
 import numpy as np
 from looprig.cad_import.errors import FileFormatError
@@ -19,19 +20,9 @@ from looprig.core import analyse_mobility
 from looprig.core.errors import LooprigError
 from looprig.core.maths.rotations import nearest_rotation, quat_from_matrix
 from looprig.core.maths.rotations import pose_matrix as state_pose_matrix
+from looprig.core.model import parts
 from looprig.core.model.filevalues import limit_from_file
 from looprig.core.model.mechanism import Mechanism
-from looprig.core.model.parts import (
-    LIMIT_FIELDS,
-    ActuatedMotion,
-    Actuator,
-    Body,
-    Coupling,
-    Frame,
-    Joint,
-    JointKind,
-    LimitSource,
-)
 
 from .robot_checks import (
     fixed_joint_cycles,
@@ -109,7 +100,7 @@ def matrix_matches(T: np.ndarray, T_exact, atol: float = 2e-6) -> bool:
 
 
 # --------------------------------------------------------------------------- building
-def _body(record: BodyRecord, problems: list[Problem]) -> tuple[Body, np.ndarray] | None:
+def _body(record: BodyRecord, problems: list[Problem]) -> tuple[parts.Body, np.ndarray] | None:
     """The core Body of a record and T_body_object, or None (problem appended)."""
     where = dict(object_name=record.object_name, bone_name=record.bone_name)
     exact = record.exact or {}
@@ -120,7 +111,7 @@ def _body(record: BodyRecord, problems: list[Problem]) -> tuple[Body, np.ndarray
         inertia = exact.get("inertia")
         inertia = None if inertia is None else np.asarray(inertia, float).reshape(3, 3)
         return (
-            Body(
+            parts.Body(
                 record.name,
                 position=T_world_body[:3, 3],
                 orientation=np.asarray(exact["orientation"], float),
@@ -159,7 +150,7 @@ def _body(record: BodyRecord, problems: list[Problem]) -> tuple[Body, np.ndarray
         inertia = R.T @ np.asarray(record.inertia_world, float) @ R
         inertia = 0.5 * (inertia + inertia.T)
     T_body_object = np.linalg.inv(T_world_body) @ T_world_object
-    body = Body(
+    body = parts.Body(
         record.name,
         position=T_world_body[:3, 3],
         orientation=quat_from_matrix(R),
@@ -175,25 +166,20 @@ def _body(record: BodyRecord, problems: list[Problem]) -> tuple[Body, np.ndarray
     return body, T_body_object
 
 
-def _actuator(joint: JointRecord, kind: JointKind) -> Actuator | None:
-    a = joint.actuator
-    if a is None:
+def _actuator(joint: JointRecord) -> parts.Actuator | None:
+    """The joint's motor as its settings give it (:attr:`JointRecord.actuator`), with what a
+    file import recorded on it: the exact limits while the scene's still equal them, the
+    servo model, the limits' sources and the rotor inertia."""
+    if joint.actuator is None:
         return None
-    motion = ActuatedMotion(a.motion)
-    if kind == JointKind.PRISMATIC:
-        motion = ActuatedMotion.DISPLACEMENT
-    elif kind == JointKind.REVOLUTE:
-        motion = ActuatedMotion.ANGLE
     exact = (joint.exact or {}).get("actuator") or {}
-    limits = {field: exact_value(getattr(a, field), exact.get(field)) for field in LIMIT_FIELDS.values()}
-    return Actuator(
-        motion=motion,
+    limits = {
+        field: exact_value(getattr(joint.actuator, field), exact.get(field))
+        for field in parts.LIMIT_FIELDS.values()
+    }
+    return replace(
+        joint.actuator,
         **limits,
-        hardware_id=a.hardware_id,
-        zero_offset_ticks=a.zero_offset_ticks,
-        direction=a.direction,
-        metres_per_revolution=a.metres_per_revolution,
-        name=a.name,
         servo=exact.get("servo"),
         limit_sources=_limit_sources(limits, exact),
         rotor_inertia=float(exact.get("rotor_inertia", 0.0)),
@@ -209,19 +195,19 @@ def _limit_sources(limits: dict[str, float], exact: dict) -> tuple[tuple[str, st
     if not recorded:
         return ()
     sources = {}
-    for limit, field in LIMIT_FIELDS.items():
+    for limit, field in parts.LIMIT_FIELDS.items():
         imported = limit_from_file(exact.get(field), -math.inf if limit == "lower" else math.inf)
         if limits[field] == imported:
             if limit in recorded:
                 sources[limit] = recorded[limit]
         else:
-            sources[limit] = LimitSource.MAPPING.value
+            sources[limit] = parts.LimitSource.MAPPING.value
     return tuple(sorted(sources.items()))
 
 
-def _joint(joint: JointRecord, problems: list[Problem]) -> Joint | None:
+def _joint(joint: JointRecord, problems: list[Problem]) -> parts.Joint | None:
     where = dict(object_name=joint.object_name, bone_name=joint.bone_name)
-    kind = JointKind(joint.kind)
+    kind = parts.JointKind(joint.kind)
     exact = joint.exact or {}
     anchor, axis, secondary = joint.anchor, joint.axis, joint.secondary_axis
     if (
@@ -238,8 +224,7 @@ def _joint(joint: JointRecord, problems: list[Problem]) -> Joint | None:
     else:
         gap = 0.0  # moved in the scene: built where its constraint stands, to the scene's precision
     try:
-        actuator = _actuator(joint, kind)
-        return Joint(
+        return parts.Joint(
             joint.name,
             kind,
             joint.parent,
@@ -247,7 +232,7 @@ def _joint(joint: JointRecord, problems: list[Problem]) -> Joint | None:
             anchor=anchor,
             axis=axis,
             secondary_axis=secondary,
-            actuator=actuator,
+            actuator=_actuator(joint),
             gap=gap,
         )
     except (LooprigError, ValueError) as error:
@@ -255,7 +240,7 @@ def _joint(joint: JointRecord, problems: list[Problem]) -> Joint | None:
         return None
 
 
-def _coupling(joint: JointRecord, problems: list[Problem]) -> Coupling | None:
+def _coupling(joint: JointRecord, problems: list[Problem]) -> parts.Coupling | None:
     """The coupling an import recorded on a joint (the joints it follows, as the native
     file writes it), or None (an unreadable one: problem appended)."""
     entry = (joint.exact or {}).get("coupling")
@@ -381,11 +366,11 @@ def build_robot(record: RobotRecord) -> RobotModel:
     return model
 
 
-def _frame(f: FrameRecord) -> Frame:
+def _frame(f: FrameRecord) -> parts.Frame:
     exact = f.exact or {}
     if exact and matrix_matches(f.T_world_frame, exact.get("matrix_world")):
-        return Frame(f.name, f.body, position=exact["position"], orientation=exact["orientation"])
-    return Frame(
+        return parts.Frame(f.name, f.body, position=exact["position"], orientation=exact["orientation"])
+    return parts.Frame(
         f.name,
         f.body,
         position=np.asarray(f.T_world_frame, float)[:3, 3],

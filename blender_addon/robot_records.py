@@ -9,12 +9,11 @@ coordinates; quaternions ``(w, x, y, z)``.
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, field
 
 import numpy as np
 from looprig.core.model.mechanism import Mechanism
-from looprig.core.model.parts import JointKind
+from looprig.core.model.parts import Actuator, JointKind
 
 ERROR, WARNING, INFO = "ERROR", "WARNING", "INFO"
 
@@ -84,29 +83,15 @@ class BodyRecord:
 
 
 @dataclass
-class ActuatorRecord:
-    """Actuator settings as edited in the panel (SI units; 0 velocity/acceleration = none);
-    ``name``: the motor's name, None for the joint's."""
-
-    motion: str = "angle"
-    lower: float = -math.inf
-    upper: float = math.inf
-    velocity_limit: float = math.inf
-    acceleration_limit: float = math.inf
-    hardware_id: int | str | None = None
-    zero_offset_ticks: int = 2048
-    direction: int = 1
-    metres_per_revolution: float | None = None
-    name: str | None = None
-
-
-@dataclass
 class JointRecord:
     """A joint read from a constraint object (or a bone).
 
     kind: a :class:`JointKind` value, or None when ``problem`` says why not.
     T_world_joint: (4, 4) the constraint object's world matrix [m]: the anchor
     is its origin, axes its local axes. axis / secondary_axis: world (3,).
+    actuator: the motor as the joint's looprig settings give it (SI units, a missing
+    limit infinite), None when not actuated; building the robot adds what a file import
+    recorded on it (:func:`.robot_model.build_robot`).
     """
 
     name: str
@@ -117,7 +102,7 @@ class JointRecord:
     T_world_joint: np.ndarray
     axis: np.ndarray = field(default_factory=lambda: np.array([0.0, 0.0, 1.0]))
     secondary_axis: np.ndarray | None = None
-    actuator: ActuatorRecord | None = None
+    actuator: Actuator | None = None
     bone_name: str = ""
     problem: str = ""
     exact: dict | None = None

@@ -1,9 +1,9 @@
 """Plain reads of scene data shared by the robot reader, the armature reader and the writers.
 
 Keys of the ID properties looprig stores on objects, the scene's unit scale,
-matrices in metres, a joint's actuator settings as a record, and an evaluated
-mesh as arrays. Nothing here imports another module of the add-on but
-:mod:`.robot_model`.
+matrices in metres, a joint's actuator settings as a core
+:class:`~looprig.core.model.parts.Actuator`, and an evaluated mesh as arrays.
+Nothing here imports another module of the add-on.
 """
 
 from __future__ import annotations
@@ -11,9 +11,8 @@ from __future__ import annotations
 import math
 
 import numpy as np
+from looprig.core.model.parts import ActuatedMotion, Actuator
 from mathutils import Matrix
-
-from .robot_records import ActuatorRecord
 
 #: ID property with the float64 values a file import wrote on an object.
 EXACT_KEY = "looprig_exact"
@@ -78,8 +77,10 @@ def _limit(value: float) -> float:
     return float(value) if value > 0 else math.inf
 
 
-def actuator_record(settings, kind: str | None) -> ActuatorRecord | None:
-    """The actuator of a joint's ``looprig_joint`` settings (None when not actuated)."""
+def panel_actuator(settings, kind: str | None) -> Actuator | None:
+    """The motor a joint's ``looprig_joint`` settings describe (None when not actuated): SI
+    units, a limit the panel leaves at 0 (or a range it does not use) infinite; a revolute
+    joint drives its angle, a prismatic one its displacement, whatever the settings say."""
     if not settings.actuated:
         return None
     motion = settings.motion
@@ -93,8 +94,8 @@ def actuator_record(settings, kind: str | None) -> ActuatorRecord | None:
             lower, upper = settings.lower_angle, settings.upper_angle
         else:
             lower, upper = settings.lower_length, settings.upper_length
-    return ActuatorRecord(
-        motion=motion,
+    return Actuator(
+        motion=ActuatedMotion(motion),
         lower=float(lower),
         upper=float(upper),
         velocity_limit=_limit(settings.velocity_limit),

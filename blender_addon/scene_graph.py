@@ -30,8 +30,8 @@ from .robot_model import build_robot, matrix_matches, rigid_part
 from .scene_data import (
     EXACT_KEY,
     MESHES_KEY,
-    actuator_record,
     idprop_to_python,
+    panel_actuator,
     robot_name,
     to_metres,
     unit_scale,
@@ -245,7 +245,7 @@ def read_constraint(ob, body_names: dict[str, str], s: float) -> rr.JointRecord 
     record.kind = kind.value
     record.axis = R[:, axis].copy()
     record.secondary_axis = None if secondary is None else R[:, secondary].copy()
-    record.actuator = actuator_record(ob.looprig_joint, kind.value)
+    record.actuator = panel_actuator(ob.looprig_joint, kind.value)
     if record.actuator is not None and kind.value not in ("revolute", "prismatic", "cylindrical"):
         record.problem = (
             f"a {kind.value} joint cannot carry a motor; actuated joints must be HINGE, SLIDER or "

@@ -22,18 +22,16 @@ from .common import (
     FORMAT_VERSION,
     check_derivatives,
     check_format,
+    commented_table,
     finite_array,
-    finite_or_none,
+    limits_meta,
     meta_ids,
-    meta_limits,
+    meta_limit_arrays,
     meta_lines,
     meta_list,
-    number_table,
-    parse_commented_csv,
     plain_id,
     read_text,
     reading,
-    split_header,
     string_list,
 )
 from .dynamixel import (
@@ -120,10 +118,7 @@ def ticks_meta(curves: ActuatorCurves, settings: DynamixelSettings, motors: Sequ
         "zero_offset_ticks": [m.zero_offset_ticks for m in motors],
         "direction": [m.direction for m in motors],
         "metres_per_revolution": [m.metres_per_revolution for m in motors],
-        "lower": [finite_or_none(x) for x in curves.lower],
-        "upper": [finite_or_none(x) for x in curves.upper],
-        "velocity_limit": [finite_or_none(x) for x in curves.velocity_limit],
-        "acceleration_limit": [finite_or_none(x) for x in curves.acceleration_limit],
+        **limits_meta(curves),
         "velocity_unit_rpm": DXL_VELOCITY_UNIT_RPM,
         "velocity_limit_raw": limit_raw,
         "peak_velocity_raw": peak_raw,
@@ -212,10 +207,7 @@ def ticks_from_meta(meta: Mapping, times, ticks, names, violations, path, what: 
         units=tuple(units),
         hardware_ids=meta_ids(meta, "hardware_ids", n, path, what),
         settings=settings,
-        lower=np.array(meta_limits(meta, "lower", n, -np.inf, path, what)),
-        upper=np.array(meta_limits(meta, "upper", n, np.inf, path, what)),
-        velocity_limit=np.array(meta_limits(meta, "velocity_limit", n, np.inf, path, what)),
-        acceleration_limit=np.array(meta_limits(meta, "acceleration_limit", n, np.inf, path, what)),
+        **meta_limit_arrays(meta, n, path, what),
         violations=tuple(violations),
     )
     check_derivatives(out.to_curves())  # validates times, units and limits, and that values convert
@@ -226,12 +218,9 @@ def read_dynamixel_csv(path) -> TickCurves:
     """Ticks from a CSV written by :func:`write_dynamixel_csv`."""
     what = "Dynamixel ticks CSV"
     with reading(path, what) as where:
-        meta, violations, header, rows = parse_commented_csv(path, what)
-        check_format(meta, TICKS_FORMAT, where)
-        names, units = split_header(path, header, what)
+        meta, violations, names, units, table = commented_table(path, what, TICKS_FORMAT)
         if any(u != "tick" for u in units):
             raise CurvesError(f"{where}: actuator columns must be in [tick]")
-        table = number_table(path, rows, len(names) + 1, what)
         ticks = table[:, 1:]
         if not np.all(ticks == np.round(ticks)):
             raise CurvesError(f"{where}: ticks must be integers")

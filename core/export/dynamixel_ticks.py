@@ -9,7 +9,7 @@ import csv
 import io
 import json
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -125,18 +125,32 @@ def ticks_meta(curves: ActuatorCurves, settings: DynamixelSettings, motors: Sequ
     }
 
 
-def write_dynamixel_csv(
-    curves: ActuatorCurves,
-    path,
-    settings: DynamixelSettings | None = None,
-    *,
-    allow_violations: bool = False,
-    check: LimitCheckSettings | None = None,
-) -> list[Violation]:
-    """Write integer Goal Position ticks as CSV: ``# key: JSON`` lines with the model
-    assumptions, then ``time [s],<name> [tick],...`` rows."""
-    settings, motors, ticks, violations = ticks_gate(path, curves, settings, allow_violations, check)
-    meta = ticks_meta(curves, settings, motors)
+def _ticks_writer(
+    name: str, layout: Callable[[ActuatorCurves, dict, np.ndarray, list[Violation]], str], doc: str
+) -> Callable[..., list[Violation]]:
+    """The public writer ``name`` of one tick format: the curves checked and turned into
+    ticks (:func:`~.gate.ticks_gate`), laid out by ``layout(curves, metadata, ticks (F, A),
+    violations) -> text`` and written; the writer returns the violations it recorded."""
+
+    def write(
+        curves: ActuatorCurves,
+        path,
+        settings: DynamixelSettings | None = None,
+        *,
+        allow_violations: bool = False,
+        check: LimitCheckSettings | None = None,
+    ) -> list[Violation]:
+        settings, motors, ticks, violations = ticks_gate(path, curves, settings, allow_violations, check)
+        write_text(path, layout(curves, ticks_meta(curves, settings, motors), ticks, violations))
+        return violations
+
+    write.__name__ = write.__qualname__ = name
+    write.__doc__ = doc
+    return write
+
+
+def _csv_text(curves: ActuatorCurves, meta: dict, ticks: np.ndarray, violations: list[Violation]) -> str:
+    """``# key: JSON`` lines of ``meta`` and the violations, then ``time [s],<name> [tick],...`` rows."""
     meta["violation_count"] = len(violations)
     out = io.StringIO()
     out.write("\n".join(meta_lines(meta, violations)) + "\n")
@@ -144,33 +158,36 @@ def write_dynamixel_csv(
     writer.writerow(["time [s]", *(f"{n} [tick]" for n in curves.names)])
     for t, row in zip(curves.times, ticks, strict=True):
         writer.writerow([repr(float(t)), *(str(int(k)) for k in row)])
-    write_text(path, out.getvalue())
-    return violations
+    return out.getvalue()
 
 
-def write_dynamixel_json(
-    curves: ActuatorCurves,
-    path,
-    settings: DynamixelSettings | None = None,
-    *,
-    allow_violations: bool = False,
-    check: LimitCheckSettings | None = None,
-) -> list[Violation]:
+def _json_text(curves: ActuatorCurves, doc: dict, ticks: np.ndarray, violations: list[Violation]) -> str:
+    """The JSON document: ``doc``, the times, the ticks one list per actuator, the violations."""
+    doc["frame_count"] = curves.n_frames
+    doc["times"] = [float(t) for t in curves.times]
+    doc["ticks"] = [[int(k) for k in ticks[:, a]] for a in range(curves.n_actuators)]
+    doc["violations"] = [v.to_dict() for v in violations]
+    return json.dumps(doc, indent=1, allow_nan=False) + "\n"
+
+
+write_dynamixel_csv = _ticks_writer(
+    "write_dynamixel_csv",
+    _csv_text,
+    """Write integer Goal Position ticks as CSV: ``# key: JSON`` lines with the model
+    assumptions, then ``time [s],<name> [tick],...`` rows.""",
+)
+
+write_dynamixel_json = _ticks_writer(
+    "write_dynamixel_json",
+    _json_text,
     """Write integer Goal Position ticks as JSON (format ``looprig-dynamixel-ticks`` v1).
 
     The document holds the model assumptions (``model``, ``conversion``,
     ``mode``, ``tick_range``...), ``rate_hz``, ``times`` [s], per-actuator lists
     (``names``, ``hardware_ids``, ``zero_offset_ticks``...), ``ticks`` as one
     list per actuator, and ``violations``.
-    """
-    settings, motors, ticks, violations = ticks_gate(path, curves, settings, allow_violations, check)
-    doc = ticks_meta(curves, settings, motors)
-    doc["frame_count"] = curves.n_frames
-    doc["times"] = [float(t) for t in curves.times]
-    doc["ticks"] = [[int(k) for k in ticks[:, a]] for a in range(curves.n_actuators)]
-    doc["violations"] = [v.to_dict() for v in violations]
-    write_text(path, json.dumps(doc, indent=1, allow_nan=False) + "\n")
-    return violations
+    """,
+)
 
 
 def ticks_from_meta(meta: Mapping, times, ticks, names, violations, path, what: str) -> TickCurves:

@@ -53,19 +53,9 @@ from pathlib import Path
 import numpy as np
 
 from ..core.model.parts import JointKind
+from . import specs
 from .closures import closure_kind, find_sidecar, onshape_closures, read_closure_yaml
 from .errors import FileFormatError
-from .specs import (
-    DEFAULT_SETTINGS,
-    ClosureSpec,
-    CouplingSpec,
-    FrameSpec,
-    ImportedModel,
-    ImportSettings,
-    LinkSpec,
-    TreeJointSpec,
-    TreeModel,
-)
 from .tree import build_mechanism
 from .urdf_elements import origin_transform, unit_axis
 from .urdf_links import mass_from_meshes, named_materials, read_inertial, read_meshes
@@ -106,10 +96,10 @@ def read_urdf(
     path,
     options: UrdfOptions = UrdfOptions(),
     *,
-    settings: ImportSettings = DEFAULT_SETTINGS,
+    settings: specs.ImportSettings = specs.DEFAULT_SETTINGS,
     text: bytes | str | None = None,
-) -> TreeModel:
-    """Parse a URDF into a :class:`TreeModel` (no assembly yet), read as ``options`` say.
+) -> specs.TreeModel:
+    """Parse a URDF into a :class:`~.specs.TreeModel` (no assembly yet), read as ``options`` say.
 
     text: the file content, when it is not read from ``path``.
     """
@@ -122,10 +112,10 @@ def read_urdf(
     notes: list[str] = []
 
     materials = named_materials(doc, root)
-    links: list[LinkSpec] = []
+    links: list[specs.LinkSpec] = []
     for link in root.findall("link"):
         name = doc.text_attr(link, "name", required=True)
-        spec = LinkSpec(name=name, element=describe(link), line=doc.line(link))
+        spec = specs.LinkSpec(name=name, element=describe(link), line=doc.line(link))
         has_inertial = read_inertial(doc, link, spec)
         roles = ("visual", "collision") if settings.meshes or not has_inertial else ()
         read_meshes(doc, link, spec, base, options.package_paths, settings, notes, materials, roles)
@@ -140,8 +130,8 @@ def read_urdf(
         raise doc.error(root, "the robot has no <link>")
     link_names = [link.name for link in links]
 
-    joints: list[TreeJointSpec] = []
-    couplings: list[CouplingSpec] = []
+    joints: list[specs.TreeJointSpec] = []
+    couplings: list[specs.CouplingSpec] = []
     for joint in root.findall("joint"):
         name = doc.text_attr(joint, "name", required=True)
         kind_name = doc.text_attr(joint, "type", required=True)
@@ -163,7 +153,7 @@ def read_urdf(
             axis = np.array([1.0, 0.0, 0.0])  # unused by these kinds (exporters write 0 0 0)
         else:
             axis = unit_axis(doc, joint.find("axis"))
-        spec = TreeJointSpec(
+        spec = specs.TreeJointSpec(
             name=name,
             kind=kind,
             parent=ends["parent"],
@@ -191,7 +181,7 @@ def read_urdf(
             if kind not in (JointKind.REVOLUTE, JointKind.PRISMATIC):
                 raise doc.error(mimic, f"a {kind_name} joint cannot mimic another joint", what)
             couplings.append(
-                CouplingSpec(
+                specs.CouplingSpec(
                     name=f"{name}_mimic",
                     joint=name,
                     sources=doc.text_attr(mimic, "joint", required=True),
@@ -255,7 +245,7 @@ def read_urdf(
             if spec.lower > spec.upper:
                 raise doc.error(element, f"lower limit {spec.lower} exceeds upper limit {spec.upper}")
 
-    closure_list: list[ClosureSpec] = []
+    closure_list: list[specs.ClosureSpec] = []
     default_kind = closure_kind(options.closure_kind, path, "closure_kind")
     found, onshape_notes = onshape_closures(link_names, default_kind)
     closure_list += found
@@ -273,7 +263,7 @@ def read_urdf(
                     element, f"frame {frame!r} is not a link; links are: {', '.join(sorted(link_names))}"
                 )
         closure_list.append(
-            ClosureSpec(
+            specs.ClosureSpec(
                 name=name,
                 kind=kind,
                 link1=frame1,
@@ -298,7 +288,7 @@ def read_urdf(
                     path, f"closure frame {frame!r} is not a link; links are: {', '.join(sorted(link_names))}"
                 )
         closure_list.append(
-            ClosureSpec(
+            specs.ClosureSpec(
                 name=f"{frame1}__{frame2}",
                 kind=closure_kind(kind, path, "closures argument"),
                 link1=frame1,
@@ -335,14 +325,14 @@ def read_urdf(
         roots_map = {roots[0]: np.eye(4)}
     if options.floating_base and roots_map:
         root_link = next(iter(roots_map))
-        links.insert(0, LinkSpec(name="world", element="floating base"))
+        links.insert(0, specs.LinkSpec(name="world", element="floating base"))
         joints.insert(
-            0, TreeJointSpec("world_to_" + root_link, JointKind.FREE, "world", root_link, np.eye(4))
+            0, specs.TreeJointSpec("world_to_" + root_link, JointKind.FREE, "world", root_link, np.eye(4))
         )
         roots_map = {"world": np.eye(4)}
 
-    frames = [FrameSpec(link.name, link.name, np.eye(4)) for link in links]
-    return TreeModel(
+    frames = [specs.FrameSpec(link.name, link.name, np.eye(4)) for link in links]
+    return specs.TreeModel(
         name=root.get("name") or path.stem,
         path=str(path),
         links=links,
@@ -355,9 +345,9 @@ def read_urdf(
     )
 
 
-def _check_links(path, links: list[LinkSpec], joints: list[TreeJointSpec]) -> None:
+def _check_links(path, links: list[specs.LinkSpec], joints: list[specs.TreeJointSpec]) -> None:
     """Duplicate names, joints naming unknown links, links with two parents."""
-    names: dict[str, LinkSpec] = {}
+    names: dict[str, specs.LinkSpec] = {}
     for link in links:
         if link.name in names:
             raise FileFormatError(path, f"duplicate link name {link.name!r}", link.element, link.line)
@@ -390,7 +380,11 @@ def _check_links(path, links: list[LinkSpec], joints: list[TreeJointSpec]) -> No
 
 
 def load_urdf(
-    path, *, settings: ImportSettings = DEFAULT_SETTINGS, text: bytes | str | None = None, **options
-) -> ImportedModel:
+    path,
+    *,
+    settings: specs.ImportSettings = specs.DEFAULT_SETTINGS,
+    text: bytes | str | None = None,
+    **options,
+) -> specs.ImportedModel:
     """Read a URDF and build its Mechanism; ``options`` are the fields of :class:`UrdfOptions`."""
     return build_mechanism(read_urdf(path, UrdfOptions(**options), settings=settings, text=text), settings)

@@ -13,7 +13,7 @@ from looprig.core.maths.rotations import quat_to_matrix
 from looprig.core.retarget import RetargetMapping, TargetSpec, TrackSamples, retarget
 from looprig.core.solvers.joint_space import JointScrews
 from looprig.core.solvers.spacetime.linearization import linearize
-from looprig.core.solvers.spacetime.records import SpaceTimeSettings
+from looprig.core.solvers.spacetime.records import SpaceTimeClip, SpaceTimeSettings
 from looprig.core.solvers.spacetime.rows import excess, held_limits, limit_rows
 from looprig.core.solvers.spacetime.solve import solve_spacetime
 from looprig.core.solvers.spacetime.starts import coarse_stride, rewound_start
@@ -54,7 +54,7 @@ def test_optimum_equals_ipopt(name):
     nlp = pytest.importorskip("nlp_reference")
     mechanism, objective, positions, rotations, states, truth, rate = too_fast_clip(name)
     problem = IKProblem(mechanism, [objective])
-    solution = solve_spacetime(problem, Targets(positions, rotations), states, truth, rate)
+    solution = solve_spacetime(SpaceTimeClip(problem, Targets(positions, rotations), states, truth, rate))
     assert solution.converged
     for rows in limit_rows(problem.actuator_limits, len(truth), rate):
         assert excess(rows, solution.actuators).max() <= 1e-8, rows.quantity
@@ -228,7 +228,7 @@ def test_random_clips_hold_every_limit_at_the_optimum(name, seed):
     nlp = pytest.importorskip("nlp_reference")
     mechanism, objective, positions, rotations, states, truth, rate = random_clip(name, seed)
     problem = IKProblem(mechanism, [objective])
-    solution = solve_spacetime(problem, Targets(positions, rotations), states, truth, rate)
+    solution = solve_spacetime(SpaceTimeClip(problem, Targets(positions, rotations), states, truth, rate))
     assert solution.converged
     for rows in limit_rows(problem.actuator_limits, len(truth), rate):
         assert excess(rows, solution.actuators).max() <= 1e-8, rows.quantity
@@ -257,10 +257,9 @@ def test_a_long_clip_started_from_its_coarse_answer_finds_the_same_optimum(name,
     problem = IKProblem(mechanism, [objective])
     targets = Targets(positions, rotations)
     assert coarse_stride(len(truth), rate, SpaceTimeSettings().coarse_rate) == 4
-    warm = solve_spacetime(problem, targets, states, truth, rate)
-    cold = solve_spacetime(
-        problem, targets, states, truth, rate, settings=SpaceTimeSettings(coarse_rate=np.inf)
-    )
+    clip = SpaceTimeClip(problem, targets, states, truth, rate)
+    warm = solve_spacetime(clip)
+    cold = solve_spacetime(clip, settings=SpaceTimeSettings(coarse_rate=np.inf))
     assert warm.converged and cold.converged
     for rows in limit_rows(problem.actuator_limits, len(truth), rate):
         assert excess(rows, warm.actuators).max() <= 1e-8, rows.quantity

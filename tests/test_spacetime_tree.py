@@ -13,6 +13,7 @@ from looprig.core.retarget import RetargetMapping, TargetSpec, build_problem, re
 from looprig.core.solvers.joint_space import JointScrews
 from looprig.core.solvers.spacetime import interior
 from looprig.core.solvers.spacetime.linearization import linearize, objective_curvature
+from looprig.core.solvers.spacetime.records import SpaceTimeClip
 from looprig.core.solvers.spacetime.solve import solve_spacetime, tracking_only
 from looprig.core.solvers.spacetime.tree_clip import TreeClip, applies
 from looprig.core.solvers.step import build_step
@@ -85,10 +86,10 @@ def test_iterate_linearisation_and_step_equal_the_maximal_paths(boxer):
 def test_the_limited_solve_is_the_same_on_either_path(boxer, monkeypatch):
     mechanism, _, mapping, exact, targets = boxer
     problem = build_problem(mechanism, dataclasses.replace(mapping, auto_hold=False))
-    args = (problem, targets, exact.states, exact.curves.values, mapping.rate)
-    tree_answer = solve_spacetime(*args)
+    clip = SpaceTimeClip(problem, targets, exact.states, exact.curves.values, mapping.rate)
+    tree_answer = solve_spacetime(clip)
     monkeypatch.setattr(interior, "tree_path", lambda problem: False)
-    maximal_answer = solve_spacetime(*args)
+    maximal_answer = solve_spacetime(clip)
     assert tree_answer.converged and maximal_answer.converged
     assert tree_answer.objective == pytest.approx(maximal_answer.objective, rel=1e-9)
     np.testing.assert_allclose(tree_answer.actuators, maximal_answer.actuators, atol=1e-6)

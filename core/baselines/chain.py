@@ -123,6 +123,24 @@ class SerialChain:
         return np.vstack([self.base, self.base + np.cumsum(links, axis=0)])
 
 
+# ----------------------------------------------------------------------------- settings
+@dataclass(frozen=True)
+class IterativeSettings:
+    """When an iterative baseline (CCD, the Jacobian methods) stops.
+
+    max_iterations: iterations before giving up (an iteration as each paper counts
+    one: a CCD sweep, a Jacobian step); 99 after seed 001, Sec. 4.2 ("If it takes CCD
+    more than 99 iterations to reach the target the algorithm aborts").
+    tolerance: the target counts as reached once the tip is this close [length unit].
+    stall_tolerance: stop ("a stable position", seed 001 Sec. 4.2) when an iteration
+    changes the tip error by less than this [length unit].
+    """
+
+    max_iterations: int = 99
+    tolerance: float = 1e-6
+    stall_tolerance: float = 1e-10
+
+
 # ----------------------------------------------------------------------------- results
 @dataclass
 class SerialIKResult:

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..maths.rotations import unit_axis_rotation
-from .chain import SerialChain, SerialIKResult, check_target
+from .chain import IterativeSettings, SerialChain, SerialIKResult, check_target
 
 _EYE3 = np.eye(3)
 #: Sine of the angle below which two directions count as parallel.
@@ -60,20 +60,11 @@ def _turn(a: np.ndarray, b: np.ndarray, offset: float, fallback: np.ndarray) -> 
 
 # ----------------------------------------------------------------------------- settings
 @dataclass(frozen=True)
-class CCDSettings:
-    """Cyclic coordinate descent.
-
-    max_iterations: sweeps over all joints before giving up (seed 001, Sec. 4.2:
-    "If it takes CCD more than 99 iterations to reach the target the algorithm aborts").
-    tolerance: the target counts as reached once the tip is this close, checked
-    after every joint rotation [length unit] (seed 001: 0.5 units).
-    stall_tolerance: stop ("a stable position", seed 001 Sec. 4.2) when a sweep
-    changes the tip error by less than this [length unit].
+class CCDSettings(IterativeSettings):
+    """Cyclic coordinate descent (:class:`~.chain.IterativeSettings`): an iteration is a
+    sweep over all joints; the tolerance is checked after every joint rotation (seed
+    001: 0.5 units).
     """
-
-    max_iterations: int = 99
-    tolerance: float = 1e-6
-    stall_tolerance: float = 1e-10
 
 
 @dataclass(frozen=True)

@@ -7,18 +7,17 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..maths.rotations import matrix_from_rotvec, skew
-from .chain import SerialChain, SerialIKResult, check_target
+from .chain import IterativeSettings, SerialChain, SerialIKResult, check_target
 
 _EYE3 = np.eye(3)
 
 
 @dataclass(frozen=True)
-class JacobianSettings:
-    """Iterative Jacobian methods (transpose, pseudo-inverse, damped least squares).
+class JacobianSettings(IterativeSettings):
+    """Iterative Jacobian methods (transpose, pseudo-inverse, damped least squares):
+    when they stop (:class:`~.chain.IterativeSettings`, an iteration is a Jacobian
+    step) and how they step.
 
-    max_iterations: Jacobian steps before giving up (99, as for CCD).
-    tolerance: reached when the tip is this close [length unit].
-    stall_tolerance: stop when a step changes the tip error by less than this [length unit].
     max_rotation: largest joint rotation of one step [rad]; longer steps are
     scaled down as a whole (the linearisation only holds for small turns).
     backtracks: a step that would increase the tip error is halved up to this
@@ -31,9 +30,6 @@ class JacobianSettings:
     the largest are treated as zero.
     """
 
-    max_iterations: int = 99
-    tolerance: float = 1e-6
-    stall_tolerance: float = 1e-10
     max_rotation: float = 0.5
     backtracks: int = 8
     damping: float = 0.025

@@ -31,7 +31,7 @@ from ..curves.limit_checks import LimitCheckSettings, all_violations
 from ..curves.violations import Violation, merge_violations, violations_from_excess
 from ..errors import CurvesError
 from .c_header import C_HEADER_FORMAT, read_c_header
-from .common import meta_ids, meta_limits, parse_commented_csv, read_text, reading
+from .common import meta_ids, meta_limit_arrays, parse_commented_csv, read_text, reading
 from .curves_csv import CURVES_CSV_FORMAT, read_csv
 from .curves_json import CURVES_JSON_FORMAT, read_json
 from .dynamixel import DynamixelSettings, tick_range_violations
@@ -129,10 +129,7 @@ def _from_header(path) -> WrittenCurves:
             values=header.values,
             names=header.names,
             units=tuple(meta.get("units") or ("rad",) * n),
-            lower=meta_limits(meta, "lower", n, -np.inf, path, "C header"),
-            upper=meta_limits(meta, "upper", n, np.inf, path, "C header"),
-            velocity_limit=meta_limits(meta, "velocity_limit", n, np.inf, path, "C header"),
-            acceleration_limit=meta_limits(meta, "acceleration_limit", n, np.inf, path, "C header"),
+            **meta_limit_arrays(meta, n, path, "C header"),
             hardware_ids=meta_ids(meta, "hardware_ids", n, path, "C header"),
             carried_violations=tuple(violations),
         )

@@ -209,6 +209,23 @@ def meta_limits(meta: Mapping, key: str, n: int, default: float, path, what: str
     return [limit_from(x, default, f"{key!r} entry {i + 1}") for i, x in enumerate(values)]
 
 
+#: The four limit fields of curves and of their files' metadata, with the infinity
+#: that stands for "no limit" in each (lower, upper [rad | m], velocity_limit [per s],
+#: acceleration_limit [per s^2]).
+LIMIT_FIELDS = {"lower": -np.inf, "upper": np.inf, "velocity_limit": np.inf, "acceleration_limit": np.inf}
+
+
+def limits_meta(curves) -> dict[str, list[float | None]]:
+    """The curves' four limits as metadata: ``{field: (A,) list}``, null where there is none."""
+    return {key: [finite_or_none(x) for x in getattr(curves, key)] for key in LIMIT_FIELDS}
+
+
+def meta_limit_arrays(meta: Mapping, n: int, path, what: str) -> dict[str, np.ndarray]:
+    """The four limits of ``n`` actuators read back from metadata (:func:`limits_meta`):
+    ``{field: (n,) array}``, an infinity where the file has null or nothing."""
+    return {key: np.array(meta_limits(meta, key, n, none, path, what)) for key, none in LIMIT_FIELDS.items()}
+
+
 def meta_ids(meta: Mapping, key: str, n: int, path, what: str) -> tuple:
     """``meta[key]`` as ``n`` hardware ids: integers, strings or null."""
     return hardware_ids(meta_list(meta, key, n, None, path, what), key)
@@ -240,3 +257,16 @@ def check_format(meta: Mapping, expected: str, where: str) -> None:
         raise CurvesError(
             f"{where}: version {version} is not supported (this looprig reads version {FORMAT_VERSION})"
         )
+
+
+def commented_table(
+    path, what: str, expected: str
+) -> tuple[dict, list[Violation], list[str], list[str], np.ndarray]:
+    """(metadata, violations, names, units, table) of a commented CSV of format ``expected``
+    (:func:`parse_commented_csv`): the actuator columns' names and units from the
+    ``time [s],<name> [<unit>],...`` header, and its rows as a (frames, 1 + actuators)
+    float table, times first."""
+    meta, violations, header, rows = parse_commented_csv(path, what)
+    check_format(meta, expected, f"{what} {os.fspath(path)!r}")
+    names, units = split_header(path, header, what)
+    return meta, violations, names, units, number_table(path, rows, len(names) + 1, what)

@@ -17,8 +17,6 @@ import json
 from collections.abc import Sequence
 from pathlib import Path
 
-import numpy as np
-
 from ..curves.actuator_curves import ActuatorCurves
 from ..curves.limit_checks import LimitCheckSettings
 from ..curves.violations import Violation
@@ -27,16 +25,14 @@ from .common import (
     FORMAT_VERSION,
     check_derivatives,
     check_format,
-    finite_or_none,
+    commented_table,
+    limits_meta,
     meta_ids,
-    meta_limits,
+    meta_limit_arrays,
     meta_lines,
-    number_table,
-    parse_commented_csv,
     plain_id,
     read_text,
     reading,
-    split_header,
     string_list,
 )
 from .files import write_text
@@ -54,10 +50,7 @@ def curves_metadata(curves: ActuatorCurves, violations: Sequence[Violation]) -> 
         "names": list(curves.names),
         "units": list(curves.units),
         "hardware_ids": [plain_id(h) for h in curves.hardware_ids],
-        "lower": [finite_or_none(x) for x in curves.lower],
-        "upper": [finite_or_none(x) for x in curves.upper],
-        "velocity_limit": [finite_or_none(x) for x in curves.velocity_limit],
-        "acceleration_limit": [finite_or_none(x) for x in curves.acceleration_limit],
+        **limits_meta(curves),
         "limit_units": "lower/upper in each unit, velocity_limit per s, "
         "acceleration_limit per s^2; null = no limit",
         "violation_count": len(violations),
@@ -153,23 +146,17 @@ def read_csv(path) -> ActuatorCurves:
     limits are taken as none.
     """
     what = "curves CSV"
-    with reading(path, what) as where:
-        meta, violations, header, rows = parse_commented_csv(path, what)
-        check_format(meta, CURVES_CSV_FORMAT, where)
-        names, units = split_header(path, header, what)
+    with reading(path, what):
+        meta, violations, names, units, table = commented_table(path, what, CURVES_CSV_FORMAT)
         if not meta and not violations:
             meta, violations = _side_metadata(path, names)
-        table = number_table(path, rows, len(names) + 1, what)
         n = len(names)
         curves = ActuatorCurves(
             times=table[:, 0],
             values=table[:, 1:],
             names=tuple(names),
             units=tuple(units),
-            lower=meta_limits(meta, "lower", n, -np.inf, path, what),
-            upper=meta_limits(meta, "upper", n, np.inf, path, what),
-            velocity_limit=meta_limits(meta, "velocity_limit", n, np.inf, path, what),
-            acceleration_limit=meta_limits(meta, "acceleration_limit", n, np.inf, path, what),
+            **meta_limit_arrays(meta, n, path, what),
             hardware_ids=meta_ids(meta, "hardware_ids", n, path, what),
             carried_violations=tuple(violations),
         )

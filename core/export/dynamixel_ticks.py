@@ -9,7 +9,7 @@ import csv
 import io
 import json
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -22,18 +22,16 @@ from .common import (
     FORMAT_VERSION,
     check_derivatives,
     check_format,
+    commented_table,
     finite_array,
-    finite_or_none,
+    limits_meta,
     meta_ids,
-    meta_limits,
+    meta_limit_arrays,
     meta_lines,
     meta_list,
-    number_table,
-    parse_commented_csv,
     plain_id,
     read_text,
     reading,
-    split_header,
     string_list,
 )
 from .dynamixel import (
@@ -120,28 +118,39 @@ def ticks_meta(curves: ActuatorCurves, settings: DynamixelSettings, motors: Sequ
         "zero_offset_ticks": [m.zero_offset_ticks for m in motors],
         "direction": [m.direction for m in motors],
         "metres_per_revolution": [m.metres_per_revolution for m in motors],
-        "lower": [finite_or_none(x) for x in curves.lower],
-        "upper": [finite_or_none(x) for x in curves.upper],
-        "velocity_limit": [finite_or_none(x) for x in curves.velocity_limit],
-        "acceleration_limit": [finite_or_none(x) for x in curves.acceleration_limit],
+        **limits_meta(curves),
         "velocity_unit_rpm": DXL_VELOCITY_UNIT_RPM,
         "velocity_limit_raw": limit_raw,
         "peak_velocity_raw": peak_raw,
     }
 
 
-def write_dynamixel_csv(
-    curves: ActuatorCurves,
-    path,
-    settings: DynamixelSettings | None = None,
-    *,
-    allow_violations: bool = False,
-    check: LimitCheckSettings | None = None,
-) -> list[Violation]:
-    """Write integer Goal Position ticks as CSV: ``# key: JSON`` lines with the model
-    assumptions, then ``time [s],<name> [tick],...`` rows."""
-    settings, motors, ticks, violations = ticks_gate(path, curves, settings, allow_violations, check)
-    meta = ticks_meta(curves, settings, motors)
+def _ticks_writer(
+    name: str, layout: Callable[[ActuatorCurves, dict, np.ndarray, list[Violation]], str], doc: str
+) -> Callable[..., list[Violation]]:
+    """The public writer ``name`` of one tick format: the curves checked and turned into
+    ticks (:func:`~.gate.ticks_gate`), laid out by ``layout(curves, metadata, ticks (F, A),
+    violations) -> text`` and written; the writer returns the violations it recorded."""
+
+    def write(
+        curves: ActuatorCurves,
+        path,
+        settings: DynamixelSettings | None = None,
+        *,
+        allow_violations: bool = False,
+        check: LimitCheckSettings | None = None,
+    ) -> list[Violation]:
+        settings, motors, ticks, violations = ticks_gate(path, curves, settings, allow_violations, check)
+        write_text(path, layout(curves, ticks_meta(curves, settings, motors), ticks, violations))
+        return violations
+
+    write.__name__ = write.__qualname__ = name
+    write.__doc__ = doc
+    return write
+
+
+def _csv_text(curves: ActuatorCurves, meta: dict, ticks: np.ndarray, violations: list[Violation]) -> str:
+    """``# key: JSON`` lines of ``meta`` and the violations, then ``time [s],<name> [tick],...`` rows."""
     meta["violation_count"] = len(violations)
     out = io.StringIO()
     out.write("\n".join(meta_lines(meta, violations)) + "\n")
@@ -149,33 +158,36 @@ def write_dynamixel_csv(
     writer.writerow(["time [s]", *(f"{n} [tick]" for n in curves.names)])
     for t, row in zip(curves.times, ticks, strict=True):
         writer.writerow([repr(float(t)), *(str(int(k)) for k in row)])
-    write_text(path, out.getvalue())
-    return violations
+    return out.getvalue()
 
 
-def write_dynamixel_json(
-    curves: ActuatorCurves,
-    path,
-    settings: DynamixelSettings | None = None,
-    *,
-    allow_violations: bool = False,
-    check: LimitCheckSettings | None = None,
-) -> list[Violation]:
+def _json_text(curves: ActuatorCurves, doc: dict, ticks: np.ndarray, violations: list[Violation]) -> str:
+    """The JSON document: ``doc``, the times, the ticks one list per actuator, the violations."""
+    doc["frame_count"] = curves.n_frames
+    doc["times"] = [float(t) for t in curves.times]
+    doc["ticks"] = [[int(k) for k in ticks[:, a]] for a in range(curves.n_actuators)]
+    doc["violations"] = [v.to_dict() for v in violations]
+    return json.dumps(doc, indent=1, allow_nan=False) + "\n"
+
+
+write_dynamixel_csv = _ticks_writer(
+    "write_dynamixel_csv",
+    _csv_text,
+    """Write integer Goal Position ticks as CSV: ``# key: JSON`` lines with the model
+    assumptions, then ``time [s],<name> [tick],...`` rows.""",
+)
+
+write_dynamixel_json = _ticks_writer(
+    "write_dynamixel_json",
+    _json_text,
     """Write integer Goal Position ticks as JSON (format ``looprig-dynamixel-ticks`` v1).
 
     The document holds the model assumptions (``model``, ``conversion``,
     ``mode``, ``tick_range``...), ``rate_hz``, ``times`` [s], per-actuator lists
     (``names``, ``hardware_ids``, ``zero_offset_ticks``...), ``ticks`` as one
     list per actuator, and ``violations``.
-    """
-    settings, motors, ticks, violations = ticks_gate(path, curves, settings, allow_violations, check)
-    doc = ticks_meta(curves, settings, motors)
-    doc["frame_count"] = curves.n_frames
-    doc["times"] = [float(t) for t in curves.times]
-    doc["ticks"] = [[int(k) for k in ticks[:, a]] for a in range(curves.n_actuators)]
-    doc["violations"] = [v.to_dict() for v in violations]
-    write_text(path, json.dumps(doc, indent=1, allow_nan=False) + "\n")
-    return violations
+    """,
+)
 
 
 def ticks_from_meta(meta: Mapping, times, ticks, names, violations, path, what: str) -> TickCurves:
@@ -212,10 +224,7 @@ def ticks_from_meta(meta: Mapping, times, ticks, names, violations, path, what: 
         units=tuple(units),
         hardware_ids=meta_ids(meta, "hardware_ids", n, path, what),
         settings=settings,
-        lower=np.array(meta_limits(meta, "lower", n, -np.inf, path, what)),
-        upper=np.array(meta_limits(meta, "upper", n, np.inf, path, what)),
-        velocity_limit=np.array(meta_limits(meta, "velocity_limit", n, np.inf, path, what)),
-        acceleration_limit=np.array(meta_limits(meta, "acceleration_limit", n, np.inf, path, what)),
+        **meta_limit_arrays(meta, n, path, what),
         violations=tuple(violations),
     )
     check_derivatives(out.to_curves())  # validates times, units and limits, and that values convert
@@ -226,12 +235,9 @@ def read_dynamixel_csv(path) -> TickCurves:
     """Ticks from a CSV written by :func:`write_dynamixel_csv`."""
     what = "Dynamixel ticks CSV"
     with reading(path, what) as where:
-        meta, violations, header, rows = parse_commented_csv(path, what)
-        check_format(meta, TICKS_FORMAT, where)
-        names, units = split_header(path, header, what)
+        meta, violations, names, units, table = commented_table(path, what, TICKS_FORMAT)
         if any(u != "tick" for u in units):
             raise CurvesError(f"{where}: actuator columns must be in [tick]")
-        table = number_table(path, rows, len(names) + 1, what)
         ticks = table[:, 1:]
         if not np.all(ticks == np.round(ticks)):
             raise CurvesError(f"{where}: ticks must be integers")

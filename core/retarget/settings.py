@@ -86,6 +86,16 @@ def _setting(default, unit: str, help: str, **limits):
     )
 
 
+def _choice(choices: tuple[str, ...], help: str):
+    """A :func:`_setting` that is one of the words ``choices``, the first by default."""
+    return _setting(choices[0], "", help, kind=str, choices=choices)
+
+
+def _flag(default: bool, help: str):
+    """A :func:`_setting` that is true or false."""
+    return _setting(default, "", help, kind=bool)
+
+
 @dataclass(frozen=True, kw_only=True)
 class RetargetSettings:
     """Solver and regularization settings of a retarget (see ``docs/retarget.md``).
@@ -103,27 +113,20 @@ class RetargetSettings:
         "or of the pull towards the previous frame (paper mode: absolute)",
         minimum=0.0,
     )
-    state_mode: str = _setting(
-        "exact",
-        "",
+    state_mode: str = _choice(
+        ("exact", "paper"),
         "exact: reachable targets met exactly, motors no target moves hold still; "
         "paper: the paper's absolute state regularizer, which biases targets",
-        kind=str,
-        choices=("exact", "paper"),
     )
-    auto_hold: bool = _setting(
+    auto_hold: bool = _flag(
         True,
-        "",
         "hold motors the clip does not need at their start values: those no target depends on, "
         "and redundant ones whose holding keeps every target met (docs/retarget.md)",
-        kind=bool,
     )
-    whole_clip: bool = _setting(
+    whole_clip: bool = _flag(
         True,
-        "",
         "solve all frames together (faster; the acceleration cost and the paper's state "
         "regularizer still solve one by one) instead of one by one",
-        kind=bool,
     )
     velocity_weight: float = _setting(
         0.0, "", "weight of the body angular-velocity barrier (paper eq. 4-5)", minimum=0.0
@@ -136,31 +139,23 @@ class RetargetSettings:
         exclusive_minimum=True,
         optional=True,
     )
-    limit_mode: str = _setting(
-        "hold",
-        "",
+    limit_mode: str = _choice(
+        ("hold", "report"),
         "hold: a clip that breaks a declared motor limit (range, speed, acceleration) is "
         "solved again as a whole with every limit a hard constraint, changed only where a "
         "limit binds; report: the exact answer, with the limits it breaks listed",
-        kind=str,
-        choices=("hold", "report"),
     )
-    cyclic: bool = _setting(
+    cyclic: bool = _flag(
         False,
-        "",
         "the clip is played in a loop, its first frame one period after its last: with "
         "limit_mode hold every motor limit holds across that seam too "
         "(check it with looprig check --cyclic)",
-        kind=bool,
     )
-    timing: str = _setting(
-        "keep",
-        "",
+    timing: str = _choice(
+        ("keep", "stretch"),
         "keep: the clip's timing kept, the path deviating where a limit binds (limit_mode); "
         "stretch: time stretched where a speed or acceleration limit binds, pinned frames kept at "
         "their times (looprig.retime, the retime extra: toppra)",
-        kind=str,
-        choices=("keep", "stretch"),
     )
     actuator_weight: float = _setting(
         0.0, "", "weight of the soft barriers on each motor's range and speed", minimum=0.0

@@ -23,6 +23,7 @@ from ..maths.rotations import quat_to_matrix
 from ..model.readoff import unwrap_sequence
 from ..solvers.clip import clip_starts, coarse_states, coupling_values, solve_clip, solve_unconverged
 from ..solvers.ik import IKProblem, IKTargets, solve_ik
+from ..solvers.spacetime.records import SpaceTimeClip
 from ..solvers.spacetime.windows import hold_limits
 from ..solvers.start import solve_first_frame
 from ..terms import Targets
@@ -259,9 +260,8 @@ def _hold_limits(problem: RetargetProblem, out: FrameResults) -> dict | None:
     keeps every limit (and is kept as it is)."""
     ik, mapping, targets = problem.limits_ik, problem.mapping, problem.targets
     limits = ActuatorLimits.of(problem.robot)
-    solution = hold_limits(
-        ik, targets, out.states, out.actuators, mapping.rate, limits, cyclic=mapping.cyclic
-    )
+    clip = SpaceTimeClip(ik, targets, out.states, out.actuators, mapping.rate, limits)
+    solution = hold_limits(clip, cyclic=mapping.cyclic)
     if solution is None:
         return None
     if not solution.converged:  # never a half-solved answer: the exact one, its violations listed

@@ -26,7 +26,7 @@ frame by frame where it is not, and a line search on an l1 merit.
 
 The modules, each importing only those listed before it:
 
-* :mod:`.records`: the settings and the outcome of a solve;
+* :mod:`.records`: the clip a solve is asked to hold, its settings and its outcome;
 * :mod:`.rows`: the limit rows and their stencils;
 * :mod:`.tree_clip`: the iterate frame axis last, on robots without loops;
 * :mod:`.linearization`: every frame linearised in joint coordinates, the Newton model;

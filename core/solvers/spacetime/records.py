@@ -1,12 +1,51 @@
-"""What a space-time solve is asked and what it answers: the tolerances of
-:func:`~.solve.solve_spacetime` (:class:`SpaceTimeSettings`) and its outcome for F
-frames and A motors (:class:`SpaceTimeSolution`: states (F, n, 7), motors (F, A)
-[rad | m]), which :func:`~.windows.hold_limits` splices back into the whole clip.
+"""What a space-time solve is asked and what it answers: the clip of F frames and A
+motors (:class:`SpaceTimeClip`: states (F, n, 7), motors (F, A) [rad | m]) that
+:func:`~.solve.solve_spacetime` and :func:`~.windows.hold_limits` keep within its motor
+limits, their tolerances (:class:`SpaceTimeSettings`) and their outcome
+(:class:`SpaceTimeSolution`), which :func:`~.windows.hold_limits` splices back into the
+whole clip.
 """
 
+import dataclasses
 from dataclasses import dataclass
 
 import numpy as np
+
+from ...terms import Targets
+from ...terms.limits import ActuatorLimits
+from ..ik import IKProblem
+
+
+@dataclass(frozen=True, eq=False)
+class SpaceTimeClip:
+    """A clip to keep within its motor limits.
+
+    problem: the IK problem of every frame; targets: batched to F frames; states
+    (F, n, 7): assembled, their motors reading actuators (F, A) unwrapped [rad | m]
+    (typically the unlimited clip solver's answer); rate: frames per second [Hz];
+    limits: the limits held (None: the problem's actuators', :attr:`motor_limits`).
+    """
+
+    problem: IKProblem
+    targets: Targets
+    states: np.ndarray
+    actuators: np.ndarray
+    rate: float
+    limits: ActuatorLimits | None = None
+
+    @property
+    def motor_limits(self) -> ActuatorLimits:
+        """The limits held: :attr:`limits`, else the problem's actuators'."""
+        return self.limits or self.problem.actuator_limits
+
+    def take(self, frames) -> "SpaceTimeClip":
+        """The clip of some of its frames (an index array over F), at the same rate."""
+        return dataclasses.replace(
+            self,
+            targets=self.targets.take(frames),
+            states=self.states[frames],
+            actuators=self.actuators[frames],
+        )
 
 
 @dataclass(frozen=True)

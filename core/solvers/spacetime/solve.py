@@ -9,34 +9,26 @@ import dataclasses
 
 import numpy as np
 
-from ...terms import Targets
-from ...terms.limits import ActuatorLimits
 from ..ik import IKProblem
 from ..joint_space import JointScrews
 from .interior import interior_point
-from .records import SpaceTimeSettings, SpaceTimeSolution
+from .records import SpaceTimeClip, SpaceTimeSettings, SpaceTimeSolution
 from .rows import held_limits, limit_rows
 from .starts import coarse_stride, refined_multipliers, refined_start, rewound_start
 
 
 def solve_spacetime(
-    problem: IKProblem,
-    targets: Targets,
-    states: np.ndarray,
-    actuators: np.ndarray,
-    rate: float,
-    limits: ActuatorLimits | None = None,
+    clip: SpaceTimeClip,
     settings: SpaceTimeSettings | None = None,
     frozen: np.ndarray | None = None,
     ends=(True, True),
     seam: int | None = None,
 ) -> SpaceTimeSolution:
-    """The clip ``targets`` (batched to F frames) solved at once under hard motor limits
-    (the package's docstring), from assembled ``states`` (F, n, 7) whose motors read
-    ``actuators`` (F, A) unwrapped [rad | m]: typically the unlimited clip solver's
-    answer. ``limits``: the problem's actuators' by default; ``frozen`` (F,) bool and
-    ``ends``: frames kept as they are, and whether the first and last frames are a
-    clip's ends (:func:`~.rows.limit_rows`; :func:`~.windows.hold_limits` solves
+    """``clip`` (:class:`~.records.SpaceTimeClip`: F frames, motors (F, A) unwrapped
+    [rad | m]) solved at once under hard motor limits (the package's docstring), from
+    its assembled states: typically the unlimited clip solver's answer. ``frozen`` (F,)
+    bool and ``ends``: frames kept as they are, and whether the first and last frames are
+    a clip's ends (:func:`~.rows.limit_rows`; :func:`~.windows.hold_limits` solves
     windows of a clip so); ``seam``: where a loop's first frame is in these frames
     (:func:`~.rows.limit_rows`).
 
@@ -47,16 +39,16 @@ def solve_spacetime(
     (the body velocity barrier, the soft actuator barriers and acceleration cost, the
     paper's state regularizer), whose part the hard limits take."""
     settings = settings or SpaceTimeSettings()
-    limits = limits or problem.actuator_limits
-    problem = tracking_only(problem)
+    problem, targets, rate = tracking_only(clip.problem), clip.targets, clip.rate
+    states, actuators, limits = clip.states, clip.actuators, clip.motor_limits
     screws = JointScrews(problem.tree, len(problem.mechanism.bodies))
     held = held_limits(limits, settings.margin)
     families = limit_rows(held, len(states), rate, frozen, ends, seam)
 
     def solve(
-        start_states, start_values, clip=(targets, families, frozen), stage=settings
+        start_states, start_values, part=(targets, families, frozen), stage=settings
     ) -> SpaceTimeSolution:
-        asked, rows, where = clip
+        asked, rows, where = part
         first = interior_point(problem, screws, asked, start_states, start_values, rows, stage, where)
         if first.converged:
             return first
@@ -78,8 +70,8 @@ def solve_spacetime(
         coarse_ends = (ends[0], ends[1] and coarse[-1] == F - 1)
         coarse_seam = None if seam is None else round(seam / stride)  # (a warm start's)
         coarse_rows = limit_rows(held, len(coarse), rate / stride, coarse_frozen, coarse_ends, coarse_seam)
-        clip = (targets.take(coarse), coarse_rows, coarse_frozen)
-        tried = {name: solve(S[coarse], V[coarse], clip) for name, (S, V) in starts.items()}
+        part = (targets.take(coarse), coarse_rows, coarse_frozen)
+        tried = {name: solve(S[coarse], V[coarse], part) for name, (S, V) in starts.items()}
         iterations = sum(t.iterations for t in tried.values())
         name = _best(tried)
         if tried[name].converged:

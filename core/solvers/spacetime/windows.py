@@ -8,10 +8,7 @@ import dataclasses
 
 import numpy as np
 
-from ...terms import Targets
-from ...terms.limits import ActuatorLimits
-from ..ik import IKProblem
-from .records import SpaceTimeSettings, SpaceTimeSolution
+from .records import SpaceTimeClip, SpaceTimeSettings, SpaceTimeSolution
 from .rows import STENCILS, excess, limit_rows
 from .solve import solve_spacetime
 
@@ -25,18 +22,12 @@ SEAM_READ = max(len(stencil) for _, stencil, _ in STENCILS)
 
 
 def hold_limits(
-    problem: IKProblem,
-    targets: Targets,
-    states: np.ndarray,
-    actuators: np.ndarray,
-    rate: float,
-    limits: ActuatorLimits | None = None,
-    settings: SpaceTimeSettings | None = None,
-    cyclic: bool = False,
+    clip: SpaceTimeClip, settings: SpaceTimeSettings | None = None, cyclic: bool = False
 ) -> SpaceTimeSolution | None:
-    """The clip's exact answer (states (F, n, 7), motors (F, A)) changed where it must be
-    to keep every motor limit: None if it keeps them already; else the frames around
-    every broken limit (:data:`WINDOW_SECONDS` each side) solved again together by
+    """The exact answer of ``clip`` (:class:`~.records.SpaceTimeClip`: its states
+    (F, n, 7), motors (F, A)) changed where it must be to keep every motor limit: None
+    if it keeps them already; else the frames around every broken limit
+    (:data:`WINDOW_SECONDS` each side) solved again together by
     :func:`~.solve.solve_spacetime`, two frames past each end kept as they are, the
     windows doubled until their outermost moving frames end within :data:`WINDOW_EDGE`
     of the exact answer (or cover the clip). Frames outside the windows are the exact
@@ -46,23 +37,13 @@ def hold_limits(
 
     cyclic: the clip played in a loop, its first frame one period after its last: the
     limits hold across that seam too (:func:`_hold_cyclic`)."""
-    limits = limits or problem.actuator_limits
-    if cyclic and len(actuators) >= 8:
-        return _hold_cyclic(problem, targets, states, actuators, rate, limits, settings)
-    return _hold_windows(problem, targets, states, actuators, rate, limits, settings)
+    if cyclic and len(clip.actuators) >= 8:
+        return _hold_cyclic(clip, settings)
+    return _hold_windows(clip, settings)
 
 
 def _hold_windows(
-    problem,
-    targets,
-    states,
-    actuators,
-    rate: float,
-    limits,
-    settings,
-    end_rows=True,
-    kept_ends=False,
-    seam: int | None = None,
+    clip: SpaceTimeClip, settings, end_rows=True, kept_ends=False, seam: int | None = None
 ) -> SpaceTimeSolution | None:
     """:func:`hold_limits` of a clip; ``end_rows``: whether its first and last frames are
     a clip's ends (the rows the checks read there: :func:`~.rows.limit_rows`);
@@ -70,11 +51,11 @@ def _hold_windows(
     :func:`_hold_cyclic`); ``seam``: the frame where a loop's first frame is, whose end
     rows are held there (:func:`~.rows.limit_rows`; a window that reaches them takes all
     the frames they read)."""
-    values = np.asarray(actuators, dtype=float)
+    values = np.asarray(clip.actuators, dtype=float)
     F = len(values)
     ends = (end_rows, end_rows)
     broken = np.zeros(F, bool)
-    for rows in limit_rows(limits, F, rate, ends=ends, seam=seam):
+    for rows in limit_rows(clip.motor_limits, F, clip.rate, ends=ends, seam=seam):
         over = (excess(rows, values) > 0.0).any(axis=1)  # (K,)
         for j in range(len(rows.stencil)):
             broken[rows.frames(j)] |= over
@@ -83,8 +64,8 @@ def _hold_windows(
     movable = np.ones(F, bool)
     if kept_ends:
         movable[:2] = movable[-2:] = False
-    margin = max(int(np.ceil(WINDOW_SECONDS * rate)), 3)
-    start = (states, values)  # a grown window starts from the last one's answer
+    margin = max(int(np.ceil(WINDOW_SECONDS * clip.rate)), 3)
+    start = dataclasses.replace(clip, actuators=values)  # a grown window starts from the last one's answer
     while True:
         window = (np.convolve(broken, np.ones(2 * margin + 1))[margin : margin + F] > 0) & movable
         around = slice(max(seam - SEAM_READ, 0), seam + SEAM_READ) if seam is not None else slice(0)
@@ -93,16 +74,7 @@ def _hold_windows(
         sub, frozen = _with_frozen_edges(window)
         at = int(np.searchsorted(sub, seam)) if window[around].any() else None
         solution = solve_spacetime(
-            problem,
-            targets.take(sub),
-            start[0][sub],
-            start[1][sub],
-            rate,
-            limits,
-            settings,
-            frozen,
-            (sub[0] == 0 and end_rows, sub[-1] == F - 1 and end_rows),
-            at,
+            start.take(sub), settings, frozen, (sub[0] == 0 and end_rows, sub[-1] == F - 1 and end_rows), at
         )
         moved = np.abs(solution.actuators - values[sub]).max(axis=1) > WINDOW_EDGE
         edges = frozen | np.r_[frozen[1:], True] | np.r_[True, frozen[:-1]]  # frozen or next to it
@@ -111,12 +83,12 @@ def _hold_windows(
         if not solution.converged or window[movable].all() or not grow:
             break
         margin *= 2
-        grown = _spliced(solution, sub, frozen, states, values)
-        start = (grown.states, grown.actuators)
-    return _spliced(solution, sub, frozen, states, values)
+        grown = _spliced(solution, sub, frozen, clip.states, values)
+        start = dataclasses.replace(clip, states=grown.states, actuators=grown.actuators)
+    return _spliced(solution, sub, frozen, clip.states, values)
 
 
-def _hold_cyclic(problem, targets, states, actuators, rate: float, limits, settings):
+def _hold_cyclic(clip: SpaceTimeClip, settings):
     """:func:`hold_limits` of a clip played in a loop, in two passes: the clip as it is,
     without the rows at its ends (every row inside it held), then the clip turned round
     by half its length, so that the seam is inside, with the first pass's middle frames
@@ -127,15 +99,15 @@ def _hold_cyclic(problem, targets, states, actuators, rate: float, limits, setti
     the loop passes as a clip, and so do its copies played in a row (the Dancer's dance
     kept the wrap-round rows alone, and three loops in a row read 90 rad/s^2 of 30 at
     their first frame)."""
-    values = np.asarray(actuators, dtype=float)
+    values = np.asarray(clip.actuators, dtype=float)
     F = len(values)
-    first = _hold_windows(problem, targets, states, values, rate, limits, settings, end_rows=False)
-    S, V = (states, values) if first is None else (first.states, first.actuators)
+    first = _hold_windows(clip, settings, end_rows=False)
+    S, V = (clip.states, values) if first is None else (first.states, first.actuators)
     if first is not None and not first.converged:
         return first
     order = np.r_[F // 2 : F, : F // 2]
     turned = _hold_windows(
-        problem, targets.take(order), S[order], V[order], rate, limits, settings, False, True, F - F // 2
+        dataclasses.replace(clip, states=S, actuators=V).take(order), settings, False, True, F - F // 2
     )
     if turned is None:
         return first

@@ -215,6 +215,10 @@ def _solve_in_tree_coordinates(
 #: more, so its every 8th frame is solved in sequence.
 SEQUENTIAL_COARSE = 24
 MAX_SEQUENTIAL_MOTION = 0.3
+#: The same where the targets and loops determine the state near frame 0
+#: (:func:`targets_determine`): the sequence then only keeps each frame on the branch
+#: of the one before, and no redundancy is resolved along it (about 34 degrees).
+MAX_DETERMINED_MOTION = 0.6
 
 
 def coarse_states(
@@ -239,7 +243,7 @@ def coarse_states(
         states = fw.states(*fw.poses(*known)[:2])
         states[0] = first_state
         return coarse, states
-    coarse, sub = _coarse_frames(problem, targets, len(times), stride)
+    coarse, sub = _coarse_frames(problem, targets, len(times), stride, first_state)
     if sub > 1:
         sub_times, sub_targets = times[coarse], targets.take(coarse)
         starts = clip_starts(
@@ -249,19 +253,21 @@ def coarse_states(
     return coarse, _in_sequence(problem, targets, coarse, first_state)
 
 
-def _coarse_frames(problem: IKProblem, targets: Targets, frames: int, stride: int):
+def _coarse_frames(problem: IKProblem, targets: Targets, frames: int, stride: int, first_state):
     """Every ``stride``-th of a clip's ``frames`` and the last (K,), and the stride
-    among those that :func:`coarse_states` solves in sequence (1: all of them)."""
+    among those that :func:`coarse_states` solves in sequence (1: all of them), frame 0
+    being ``first_state`` (n, 7)."""
     coarse = _every(np.arange(frames), stride)
     if len(coarse) <= SEQUENTIAL_COARSE:
         return coarse, 1
+    limit = MAX_DETERMINED_MOTION if targets_determine(problem, first_state) else MAX_SEQUENTIAL_MOTION
     sub = stride
-    while sub > 1 and _target_motion(problem, targets, _every(coarse, sub)) > MAX_SEQUENTIAL_MOTION:
+    while sub > 1 and _target_motion(problem, targets, _every(coarse, sub)) > limit:
         sub //= 2
     while (
         sub == stride * (sub // stride)
         and len(coarse) >= 2 * sub * SEQUENTIAL_COARSE // 8
-        and _target_motion(problem, targets, _every(coarse, 2 * sub)) <= MAX_SEQUENTIAL_MOTION
+        and _target_motion(problem, targets, _every(coarse, 2 * sub)) <= limit
     ):
         sub *= 2
     return coarse, sub
@@ -281,6 +287,25 @@ def _in_sequence(problem: IKProblem, targets: Targets, frames: np.ndarray, first
         known[i] = state = result.state
         actuators = result.actuators
     return known
+
+
+def targets_determine(problem: IKProblem, state: np.ndarray) -> bool:
+    """Whether the frame and CoM targets and the loops of ``problem`` determine the
+    mechanism's state near ``state`` (n, 7): every direction the constraints allow moves
+    a tracked target (the held motors not counted)."""
+    A = problem.constraints.jacobian(state)
+    singular, V = np.linalg.svd(A)[1:]
+    free = V[np.sum(singular > 1e-9 * singular.max(initial=1.0)) :].T  # the constraints' null space
+    if not free.shape[1]:
+        return True
+    positions, rotations = problem.frame_terms.poses(state[None])
+    com = None if problem.com_term is None else problem.com_term.com(state[None])
+    point = problem.point(state[None], Targets(positions, rotations, com), None)
+    rows = [problem.frame_terms.residual(point)[1][0]]
+    if problem.com_term is not None:
+        rows.append(problem.com_term.residual(point)[1][0])
+    seen = np.linalg.svd(np.concatenate(rows) @ free, compute_uv=False)
+    return int(np.sum(seen > 1e-9 * max(seen.max(initial=0.0), 1e-300))) == free.shape[1]
 
 
 def _every(frames: np.ndarray, stride: int) -> np.ndarray:
@@ -378,7 +403,7 @@ def coarse_coordinates(problem, times, targets: Targets, first_state, stride: in
     solver as there (at one frame it pays less than the batched kernels), their
     coordinates read at once and their turns unwrapped along the sequence."""
     settings = settings or problem.settings
-    coarse, sub = _coarse_frames(problem, targets, len(times), stride)
+    coarse, sub = _coarse_frames(problem, targets, len(times), stride, first_state)
     if sub > 1:
         sub_times, sub_targets = times[coarse], targets.take(coarse)
         known_at, known = coarse_coordinates(problem, sub_times, sub_targets, first_state, sub, settings)

@@ -61,6 +61,17 @@ def axis_rotation(axis: np.ndarray, angle: np.ndarray) -> np.ndarray:
     return Q
 
 
+def take_frames(x: np.ndarray, frames: np.ndarray) -> np.ndarray:
+    """``x[..., frames]`` (frames: increasing indices on the last axis), C-contiguous:
+    numpy's fancy indexing on the last axis lays the picked frames outermost in memory,
+    and every elementwise operation on the result, and on what it makes, then strides
+    (measured: a 16x16 elimination of 1200 frames 6x slower). ``x`` itself when
+    ``frames`` is every frame."""
+    if len(frames) == x.shape[-1]:
+        return x
+    return np.ascontiguousarray(x[..., frames])
+
+
 def gram(rows: np.ndarray, weights: np.ndarray) -> np.ndarray:
     """``sum_r w_r a_r a_r^T`` (D, D, F) of rows a (m, D, F) with weights w (m,) or
     (m, F): a few rows as outer products, more by one batched BLAS product a frame
@@ -88,7 +99,7 @@ def eliminate(K: np.ndarray) -> np.ndarray:
     lower triangle of the trailing block a row at a time, on all frames at once: half
     the work of a full update, and with many frames faster than numpy's batched LAPACK,
     which pays a call per small matrix (:data:`ELIMINATE_FROM`)."""
-    A = np.array(K, dtype=float)
+    A = np.array(K, dtype=float, order="C")
     n = len(A)
     for k in range(n - 1):
         column = A[k + 1 :, k].copy()  # (n-k-1, F): the pivot's column before division

@@ -20,7 +20,7 @@ it poses, else the bodies' poses moved by
 
 import numpy as np
 
-from ..maths.frame_last import axis_rotation, dot, matmul3, turn
+from ..maths.frame_last import axis_rotation, dot, matmul3, take_frames, turn
 from ..model.parts import JointKind
 from .tree import TreeKinematics
 from .tree_forward import applies, forward
@@ -85,10 +85,14 @@ class _Poses:
         """Rotations (n, 3, 3, B), CoM positions (n, 3, B) and screws of ``frames``
         (all: None)."""
         if self.forward is None:
-            R, c = (self.R, self.c) if frames is None else (self.R[..., frames], self.c[..., frames])
+            R, c = (
+                (self.R, self.c)
+                if frames is None
+                else (take_frames(self.R, frames), take_frames(self.c, frames))
+            )
             return R, c, self.model.screws(R, c)
         fw = self.forward
-        pick = (lambda x: x) if frames is None else (lambda x: x[..., frames])
+        pick = (lambda x: x) if frames is None else (lambda x: take_frames(x, frames))
         A, c, motions = fw.poses(pick(self.q), pick(self.root_axes), pick(self.root_c))
         return fw.rotations(A), c, fw.screws(A, c, motions)
 
@@ -98,7 +102,7 @@ class _Poses:
             self.model.retract(R, c, screws, dq)
             self.R[..., frames], self.c[..., frames] = R, c
             return
-        q, axes, positions = self.q[:, frames], self.root_axes[..., frames], self.root_c[..., frames]
+        q, axes, positions = (take_frames(x, frames) for x in (self.q, self.root_axes, self.root_c))
         self.forward.moved(q, axes, positions, dq)
         self.q[:, frames], self.root_axes[..., frames], self.root_c[..., frames] = q, axes, positions
 
@@ -180,23 +184,22 @@ def _newton(model, poses, start, positions, rotations, H_all, g_first, values_al
             break
         R, c, screws = poses.at(active) if start is None else start
         start = None
-        values = values_all[:, active]
+        values = take_frames(values_all, active)
         new = fresh[active]
         rc, rt = np.empty((mc, len(active))), np.empty((mt, len(active)))
-        if new.any():
-            sub = (R[..., new], c[..., new])
-            sub_screws = tuple(x[..., new] for x in screws)
-            rc[:, new], Jc = model.constraint_rows(*sub, sub_screws, values[:, new])
-            rt[:, new], Jt = least_squares_rows(
-                model, *sub, sub_screws, target_p[..., active[new]], target_a[..., active[new]]
+        for part in (np.flatnonzero(new), np.flatnonzero(~new)):  # Newton steps, then chord steps
+            if not len(part):
+                continue
+            newton = new[part[0]]
+            at = tuple(take_frames(x, part) for x in (R, c, values))
+            sub_screws = tuple(take_frames(x, part) for x in screws) if newton else None
+            frames = active[part]
+            rc[:, part], Jc = model.constraint_rows(*at[:2], sub_screws, at[2])
+            rt[:, part], Jt = least_squares_rows(
+                model, *at[:2], sub_screws, take_frames(target_p, frames), take_frames(target_a, frames)
             )
-            systems.factorize(active[new], H_all[..., active[new]], Jt, Jc)
-        if not new.all():
-            sub = (R[..., ~new], c[..., ~new])
-            rc[:, ~new] = model.constraint_rows(*sub, None, values[:, ~new])[0]
-            rt[:, ~new] = least_squares_rows(
-                model, *sub, None, target_p[..., active[~new]], target_a[..., active[~new]]
-            )[0]
+            if newton:
+                systems.factorize(frames, take_frames(H_all, frames), Jt, Jc)
         first = g_first is not None and iterations.max() == 0  # the first step: around the unassembled starts
         dq = systems.step(active, rt, rc, g_first if first else None)
         dq /= np.maximum(1.0, (np.abs(dq) * inverse_limit[:, None]).max(0))

@@ -27,7 +27,7 @@ residuals, the old matrix) is one substitution.
 
 import numpy as np
 
-from ..maths.frame_last import ELIMINATE_FROM, eliminate, gram, solved, turn
+from ..maths.frame_last import ELIMINATE_FROM, eliminate, gram, solved, take_frames, turn
 from .tree import TreeKinematics
 
 
@@ -151,7 +151,7 @@ class PrimalSteps:
         """The steps dq (D, B) of ``frames`` for task residuals rt (m_t, B), constraint
         residuals rc (m_c, B) and a gradient g (D, B) (None: zero), on their last
         factorised systems."""
-        gradient = (self._Jt[..., frames] * rt[:, None]).sum(0)
+        gradient = (take_frames(self._Jt, frames) * rt[:, None]).sum(0)
         if g is not None:
             gradient += g
         return self._systems.solve(frames, -np.concatenate([gradient, rc]))[: self.D]
@@ -194,7 +194,7 @@ class RowSpaceSteps:
 
     def step(self, frames: np.ndarray, rt, rc, g=None) -> np.ndarray:
         """As :meth:`PrimalSteps.step`."""
-        A, inverse = self._A[..., frames], self._inverse[:, frames]
+        A, inverse = take_frames(self._A, frames), take_frames(self._inverse, frames)
         r = np.concatenate([rt, rc])
         if g is not None:
             r -= (A * (inverse * g)[None]).sum(1)
@@ -228,7 +228,7 @@ class _Systems:
         """Keep (and factorise) ``frames``' matrices K (n, n, B)."""
         if self.frame_last:
             self.K[..., frames] = K
-            self.factors[..., frames] = eliminate(self.K[..., frames])
+            self.factors[..., frames] = eliminate(K)
         else:
             self.K[frames] = K.transpose(2, 0, 1)
 
@@ -236,7 +236,7 @@ class _Systems:
         """The solutions (n, B) for right-hand sides rhs (n, B) of ``frames``' systems."""
         if self.frame_last:
             with np.errstate(divide="ignore", invalid="ignore"):  # a singular frame fails its caller's test
-                return solved(self.K[..., frames], self.factors[..., frames], rhs)
+                return solved(take_frames(self.K, frames), take_frames(self.factors, frames), rhs)
         K = self.K[frames]
         try:
             return np.linalg.solve(K, rhs.T[..., None])[..., 0].T

@@ -7,10 +7,9 @@ couplings, held motors) and the minimal-motion metric ``H`` in tree coordinates
 
     min 1/2 |J_t dq + r_t|^2 + 1/2 dq^T H dq   s.t.  J_c dq = -r_c
 
-(``[[H + J_t^T J_t, J_c^T], [J_c, -eps_d I]]``), the per-frame solver's step written in
-another basis of the same tangent space; after each Newton step the same factors give a
-chord step. With many frames the systems are eliminated frame-last
-(:func:`~looprig.core.maths.frame_last.eliminate`), else by numpy's LAPACK.
+(the constraints regularised by eps_d), the per-frame solver's step written in another
+basis of the same tangent space, solved by :mod:`~looprig.core.solvers.tree_step`; after
+each Newton step the same factors give a chord step.
 
 The iterate is the tree's coordinates, posed by
 :class:`~looprig.core.solvers.tree_forward.TreeForward` where every tree joint is a kind

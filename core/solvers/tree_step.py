@@ -12,8 +12,7 @@ two ways with the same answer:
 * :class:`RowSpaceSteps`, when H is diagonal and there are fewer rows than coordinates:
   ``(A H^-1 A^T + E) y = r - A H^-1 g``, ``dq = -H^-1 (A^T y + g)`` with ``A = [J_t; J_c]``,
   ``r = [r_t; r_c]`` and E one on the task rows, eps_d on the constraint rows (m_t + m_c
-  unknowns: the push-through identity; the prototype the issue-23 speed work started
-  from solves the same way).
+  unknowns, by the push-through identity ``(H + J^T J)^-1 J^T = H^-1 J^T (J H^-1 J^T + I)^-1``).
 
 The frame tasks enter through :func:`least_squares_rows`: rows with the same normal
 equations as :meth:`~looprig.core.solvers.tree.TreeKinematics.task_rows`, a target

@@ -39,7 +39,7 @@ def _model_at(name: str, weights, frames: int = 5):
     return model, R, c, targets
 
 
-@pytest.mark.parametrize("weights", [(1, 1), ((1, 0, 2), (3, 1, 0)), (0, (0, 0, 2)), (1, 0)])
+@pytest.mark.parametrize("weights", [(1, 1), (1, (1, 2, 3)), ((1, 0, 2), (3, 1, 0)), (0, (0, 0, 2)), (1, 0)])
 @pytest.mark.parametrize("name", TREE_NAMES)
 def test_compressed_rows_have_the_normal_equations_of_the_full_rows(name, weights):
     """``J^T J`` and ``J^T r`` of :func:`least_squares_rows` equal those of

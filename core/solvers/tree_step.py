@@ -83,14 +83,16 @@ def _orientation_rows(model: TreeKinematics, R, screws, axes, targets: np.ndarra
     b = model.frame_body[targets]
     weights = model.sqrt_orientation[targets] ** 2  # (T, 3)
     F = R.shape[-1]
-    M = np.zeros((len(targets), 3, 3, F))
+    equal = bool(np.all(weights == weights[:, :1]))  # three axes, one weight: M = 2 w^2 I
+    M = None if equal else np.zeros((len(targets), 3, 3, F))
     s = np.zeros((len(targets), 3, F))
     for a in range(3):
         u = turn(R[b], model.frame_axes[targets, a])  # (T, 3, F)
         t = axes[targets, a]
         w = weights[:, a, None, None]
-        M -= w[..., None] * u[:, :, None] * u[:, None]
-        M[:, [0, 1, 2], [0, 1, 2]] += w
+        if not equal:
+            M -= w[..., None] * u[:, :, None] * u[:, None]
+            M[:, [0, 1, 2], [0, 1, 2]] += w
         s += w * np.stack(
             [
                 u[:, 1] * t[:, 2] - u[:, 2] * t[:, 1],
@@ -99,12 +101,16 @@ def _orientation_rows(model: TreeKinematics, R, screws, axes, targets: np.ndarra
             ],
             axis=1,
         )
-    # M = L L^T, three by three, all frames at once
-    l00 = np.sqrt(M[:, 0, 0])
-    l10, l20 = M[:, 1, 0] / l00, M[:, 2, 0] / l00
-    l11 = np.sqrt(M[:, 1, 1] - l10**2)
-    l21 = (M[:, 2, 1] - l20 * l10) / l11
-    l22 = np.sqrt(M[:, 2, 2] - l20**2 - l21**2)
+    if equal:
+        root = np.broadcast_to(np.sqrt(2.0 * weights[:, :1]), (len(targets), F))
+        l00 = l11 = l22 = root
+        l10 = l20 = l21 = np.zeros_like(root)
+    else:  # M = L L^T, three by three, all frames at once
+        l00 = np.sqrt(M[:, 0, 0])
+        l10, l20 = M[:, 1, 0] / l00, M[:, 2, 0] / l00
+        l11 = np.sqrt(M[:, 1, 1] - l10**2)
+        l21 = (M[:, 2, 1] - l20 * l10) / l11
+        l22 = np.sqrt(M[:, 2, 2] - l20**2 - l21**2)
     # residual -L^-1 s, by forward substitution
     z0 = -s[:, 0] / l00
     z1 = (-s[:, 1] - l10 * z0) / l11
@@ -113,6 +119,8 @@ def _orientation_rows(model: TreeKinematics, R, screws, axes, targets: np.ndarra
     if screws is None:
         return r, None
     omega = screws[0][None] * model.moves[b][:, None, :, None]  # (T, 3, D, F)
+    if equal:
+        return r, (root[:, None, None] * omega).reshape(-1, model.D, F)
     J = np.stack(
         [
             l00[:, None] * omega[:, 0] + l10[:, None] * omega[:, 1] + l20[:, None] * omega[:, 2],

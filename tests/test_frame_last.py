@@ -3,7 +3,19 @@ elimination of quasi-definite KKT systems against LAPACK."""
 
 import numpy as np
 import pytest
-from looprig.core.maths.frame_last import apply, cross, dot, eliminate, gram, matmul3, solved, turn
+from looprig.core.maths.frame_last import (
+    apply,
+    cross,
+    dot,
+    eliminate,
+    gram,
+    matmul3,
+    quaternions,
+    solved,
+    take_frames,
+    turn,
+)
+from looprig.core.maths.rotations import quat_from_matrix, quat_from_rotvec, quat_to_matrix
 
 
 def test_products_match_numpy():
@@ -16,6 +28,24 @@ def test_products_match_numpy():
     assert np.allclose(apply(A[0], a[0]), np.einsum("ijf,jf->if", A[0], a[0]))
     local = rng.normal(size=(4, 3))
     assert np.allclose(turn(A, local), np.einsum("kijf,kj->kif", A, local))
+
+
+def test_quaternions_match_quat_from_matrix_near_every_pivot():
+    """Rotations near the identity and near half turns about x, y and z (each of the four
+    pivots) and random ones: the quaternions of :func:`quat_from_matrix` (w >= 0) to 1e-15."""
+    rng = np.random.default_rng(3)
+    near = [np.zeros(3), np.pi * np.eye(3)[0], np.pi * np.eye(3)[1], np.pi * np.eye(3)[2]]
+    rotvecs = np.concatenate([np.array(near) + 1e-9 * rng.normal(size=(4, 3)), rng.normal(size=(40, 3))])
+    R = quat_to_matrix(quat_from_rotvec(rotvecs)).reshape(4, 11, 3, 3)  # (n, F, 3, 3)
+    A = np.ascontiguousarray(R.transpose(0, 3, 2, 1))  # axes (n, axis, component, F)
+    assert np.abs(quaternions(A) - quat_from_matrix(R).transpose(0, 2, 1)).max() <= 1e-15
+
+
+def test_taken_frames_are_contiguous_and_the_same_values():
+    x = np.arange(2 * 3 * 8.0).reshape(2, 3, 8)
+    picked = take_frames(x, np.array([1, 4, 6]))
+    assert picked.flags.c_contiguous and np.array_equal(picked, x[..., [1, 4, 6]])
+    assert take_frames(x, np.arange(8)) is x
 
 
 @pytest.mark.parametrize("m", [0, 1, 3, 4, 12])

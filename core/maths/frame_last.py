@@ -153,3 +153,35 @@ def substitute(factors: np.ndarray, b: np.ndarray) -> np.ndarray:
     for k in range(n - 2, -1, -1):
         x[k] -= (factors[k + 1 :, k] * x[k + 1 :]).sum(0)
     return x
+
+
+def quaternions(A: np.ndarray) -> np.ndarray:
+    """Unit quaternions (..., 4, F) (w >= 0) of rotations given by their axes A
+    (..., 3, 3, F) (``A[..., a, i, :]``: component i of axis a, the rotation matrix's
+    column a), from the largest of the four candidate pivots (accurate everywhere),
+    as :func:`~looprig.core.maths.rotations.quat_from_matrix` on this layout."""
+
+    def R(i, j):  # the rotation matrix's entry (i, j)
+        return A[..., j, i, :]
+
+    trace = R(0, 0) + R(1, 1) + R(2, 2)
+    s21, s02, s10 = R(2, 1) - R(1, 2), R(0, 2) - R(2, 0), R(1, 0) - R(0, 1)
+    p01, p02, p12 = R(0, 1) + R(1, 0), R(0, 2) + R(2, 0), R(1, 2) + R(2, 1)
+    d0, d1, d2, d3 = (
+        1.0 + trace,
+        1.0 + 2.0 * R(0, 0) - trace,
+        1.0 + 2.0 * R(1, 1) - trace,
+        1.0 + 2.0 * R(2, 2) - trace,
+    )
+    candidates = np.stack(
+        [
+            np.stack([d0, s21, s02, s10]),
+            np.stack([s21, d1, p01, p02]),
+            np.stack([s02, p01, d2, p12]),
+            np.stack([s10, p02, p12, d3]),
+        ]
+    )  # (4 candidates, 4, ..., F); candidate k has component k equal to 4 q_k^2
+    pivot = np.argmax(np.stack([d0, d1, d2, d3]), axis=0)
+    q = np.take_along_axis(candidates, pivot[None, None], axis=0)[0]
+    norm = np.sqrt((q * q).sum(0))
+    return np.moveaxis(q / np.where(q[:1] < 0.0, -norm, norm), 0, -2)

@@ -20,8 +20,8 @@ Hand-written: no library offers batched forward kinematics over a frame axis in 
 
 import numpy as np
 
-from ..maths.frame_last import cross, dot
-from ..maths.rotations import quat_from_matrix, quat_to_matrix
+from ..maths.frame_last import cross, dot, quaternions
+from ..maths.rotations import quat_to_matrix
 from ..model.parts import JointKind
 
 #: Tree joint kinds :class:`TreeForward` poses from coordinates (a spherical joint's
@@ -183,8 +183,7 @@ class TreeForward:
     @staticmethod
     def states(A: np.ndarray, c: np.ndarray) -> np.ndarray:
         """Body states (F, n, 7) of axes A (n, 3, 3, F) and CoM positions c (n, 3, F)."""
-        quat = quat_from_matrix(np.ascontiguousarray(A.transpose(3, 0, 2, 1)))
-        return np.concatenate([c.transpose(2, 0, 1), quat], axis=-1)
+        return np.concatenate([c, quaternions(A)], axis=1).transpose(2, 0, 1).copy()
 
 
 def applies(model) -> bool:

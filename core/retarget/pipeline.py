@@ -19,7 +19,6 @@ from ..curves.actuator_curves import ActuatorCurves
 from ..errors import LooprigWarning
 from ..model.mechanism import Mechanism
 from ..model.rigid import welded
-from ..solvers.holding import Holding
 from ..solvers.ik import IKSettings
 from ..tracks.samples import TrackSamples
 from .mapping import RetargetMapping
@@ -48,8 +47,9 @@ def retarget(
     """
     problem = build_retarget(mechanism, samples, mapping, initial_state, settings)
     if problem.welds_unused:
-        return _solved_welded(problem, progress, cancel)
-    result = report(problem, solve_frames(problem, progress, cancel))
+        result = _solved_welded(problem, progress, cancel)
+    else:
+        result = report(problem, solve_frames(problem, progress, cancel))
     if problem.holding is not None and problem.holding.redundant and result.unreachable.any():
         return _released(result, problem, progress, cancel)
     return result
@@ -60,8 +60,9 @@ def _solved_welded(problem: RetargetProblem, progress, cancel) -> RetargetResult
     assembled, its start (:func:`~looprig.core.model.rigid.welded`): their bodies merge
     into those they are welded to (:mod:`..model.rigid`) instead of being locked row by row
     (ToddlerBot's head nod: 2 motors and 6 bodies to solve, not 30 and 46). The rest as
-    :func:`retarget` does on that robot; the curves have every motor, the welded ones
-    constant."""
+    :func:`retarget` does on that robot, its redundant motors held as the decision found
+    them (it locked the unused ones first: the same question on the welded robot); the
+    curves have every motor, the welded ones constant."""
     mechanism, samples, settings = problem.inputs.mechanism, problem.inputs.samples, problem.settings
     mapping, holding = problem.asked, problem.holding
     warnings.warn(LooprigWarning(holding.message()), stacklevel=3)
@@ -69,7 +70,8 @@ def _solved_welded(problem: RetargetProblem, progress, cancel) -> RetargetResult
     inner = dataclasses.replace(
         mapping,
         motors=None,
-        hold=tuple(m for m in mapping.hold if m not in holding.unused),
+        hold=(*(m for m in mapping.hold if m not in holding.unused), *holding.redundant),
+        auto_hold=False,
         motor_limits=None,
         servo=None,
         derive_acceleration=False,
@@ -88,18 +90,10 @@ def _solved_welded(problem: RetargetProblem, progress, cancel) -> RetargetResult
         values[:, a] = result.curves.values[:, k]
         if binding is not None:
             binding[:, a] = result.binding[:, k]
-    inner_holding = result.holding or Holding()
     result.curves = ActuatorCurves.from_mechanism(
         robot, values, mapping.rate, float(result.times[0]), unwrap=False
     )
-    result.binding, result.mapping = binding, mapping
-    result.holding = dataclasses.replace(
-        inner_holding,
-        unused=holding.unused + inner_holding.unused,
-        values={**{m: holding.values[m] for m in holding.unused}, **inner_holding.values},
-        passes=holding.passes + inner_holding.passes,
-        seconds=holding.seconds + inner_holding.seconds,
-    )
+    result.binding, result.mapping, result.holding = binding, mapping, holding
     return result
 
 

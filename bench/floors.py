@@ -24,7 +24,7 @@ from looprig.core.solvers.step import build_step, step_kkt
 from looprig.core.solvers.tree_forward import forward
 from looprig.core.solvers.tree_metric import metric
 from looprig.core.solvers.tree_newton import solve_coordinates
-from looprig.core.solvers.tree_step import least_squares_rows, steps
+from looprig.core.solvers.tree_step import least_squares_rows, step_systems
 from looprig.core.terms import Reference
 from peers import SETUPS, setup
 
@@ -95,7 +95,7 @@ def clip_split(mech: str, repeat: int) -> dict[str, float]:
     H, _ = metric(model, R, c, screws, None, None)
     rt, Jt = least_squares_rows(model, R, c, screws, target_p, target_a)
     rc, Jc = model.constraint_rows(R, c, screws, values)
-    systems = steps(H, len(rt), len(rc), compliance)
+    systems = step_systems(H, len(rt), len(rc), compliance)
     frames = np.arange(F)
     systems.factorize(frames, H, Jt, Jc)
     out["kernel: poses"] = best_seconds(lambda: fw.poses(*starts), repeat)

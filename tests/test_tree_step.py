@@ -12,7 +12,7 @@ from looprig.core.solvers.tree_step import (
     PrimalSteps,
     RowSpaceSteps,
     least_squares_rows,
-    steps,
+    step_systems,
     task_row_count,
 )
 
@@ -76,10 +76,10 @@ def _random_system(D, mt, mc, F, seed, diagonal=True):
 def test_row_space_steps_are_the_kkt_steps(D, mt, mc, F):
     """Where H is diagonal and rows are fewer than coordinates, the row-space step equals
     the KKT step (1e-10 relative), with and without a gradient, on LAPACK's path (few
-    frames) and the frame-last elimination's (many), and :func:`steps` picks it."""
+    frames) and the frame-last elimination's (many), and :func:`step_systems` picks it."""
     H, Jt, Jc, rt, rc, g = _random_system(D, mt, mc, F, seed=D + mt + F)
     frames = np.arange(F)
-    primal, rows = PrimalSteps(D, mt, mc, F, 1e-9), steps(H, mt, mc, 1e-9)
+    primal, rows = PrimalSteps(D, mt, mc, F, 1e-9), step_systems(H, mt, mc, 1e-9)
     assert isinstance(rows, RowSpaceSteps)
     for kkt in (primal, rows):
         kkt.factorize(frames, H, Jt, Jc)
@@ -101,9 +101,9 @@ def test_steps_keep_the_kkt_system_where_the_row_space_does_not_apply():
     motor weighs: its row-space system would lose digits) or as many rows as coordinates
     keep the KKT system."""
     H, *_ = _random_system(6, 2, 1, 8, seed=1, diagonal=False)
-    assert isinstance(steps(H, 2, 1, 1e-9), PrimalSteps)
+    assert isinstance(step_systems(H, 2, 1, 1e-9), PrimalSteps)
     H, *_ = _random_system(6, 2, 1, 8, seed=2)
-    assert isinstance(steps(H, 2, 1, 1e-9), RowSpaceSteps)
-    assert isinstance(steps(H, 4, 2, 1e-9), PrimalSteps)
+    assert isinstance(step_systems(H, 2, 1, 1e-9), RowSpaceSteps)
+    assert isinstance(step_systems(H, 4, 2, 1e-9), PrimalSteps)
     H[3, 3, 5] = 1e-12
-    assert isinstance(steps(H, 2, 1, 1e-9), PrimalSteps)
+    assert isinstance(step_systems(H, 2, 1, 1e-9), PrimalSteps)

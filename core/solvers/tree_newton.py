@@ -24,7 +24,7 @@ from ..model.parts import JointKind
 from .tree import TreeKinematics
 from .tree_forward import applies, forward
 from .tree_metric import metric, start_terms
-from .tree_step import least_squares_rows, steps, task_row_count
+from .tree_step import least_squares_rows, step_systems, task_row_count
 
 
 def assemble(model: TreeKinematics, R: np.ndarray, c: np.ndarray) -> None:
@@ -169,7 +169,7 @@ def _newton(model, poses, start, positions, rotations, H_all, g_first, values_al
     sign = model.sign
     inverse_limit = inverse_step_limit(model, settings)
     mc, mt = model.n_constraints, task_row_count(model)
-    systems = steps(H_all, mt, mc, compliance)  # each frame's last factorised step system
+    systems = step_systems(H_all, mt, mc, compliance)  # each frame's last factorised step system
     iterations = np.zeros(F, int)
     converged = np.zeros(F, bool)
     failed = np.zeros(F, bool)

@@ -169,8 +169,7 @@ class RowSpaceSteps:
     unknowns), with the rows A and the diagonal metric's inverse it was made with."""
 
     def __init__(self, D: int, mt: int, mc: int, F: int, compliance: float):
-        self.mt = mt
-        self.E = np.r_[np.ones(mt), np.full(mc, compliance)]
+        self._E = np.r_[np.ones(mt), np.full(mc, compliance)]
         self._systems = _Systems(mt + mc, F)
         self._A = np.empty((mt + mc, D, F))
         self._inverse = np.empty((D, F))
@@ -194,7 +193,7 @@ class RowSpaceSteps:
         inverse = 1.0 / H[np.arange(D), np.arange(D)]  # (D, B)
         A = np.concatenate([Jt, Jc])
         S = gram(A.transpose(1, 0, 2), inverse)  # sum over coordinates: (m, m, B)
-        S[np.arange(len(A)), np.arange(len(A))] += self.E[:, None]
+        S[np.arange(len(A)), np.arange(len(A))] += self._E[:, None]
         self._systems.factorize(frames, S)
         self._A[..., frames] = A
         self._inverse[:, frames] = inverse
@@ -212,7 +211,7 @@ class RowSpaceSteps:
         return -inverse * w
 
 
-def steps(H, mt: int, mc: int, compliance: float):
+def step_systems(H, mt: int, mc: int, compliance: float):
     """The step systems for a Newton method on F frames with metrics H (D, D, F), m_t task
     rows and m_c constraint rows: :class:`RowSpaceSteps` where they apply, else
     :class:`PrimalSteps`."""

@@ -14,6 +14,7 @@ from looprig.core.solvers.clip import (
     interpolate_states,
     solve_clip,
     solve_unconverged,
+    targets_determine,
 )
 from looprig.core.terms import Regularization, Targets
 
@@ -70,6 +71,23 @@ def test_clip_solver_equals_the_per_frame_solver(name):
         clip.states, quat_to_matrix(clip.states[..., 3:]), Targets(points, axes)
     )
     assert reached.max() <= 1e-9 * L
+
+
+@pytest.mark.parametrize(
+    ("name", "orientation", "determined"),
+    [
+        ("fourbar", 0, True),  # one degree of freedom, a point that moves with it
+        ("delta", 0, True),  # three, and the platform's position
+        ("stewart", 1, True),  # six, and the platform's pose
+        ("stewart", 0, False),  # six, and only the platform's position
+        ("boxer", 0, False),  # four, and only the hand's position
+        ("chain_6r6p", 1, False),  # twelve, and the effector's pose
+    ],
+)
+def test_targets_determine_the_state_where_they_see_every_free_direction(name, orientation, determined):
+    m = build(name)
+    problem = IKProblem(m, [FrameObjective(f.name, 1, orientation) for f in m.frames])
+    assert targets_determine(problem, m.initial_state()) is determined
 
 
 def test_interpolated_states_are_unit_and_hit_the_knots():

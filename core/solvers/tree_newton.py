@@ -83,15 +83,11 @@ class _Poses:
     def at(self, frames=None):
         """Rotations (n, 3, 3, B), CoM positions (n, 3, B) and screws of ``frames``
         (all: None)."""
+        pick = (lambda x: x) if frames is None else (lambda x: take_frames(x, frames))
         if self.forward is None:
-            R, c = (
-                (self.R, self.c)
-                if frames is None
-                else (take_frames(self.R, frames), take_frames(self.c, frames))
-            )
+            R, c = pick(self.R), pick(self.c)
             return R, c, self.model.screws(R, c)
         fw = self.forward
-        pick = (lambda x: x) if frames is None else (lambda x: take_frames(x, frames))
         A, c, motions = fw.poses(pick(self.q), pick(self.root_axes), pick(self.root_c))
         return fw.rotations(A), c, fw.screws(A, c, motions)
 
@@ -186,10 +182,10 @@ def _newton(model, poses, start, positions, rotations, H_all, g_first, values_al
         values = take_frames(values_all, active)
         new = fresh[active]
         rc, rt = np.empty((mc, len(active))), np.empty((mt, len(active)))
-        for part in (np.flatnonzero(new), np.flatnonzero(~new)):  # Newton steps, then chord steps
+        for newton in (True, False):  # the frames taking a Newton step, then a chord step
+            part = np.flatnonzero(new == newton)
             if not len(part):
                 continue
-            newton = new[part[0]]
             at = tuple(take_frames(x, part) for x in (R, c, values))
             sub_screws = tuple(take_frames(x, part) for x in screws) if newton else None
             frames = active[part]

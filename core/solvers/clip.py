@@ -42,6 +42,7 @@ from .clip_block import ClipSolution, solve_block, start_reference
 from .ik import solve_ik
 from .problem import IKProblem, IKSettings, IKTargets, dual_regularization
 from .tree_forward import applies, forward
+from .tree_frame import FrameNewton
 
 
 def couples_frames(problem: IKProblem) -> bool:
@@ -409,13 +410,31 @@ def coarse_coordinates(problem, times, targets: Targets, first_state, stride: in
         known_at, known = coarse_coordinates(problem, sub_times, sub_targets, first_state, sub, settings)
         starts = interpolate_coordinates(sub_times[known_at], known, sub_times)
         return coarse, _solved_in_coordinates(problem, sub_targets, starts, settings)[1]
+    return coarse, _in_sequence_coordinates(problem, targets, coarse, first_state, settings)
+
+
+def _in_sequence_coordinates(problem, targets: Targets, frames: np.ndarray, first_state, settings):
+    """:func:`_in_sequence` in tree coordinates: each of ``frames`` (K,) solved by
+    :class:`~looprig.core.solvers.tree_frame.FrameNewton` from the one before (a frame it
+    leaves, by the per-frame solver from the state before, read back near it); frame 0
+    is ``first_state`` (n, 7). Returns the coordinates (as
+    :func:`~looprig.core.solvers.tree_newton.solve_coordinates` takes them, K frames),
+    turns continuous along the sequence."""
     model = tree.kinematics(problem)
-    q, axes, positions = forward(model).coordinates(
-        *model.to_frames(_in_sequence(problem, targets, coarse, first_state))
-    )
-    turns = model.angle_coordinate
-    q[turns] = np.unwrap(q[turns], axis=-1)
-    return coarse, (q, axes, positions)
+    fw = forward(model)
+    newton = FrameNewton(model, settings, dual_regularization(problem, settings))
+    current = tuple(x[..., 0] for x in fw.coordinates(*model.to_frames(first_state[None])))
+    known = [current]
+    for f in frames[1:]:
+        reached, _, converged, _ = newton.solve(current, targets.positions[f], targets.rotations[f])
+        if not converged:
+            before = fw.states(*fw.poses(*(x[..., None] for x in current))[:2])[0]
+            state = solve_ik(problem, IKTargets(targets.positions[f], targets.rotations[f]), before).state
+            read = fw.coordinates(*model.to_frames(state[None]), near=current[0][:, None])
+            reached = tuple(x[..., 0] for x in read)
+        known.append(reached)
+        current = reached
+    return tuple(np.stack(x, axis=-1) for x in zip(*known, strict=True))
 
 
 def solve_unconverged(

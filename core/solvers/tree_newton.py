@@ -143,14 +143,22 @@ def solve_coordinates(model: TreeKinematics, positions, rotations, coordinates, 
     start = poses.at()
     R, c, screws = start
     H, _ = metric(model, R, c, screws, None, None)
-    values = np.zeros((model.D, R.shape[-1]))
-    read_q = [] if model.couplings is None else [model.coupling_q]
-    read_q += [q for _, q, _ in model.locks]
-    if read_q:  # joint values: zero in the file's pose; angles as the read-off gives them
-        q = np.unique(np.concatenate(read_q))
-        value = poses.q[q] * model.sign[q, None]
-        values[q] = np.where(model.angle_coordinate[q, None], np.angle(np.exp(1j * value)), value)
+    values = joint_values(model, poses.q)
     return (poses, *_newton(model, poses, start, positions, rotations, H, None, values, settings, compliance))
+
+
+def joint_values(model: TreeKinematics, q: np.ndarray) -> np.ndarray:
+    """The joint values (D, F) [rad | m] that couplings and held motors read, at
+    coordinates q (D, F): zero in the file's pose, angles in (-pi, pi] as the read-off
+    gives them; zero for the other coordinates."""
+    values = np.zeros_like(q)
+    read_q = [] if model.couplings is None else [model.coupling_q]
+    read_q += [k for _, k, _ in model.locks]
+    if read_q:
+        k = np.unique(np.concatenate(read_q))
+        value = q[k] * model.sign[k, None]
+        values[k] = np.where(model.angle_coordinate[k, None], np.angle(np.exp(1j * value)), value)
+    return values
 
 
 def _newton(model, poses, start, positions, rotations, H_all, g_first, values_all, settings, compliance):

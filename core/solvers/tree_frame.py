@@ -1,0 +1,259 @@
+"""One frame of the clip's Newton method in tree coordinates
+(:mod:`~looprig.core.solvers.tree_newton` at F = 1), for the frames a clip solves in
+sequence and for single-frame latency.
+
+Hand-written for one frame: there numpy's cost per call, not its arithmetic, is what a
+step pays (the frame-last kernels loop over joints and axes: about 300 calls a step,
+0.5-1 ms on the 12-joint chain), so every joint's pose map is made for all joints at
+once and the rows and the step are plain 2-D algebra (about 60 calls).
+
+The same steps as :func:`~looprig.core.solvers.tree_newton.solve_coordinates` on one
+frame: the Newton step of ``min 1/2 |J_t dq + r_t|^2 + 1/2 dq^T H dq s.t. J_c dq = -r_c``
+(the constraints regularised by eps_d), in the rows' space where
+:meth:`~looprig.core.solvers.tree_step.RowSpaceSteps.applies` says so, else on the KKT
+system; after each Newton step chord steps on the same matrix while they should certify
+convergence; the same stopping and failure tests (``tests/test_tree_frame.py`` compares
+both to 1e-12).
+
+Layout, one frame: pose blocks P (n, 4, 3) (rows: the body's axes ``R e_k``, then its
+CoM [m]), rotations R (n, 3, 3), screws W, V (D, 3) (a point p on a body the coordinate
+moves goes at ``W_d x p + V_d`` per unit coordinate).
+"""
+
+import numpy as np
+
+from .tree import TreeKinematics
+from .tree_forward import forward
+from .tree_metric import metric
+from .tree_newton import inverse_step_limit, joint_values
+from .tree_step import RowSpaceSteps, task_row_count
+
+
+class FrameNewton:
+    """The Newton method of :mod:`~looprig.core.solvers.tree_newton` for one frame of a
+    model whose tree joints :func:`~looprig.core.solvers.tree_forward.applies` poses,
+    built once per problem and settings."""
+
+    def __init__(self, model: TreeKinematics, settings, compliance: float):
+        self.model, self.settings, self.compliance = model, settings, compliance
+        fw = self.forward = forward(model)
+        D = model.D
+        self.tolerance = model.problem.constraints.tolerance(settings.constraint_tolerance)
+        self.inverse_limit = inverse_step_limit(model, settings)
+        # the tree joints in level order: old and new bodies, constant maps around the turn
+        self.old = np.array([j[0] for j in fw.joints], int)
+        self.new = np.array([j[1] for j in fw.joints], int)
+        self.to_axis = np.array([b[0] for b in fw.blocks]).reshape(-1, 4, 4)
+        from_axis = np.array([b[1] for b in fw.blocks]).reshape(-1, 4, 4)
+        # a joint's map from_axis G to_axis, with G the turn by theta (rows 0 and 1 of
+        # [axes of R_o U; anchor]), then the slide by s (row 3 += s row 2), is
+        # C0 + (cos theta - 1) C1 + sin theta C2 + s C3 with constant C's
+        e = np.eye(4)
+        parts = [
+            e,
+            np.diag([1.0, 1.0, 0.0, 0.0]),
+            np.outer(e[0], e[1]) - np.outer(e[1], e[0]),
+            np.outer(e[3], e[2]),
+        ]
+        self.map_parts = [from_axis @ G @ self.to_axis for G in parts]
+        # each joint's turn and slide coordinate (D: none, read from a padded zero)
+        self.turn_q = np.array([D if j[6] is None else j[6] for j in fw.joints], int)
+        self.slide_q = np.array([D if j[7] is None else j[7] for j in fw.joints], int)
+        position = {int(k): i for i, k in enumerate(model.order)}
+        self.motion_joint = np.array([position[int(k)] for k in model.motion_joint], int)
+        self.links = list(zip(self.old.tolist(), self.new.tolist(), strict=True))
+        self.P0 = np.zeros((model.n, 4, 3))
+        self.P0[fw.fixed_bodies, :3] = fw.axes0[fw.fixed_bodies]
+        self.P0[fw.fixed_bodies, 3] = fw.c0[fw.fixed_bodies]
+        rot = model.rotation
+        self.turn_motions, self.slide_motions = np.flatnonzero(rot), np.flatnonzero(~rot)
+        self.turn_columns, self.slide_columns = model.motion_q[rot], model.motion_q[~rot]
+        # the frame tasks, grouped as tree_step.least_squares_rows groups them
+        tracked = model.sqrt_orientation > 0
+        self.positional = model.sqrt_position > 0
+        self.oriented = [int(k) for k in np.flatnonzero(tracked.sum(1) >= 2)]
+        self.single = [
+            (int(k), int(np.flatnonzero(tracked[k])[0])) for k in np.flatnonzero(tracked.sum(1) == 1)
+        ]
+        self.task_moves = model.moves[model.frame_body]  # (K, D)
+
+    # ------------------------------------------------------------------ kinematics
+    def poses(self, q: np.ndarray, root_axes: np.ndarray, root_c: np.ndarray):
+        """Pose blocks P (n, 4, 3) at coordinates q (D,) and root poses (axes (r, 3, 3),
+        positions (r, 3)), and each motion's world axis and a point on it (P, 3)."""
+        model = self.model
+        P = self.P0.copy()
+        P[model.root_body, :3] = root_axes
+        P[model.root_body, 3] = root_c
+        padded = np.append(q, 0.0)
+        theta = padded[self.turn_q][:, None, None]
+        C0, C1, C2, C3 = self.map_parts
+        maps = C0 + (np.cos(theta) - 1.0) * C1 + np.sin(theta) * C2 + padded[self.slide_q][:, None, None] * C3
+        for (old, new), M in zip(self.links, maps, strict=True):
+            np.matmul(M, P[old], out=P[new])
+        Y = self.to_axis @ P[self.old]  # per joint: [axes of R_o U; anchor] before it moves
+        joint_of = self.motion_joint
+        return P, Y[joint_of, 2], Y[joint_of, 3]
+
+    def screws(self, c: np.ndarray, axis: np.ndarray, anchor: np.ndarray):
+        """Every coordinate's screw W, V (D, 3) from the CoM positions c (n, 3) and the
+        motions' world axes and anchors (P, 3) (a floating root turns about its CoM)."""
+        model = self.model
+        W, V = np.zeros((model.D, 3)), np.zeros((model.D, 3))
+        t, s = self.turn_motions, self.slide_motions
+        W[self.turn_columns] = axis[t]
+        V[self.turn_columns] = _cross(anchor[t], axis[t])
+        V[self.slide_columns] = axis[s]
+        for body, col in zip(model.root_body, model.root_columns, strict=True):
+            V[col : col + 3] = W[col + 3 : col + 6] = np.eye(3)
+            V[col + 3 : col + 6] = -_skew(c[body])  # row a: c x e_a
+        return W, V
+
+    # ------------------------------------------------------------------ rows
+    def task_rows(self, R, c, W, V, positions, axes, jacobian: bool):
+        """The frame tasks' rows as :func:`~looprig.core.solvers.tree_step.least_squares_rows`
+        gives them: residual (m_t,), Jacobian (m_t, D) (None unless ``jacobian``), against
+        target positions (K, 3) [m] and axes (K, axis, 3)."""
+        model = self.model
+        b = model.frame_body
+        rows, jacobians = [], []
+        if self.positional.any():
+            p = (R[b] @ model.frame_point[:, :, None])[..., 0] + c[b]
+            rows.append((model.sqrt_position * (p - positions))[self.positional])
+            if jacobian:  # per target: W_d x p + V_d = (W skew(p))_d + V_d, transposed
+                moving = np.swapaxes(W @ _skew(p) + V, 1, 2)  # (K, 3, D)
+                J = model.sqrt_position[:, :, None] * moving * self.task_moves[:, None]
+                jacobians.append(J[self.positional])
+        for k in self.oriented:
+            u = model.frame_axes[k] @ R[b[k]].T  # (axis, 3) at the iterate
+            w = model.sqrt_orientation[k] ** 2
+            s = w @ _cross(u, axes[k])
+            if w[0] == w[1] == w[2]:  # M = 2 w^2 I
+                root = np.sqrt(2.0 * w[0])
+                rows.append(-s / root)
+                if jacobian:
+                    jacobians.append(root * W.T * self.task_moves[k])
+                continue
+            L = np.linalg.cholesky(w.sum() * np.eye(3) - (u.T * w) @ u)
+            rows.append(np.linalg.solve(L, -s))
+            if jacobian:
+                jacobians.append(L.T @ (W.T * self.task_moves[k]))
+        for k, a in self.single:
+            w = model.sqrt_orientation[k, a]
+            u = R[b[k]] @ model.frame_axes[k, a]
+            rows.append(w * (u - axes[k, a]))
+            if jacobian:  # W_d x u, transposed
+                jacobians.append(w * (W @ _skew(u)).T * self.task_moves[k])
+        r = np.concatenate(rows) if rows else np.zeros(0)
+        if not jacobian:
+            return r, None
+        return r, (np.concatenate(jacobians) if rows else np.zeros((0, model.D)))
+
+    def constraint_rows(self, R, c, W, V, values, jacobian: bool):
+        """The loop, coupling and held-motor rows (residual (m_c,), Jacobian (m_c, D) or
+        None) by :meth:`TreeKinematics.constraint_rows` on a one-frame batch."""
+        screws = (W.T[..., None], V.T[..., None]) if jacobian else None
+        r, J = self.model.constraint_rows(R[..., None], c[..., None], screws, values[:, None])
+        return r[:, 0], (J[..., 0] if jacobian else None)
+
+    # ------------------------------------------------------------------ solve
+    def solve(self, coordinates, position, rotation):
+        """Newton's method from coordinates ``(q (D,), root axes (r, 3, 3), root positions
+        (r, 3))`` (assembled) against frame targets position (K, 3) [m] and rotation
+        (K, 3, 3). Returns the coordinates reached, iterations, converged and the loop
+        rows' largest residual [m], as
+        :func:`~looprig.core.solvers.tree_newton.solve_coordinates` on one frame."""
+        model, settings = self.model, self.settings
+        q, root_axes, root_c = (np.array(x, dtype=float) for x in coordinates)
+        target_a = np.swapaxes(rotation, -1, -2)  # (K, axis, 3)
+        P, axis, anchor = self.poses(q, root_axes, root_c)
+        R, c = P[:, :3].transpose(0, 2, 1), P[:, 3]
+        W, V = self.screws(c, axis, anchor)
+        H = metric(model, R[..., None], c[..., None], (W.T[..., None], V.T[..., None]), None, None)[0][..., 0]
+        values = joint_values(model, q[:, None])[:, 0]
+        mc = model.n_constraints
+        row_space = RowSpaceSteps.applies(H[..., None], task_row_count(model), mc)
+        system = None
+        iterations, converged, residual = 0, False, 0.0
+        last, moved, fresh = np.inf, 0.0, True
+        for _ in range(min(settings.max_iterations, 12)):
+            if iterations:
+                P, axis, anchor = self.poses(q, root_axes, root_c)
+                R, c = P[:, :3].transpose(0, 2, 1), P[:, 3]
+                W, V = self.screws(c, axis, anchor) if fresh else (None, None)
+            rt, Jt = self.task_rows(R, c, W, V, position, target_a, fresh)
+            rc, Jc = (
+                self.constraint_rows(R, c, W, V, values, fresh)
+                if mc
+                else (np.zeros(0), np.zeros((0, model.D)))
+            )
+            if fresh:
+                system = _StepSystem(H, Jt, Jc, self.compliance, row_space)
+            dq = system.step(rt, rc)
+            dq /= max(1.0, float((np.abs(dq) * self.inverse_limit).max(initial=0.0)))
+            size = float(np.abs(dq).max(initial=0.0))
+            violation = float(np.abs(rc).max(initial=0.0))
+            iterations += 1
+            self.forward.moved(q[:, None], root_axes[..., None], root_c[..., None], dq[:, None])
+            values += model.sign * dq
+            done = size <= settings.step_tolerance and violation <= self.tolerance
+            residual = violation
+            if done:
+                converged = True
+                break
+            if not np.isfinite(size) or (iterations > 2 and size > 0.5 * last):
+                break
+            last = size
+            moved = size if fresh else moved + size
+            fresh = not fresh and size * moved > settings.step_tolerance
+        return (q, root_axes, root_c), iterations, converged, residual
+
+
+class _StepSystem:
+    """One frame's factorised step system, kept for the chord steps: the row-space
+    system ``A H^-1 A^T + E`` where :meth:`RowSpaceSteps.applies`, else the KKT matrix
+    ``[[H + J_t^T J_t, J_c^T], [J_c, -eps_d I]]`` (:mod:`~looprig.core.solvers.tree_step`)."""
+
+    def __init__(self, H, Jt, Jc, compliance: float, row_space: bool):
+        D, mt, mc = len(H), len(Jt), len(Jc)
+        self.row_space, self.D = row_space, D
+        if row_space:
+            self.inverse = 1.0 / np.diag(H)
+            self.A = np.concatenate([Jt, Jc])
+            self.K = (self.A * self.inverse) @ self.A.T
+            diagonal = self.K.reshape(-1)[:: mt + mc + 1]  # a view
+            diagonal[:mt] += 1.0
+            diagonal[mt:] += compliance
+        else:
+            self.Jt = Jt
+            self.K = np.zeros((D + mc, D + mc))
+            self.K[:D, :D] = H + Jt.T @ Jt
+            self.K[:D, D:], self.K[D:, :D] = Jc.T, Jc
+            self.K.reshape(-1)[(D + mc + 1) * D :: D + mc + 1] = -compliance
+
+    def step(self, rt: np.ndarray, rc: np.ndarray) -> np.ndarray:
+        """The step dq (D,) for task residuals rt (m_t,) and constraint residuals rc (m_c,)."""
+        if self.row_space:
+            return -self.inverse * (self.A.T @ self._solve(np.concatenate([rt, rc])))
+        return self._solve(-np.concatenate([self.Jt.T @ rt, rc]))[: self.D]
+
+    def _solve(self, rhs: np.ndarray) -> np.ndarray:
+        try:
+            return np.linalg.solve(self.K, rhs)
+        except np.linalg.LinAlgError:  # exactly singular: least squares
+            return np.linalg.pinv(self.K) @ rhs
+
+
+def _cross(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """``a x b`` over the last axis (numpy's ``cross`` pays tens of microseconds a call)."""
+    a0, a1, a2 = a[..., 0], a[..., 1], a[..., 2]
+    b0, b1, b2 = b[..., 0], b[..., 1], b[..., 2]
+    return np.stack([a1 * b2 - a2 * b1, a2 * b0 - a0 * b2, a0 * b1 - a1 * b0], axis=-1)
+
+
+def _skew(p: np.ndarray) -> np.ndarray:
+    """The cross-product matrices (..., 3, 3) of vectors p (..., 3): ``skew(p) x = p x x``."""
+    S = np.zeros(p.shape + (3,))
+    S[..., 0, 1], S[..., 0, 2], S[..., 1, 2] = -p[..., 2], p[..., 1], -p[..., 0]
+    S[..., 1, 0], S[..., 2, 0], S[..., 2, 1] = p[..., 2], -p[..., 1], p[..., 0]
+    return S

@@ -1,0 +1,129 @@
+"""One frame in tree coordinates (core/solvers/tree_frame.py): its poses, screws and task
+rows equal the frame-last kernels' at one frame, and its Newton method takes the same
+steps to the same answers as tree_newton.solve_coordinates on one frame, on every
+reference mechanism posed from coordinates, with oriented, single-axis and unequally
+weighted targets, couplings and held motors; the clip's sequence falls back to the
+per-frame solver where it stops."""
+
+import numpy as np
+import pytest
+from looprig.core import FrameObjective, IKProblem, IKSettings
+from looprig.core.library import NAMES, build
+from looprig.core.library.feasible import feasible_motion
+from looprig.core.solvers import tree, tree_newton
+from looprig.core.solvers.clip import coarse_coordinates
+from looprig.core.solvers.fk import solve_fk
+from looprig.core.solvers.tree_forward import applies, forward
+from looprig.core.solvers.tree_frame import FrameNewton
+from looprig.core.solvers.tree_step import least_squares_rows
+from looprig.core.terms import MotorLock, Targets
+from test_constraints import fan
+from test_couplings import COUPLINGS
+
+SETTINGS = IKSettings(step_tolerance=1e-11)
+WEIGHTS = {"oriented": (1, 1), "one axis": (1, (0.0, 0.0, 1.0)), "unequal": (1, (0.5, 1.0, 2.0))}
+
+
+def _problem(name: str, weights=(1, 1), terms=()) -> IKProblem:
+    m = build(name)
+    frames = [FrameObjective(f.name, *weights) for f in m.frames]
+    return IKProblem(m, frames, terms=terms, settings=SETTINGS)
+
+
+def _posed(problem: IKProblem) -> bool:
+    return tree.unsupported(problem) is None and applies(tree.kinematics(problem))
+
+
+POSED = [n for n in NAMES if _posed(_problem(n))]
+
+
+def _cases():
+    """(problem, motion (F, n, 7)) for every posed mechanism and target kind, a coupled
+    fan of each coupling and a four-bar with its motor held."""
+    for name in POSED:
+        for kind, weights in WEIGHTS.items():
+            problem = _problem(name, weights)
+            if _posed(problem):
+                motion = feasible_motion(problem.mechanism, duration=0.05, rate=100, seed=2)
+                yield pytest.param(problem, motion, id=f"{name}-{kind}")
+    for coupling in COUPLINGS:
+        m = fan(coupling)
+        motion = np.array([solve_fk(m, [0.4 + t, -0.7, 0.9 - t]).state for t in (0.0, 0.05, 0.1)])
+        yield pytest.param(
+            IKProblem(m, [FrameObjective(n) for n in ("a", "b")], settings=SETTINGS), motion, id=coupling.name
+        )
+    problem = _problem("fourbar")
+    motion = feasible_motion(problem.mechanism, duration=0.05, rate=100, seed=2)
+    held = MotorLock(
+        problem.readout, np.arange(len(problem.readout.names)), problem.readout.read(motion[-1]), 1.0
+    )
+    yield pytest.param(_problem("fourbar", terms=[held]), motion, id="fourbar-held")
+
+
+def _one(x):
+    return tuple(np.asarray(a)[..., 0] for a in x)
+
+
+@pytest.mark.parametrize(("problem", "motion"), list(_cases()))
+def test_kernels_equal_the_frame_last_ones_at_one_frame(problem, motion):
+    model = tree.kinematics(problem)
+    fw = forward(model)
+    newton = FrameNewton(model, SETTINGS, 1e-12)
+    coordinates = fw.coordinates(*model.to_frames(motion[-1:]))
+    A, c, motions = fw.poses(*coordinates)
+    P, axis, anchor = newton.poses(*_one(coordinates))
+    assert np.abs(P[:, :3] - A[..., 0]).max() <= 1e-13 and np.abs(P[:, 3] - c[..., 0]).max() <= 1e-13
+    assert (
+        np.abs(axis - motions[0][..., 0]).max() <= 1e-13
+        and np.abs(anchor - motions[1][..., 0]).max() <= 1e-13
+    )
+    omega, v, _, _ = fw.screws(A, c, motions)
+    W, V = newton.screws(P[:, 3], axis, anchor)
+    assert np.abs(W - omega[..., 0].T).max() <= 1e-13 and np.abs(V - v[..., 0].T).max() <= 1e-13
+    points, axes = problem.frame_terms.poses(motion[:1])  # targets elsewhere: nonzero rows
+    R = fw.rotations(A)
+    rt, Jt = least_squares_rows(
+        model, R, c, (omega, v), points.transpose(1, 2, 0), np.swapaxes(axes, -1, -2).transpose(1, 2, 3, 0)
+    )
+    r1, J1 = newton.task_rows(R[..., 0], c[..., 0], W, V, points[0], np.swapaxes(axes[0], -1, -2), True)
+    assert (
+        np.abs(r1 - rt[:, 0]).max(initial=0.0) <= 1e-12 and np.abs(J1 - Jt[..., 0]).max(initial=0.0) <= 1e-12
+    )
+    assert np.abs(r1).max(initial=1.0) > 0.0
+
+
+@pytest.mark.parametrize(("problem", "motion"), list(_cases()))
+def test_newton_takes_the_frame_last_steps_to_the_same_answer(problem, motion):
+    """From the motion's first pose to its last pose's targets: the same iterations,
+    convergence and coordinates (1e-12) as solve_coordinates on that one frame (the
+    planar two-link arm's z axis alone stalls both)."""
+    model = tree.kinematics(problem)
+    fw = forward(model)
+    newton = FrameNewton(model, SETTINGS, 1e-12)
+    start = fw.coordinates(*model.to_frames(motion[:1]))
+    points, axes = problem.frame_terms.poses(motion[-1:])
+    poses, iterations, converged, residual = tree_newton.solve_coordinates(
+        model, points, axes, start, SETTINGS, 1e-12
+    )
+    reached, its, done, res = newton.solve(_one(start), points[0], axes[0])
+    assert done == converged[0] and its == iterations[0] >= 2 and res == pytest.approx(residual[0], abs=1e-15)
+    for x, y in zip(reached, poses.coordinates, strict=True):
+        assert np.abs(x - y[..., 0]).max(initial=0.0) <= 1e-12
+
+
+def test_the_sequence_falls_back_to_the_per_frame_solver_where_newton_stops():
+    """With one iteration allowed, no frame of the sequence converges in tree coordinates;
+    the per-frame solver (its own settings) solves each from the frame before, and the
+    coordinates read back meet the targets."""
+    problem = _problem("fourbar")
+    motion = feasible_motion(problem.mechanism, duration=0.1, rate=100, seed=6)
+    points, axes = problem.frame_terms.poses(motion)
+    targets = Targets(points, axes)
+    times = np.arange(len(motion)) / 100.0
+    frames, coordinates = coarse_coordinates(
+        problem, times, targets, motion[0], stride=2, settings=IKSettings(max_iterations=1)
+    )
+    fw = forward(tree.kinematics(problem))
+    states = fw.states(*fw.poses(*coordinates)[:2])
+    reached, _ = problem.frame_terms.tracking_errors(states, None, targets.take(frames))
+    assert reached.max() <= 1e-9 * problem.constraints.length_scale

@@ -4,8 +4,10 @@ trajectories and convergence rule as PlaCo and Pinocchio-GN there.
 Called by ``side_by_side.sh`` as
 ``python bench/peers.py --mech M --iters 20 --tol 1e-9 --reps R --out DIR [--frames N]``;
 writes one record per variant (``looprig-clip``: the whole-clip solver, its total
-time divided by the frames; ``looprig-frame``: the per-frame solver, warm-started)
-in the schema of the peer bench's ``common.Recorder``. ``make bench-peers`` runs it.
+time divided by the frames; ``looprig-frame``: the per-frame solver, warm-started;
+``looprig-tree-frame``: the clip's Newton method in tree coordinates on one frame at a
+time, warm-started, as a redundant clip's sequence solves its frames) in the schema of
+the peer bench's ``common.Recorder``. ``make bench-peers`` runs it.
 
 The models carry no motors; the joints the trajectory names are given one here,
 so the minimal-motion metric works in joint space as the peers' damping does,
@@ -30,8 +32,10 @@ from looprig.core import Actuator, IKSettings, IKTargets, JointKind, Mechanism, 
 from looprig.core.maths.linalg import single_threaded_blas
 from looprig.core.maths.rotations import quat_to_matrix
 from looprig.core.model.rigid import RigidGroups
+from looprig.core.solvers import tree
 from looprig.core.solvers.clip import coarse_then_clip
-from looprig.core.solvers.problem import IKProblem
+from looprig.core.solvers.problem import IKProblem, dual_regularization
+from looprig.core.solvers.tree_frame import FrameNewton
 from looprig.core.terms import FrameObjective, Targets
 
 PEER_BENCH = Path(os.environ.get("PEER_BENCH", Path(__file__).resolve().parents[2] / "shared" / "peer-bench"))
@@ -49,6 +53,7 @@ SETUPS = {
 NOTES = {
     "clip": "numpy, kept in tree coordinates (core/solvers/tree_forward.py: all three)",
     "frame": "numpy, maximal coordinates",
+    "tree-frame": "numpy, tree coordinates, one frame (core/solvers/tree_frame.py)",
 }
 
 
@@ -136,6 +141,24 @@ def run_frame(problem, targets, first, settings):
     return np.array(states), np.array(iterations), np.array(seconds[1:])
 
 
+def run_tree_frame(problem, targets, first, settings):
+    """:class:`~looprig.core.solvers.tree_frame.FrameNewton` frame by frame, each from the
+    one before's coordinates; the timing covers the solve, not the body states."""
+    model = tree.kinematics(problem)
+    newton = FrameNewton(model, settings, dual_regularization(problem, settings))
+    current = tuple(x[..., 0] for x in newton.forward.coordinates(*model.to_frames(first[None])))
+    known, iterations, seconds = [current], [0], []
+    for f in range(1, len(targets.positions)):
+        start = time.perf_counter()
+        current, count, _, _ = newton.solve(current, targets.positions[f], targets.rotations[f])
+        seconds.append(time.perf_counter() - start)
+        known.append(current)
+        iterations.append(count)
+    coordinates = tuple(np.stack(x, axis=-1) for x in zip(*known, strict=True))
+    states = newton.forward.states(*newton.forward.poses(*coordinates)[:2])
+    return states, np.array(iterations), np.array(seconds)
+
+
 def run_clip(problem, targets, times, first, settings):
     start = time.perf_counter()
     solution = coarse_then_clip(problem, times, targets, first, settings=settings)
@@ -160,7 +183,7 @@ def main(argv=None) -> int:
     settings = IKSettings(step_tolerance=args.tol, max_iterations=args.iters)
     problem, targets, times, first = setup(args.mech, args.frames)
     config = {"iters": args.iters, "tol": args.tol, "tag": f"tol{args.tol:.0e}_max{args.iters}"}
-    for variant, run in (("clip", run_clip), ("frame", run_frame)):
+    for variant, run in (("clip", run_clip), ("frame", run_frame), ("tree-frame", run_tree_frame)):
         recorder = Recorder(f"looprig-{variant}", args.mech, config, notes=NOTES[variant])
         with single_threaded_blas():
             for _ in range(args.reps):

@@ -6,7 +6,8 @@ frames. Frames are independent given their starts when no term compares a frame 
 the previous one (the default: the minimal-motion metric acts around each frame's own
 iterate). The starts come from a coarse pass (:func:`coarse_states`): the per-frame
 solver on a sparse sequence of frames, warm-started, which resolves branches and
-redundancy by minimal motion along the clip, then denser frames solved together from
+redundancy by minimal motion along the clip (in tree coordinates, a redundant problem's
+sequence by :mod:`~looprig.core.solvers.tree_frame`), then denser frames solved together from
 their interpolation, down to every frame. Where the problem has a unique solution the
 clip converges to the per-frame answer; where it is redundant it picks, like the
 per-frame solver, the solution nearest to its start in the minimal-motion metric (the
@@ -24,6 +25,7 @@ other problem, and the frames the tree path leaves, take the maximal-coordinate 
 """
 
 import dataclasses
+import itertools
 
 import numpy as np
 
@@ -218,7 +220,10 @@ SEQUENTIAL_COARSE = 24
 MAX_SEQUENTIAL_MOTION = 0.3
 #: The same where the targets and loops determine the state near frame 0
 #: (:func:`targets_determine`): the sequence then only keeps each frame on the branch
-#: of the one before, and no redundancy is resolved along it (about 34 degrees).
+#: of the one before, and no redundancy is resolved along it (about 34 degrees); and
+#: for the sequence in tree coordinates, whose steps go through the halfway frame
+#: (:func:`_reached`): it resolves redundancy as near the frame-by-frame path at this
+#: spacing as the per-frame solver does at MAX_SEQUENTIAL_MOTION.
 MAX_DETERMINED_MOTION = 0.6
 
 
@@ -254,14 +259,16 @@ def coarse_states(
     return coarse, _in_sequence(problem, targets, coarse, first_state)
 
 
-def _coarse_frames(problem: IKProblem, targets: Targets, frames: int, stride: int, first_state):
+def _coarse_frames(problem: IKProblem, targets: Targets, frames: int, stride: int, first_state, guided=False):
     """Every ``stride``-th of a clip's ``frames`` and the last (K,), and the stride
     among those that :func:`coarse_states` solves in sequence (1: all of them), frame 0
-    being ``first_state`` (n, 7)."""
+    being ``first_state`` (n, 7); ``guided``: the sequence steps through halfway frames
+    (:func:`_reached`)."""
     coarse = _every(np.arange(frames), stride)
     if len(coarse) <= SEQUENTIAL_COARSE:
         return coarse, 1
-    limit = MAX_DETERMINED_MOTION if targets_determine(problem, first_state) else MAX_SEQUENTIAL_MOTION
+    sparse = guided or targets_determine(problem, first_state)
+    limit = MAX_DETERMINED_MOTION if sparse else MAX_SEQUENTIAL_MOTION
     sub = stride
     while sub > 1 and _target_motion(problem, targets, _every(coarse, sub)) > limit:
         sub //= 2
@@ -404,7 +411,7 @@ def coarse_coordinates(problem, times, targets: Targets, first_state, stride: in
     solver as there (at one frame it pays less than the batched kernels), their
     coordinates read at once and their turns unwrapped along the sequence."""
     settings = settings or problem.settings
-    coarse, sub = _coarse_frames(problem, targets, len(times), stride, first_state)
+    coarse, sub = _coarse_frames(problem, targets, len(times), stride, first_state, guided=True)
     if sub > 1:
         sub_times, sub_targets = times[coarse], targets.take(coarse)
         known_at, known = coarse_coordinates(problem, sub_times, sub_targets, first_state, sub, settings)
@@ -414,27 +421,54 @@ def coarse_coordinates(problem, times, targets: Targets, first_state, stride: in
 
 
 def _in_sequence_coordinates(problem, targets: Targets, frames: np.ndarray, first_state, settings):
-    """:func:`_in_sequence` in tree coordinates: each of ``frames`` (K,) solved by
-    :class:`~looprig.core.solvers.tree_frame.FrameNewton` from the one before (a frame it
-    leaves, by the per-frame solver from the state before, read back near it); frame 0
-    is ``first_state`` (n, 7). Returns the coordinates (as
+    """:func:`_in_sequence` in tree coordinates: ``frames`` (K,) of the clip solved in
+    order, frame 0 being ``first_state`` (n, 7). Where the targets determine the state
+    (:func:`targets_determine`) the sequence only keeps branches and its steps are long
+    (the four-bar's crank turns up to a radian between its frames): the per-frame solver,
+    whose line search takes them, as :func:`_in_sequence`. Where they do not, the path
+    decides the redundant answers: each frame by
+    :class:`~looprig.core.solvers.tree_frame.FrameNewton` from the one before
+    (:func:`_reached`). Returns the coordinates (as
     :func:`~looprig.core.solvers.tree_newton.solve_coordinates` takes them, K frames),
     turns continuous along the sequence."""
     model = tree.kinematics(problem)
-    fw = forward(model)
+    if targets_determine(problem, first_state):
+        read = forward(model).coordinates(
+            *model.to_frames(_in_sequence(problem, targets, frames, first_state))
+        )
+        turns = model.angle_coordinate
+        read[0][turns] = np.unwrap(read[0][turns], axis=-1)
+        return read
     newton = FrameNewton(model, settings, dual_regularization(problem, settings))
-    current = tuple(x[..., 0] for x in fw.coordinates(*model.to_frames(first_state[None])))
+    current = tuple(x[..., 0] for x in newton.forward.coordinates(*model.to_frames(first_state[None])))
     known = [current]
-    for f in frames[1:]:
-        reached, _, converged, _ = newton.solve(current, targets.positions[f], targets.rotations[f])
-        if not converged:
-            before = fw.states(*fw.poses(*(x[..., None] for x in current))[:2])[0]
-            state = solve_ik(problem, IKTargets(targets.positions[f], targets.rotations[f]), before).state
-            read = fw.coordinates(*model.to_frames(state[None]), near=current[0][:, None])
-            reached = tuple(x[..., 0] for x in read)
-        known.append(reached)
-        current = reached
+    for before, f in itertools.pairwise(frames):
+        current = _reached(problem, newton, targets, current, before, f)
+        known.append(current)
     return tuple(np.stack(x, axis=-1) for x in zip(*known, strict=True))
+
+
+def _reached(problem, newton: FrameNewton, targets: Targets, current, before: int, f: int):
+    """Frame ``f``'s coordinates (one frame) solved from frame ``before``'s, ``current``:
+    by Newton's method, its first step aimed at the targets of the clip's frame halfway
+    between them (a midpoint rule for the path that minimal-motion steps trace: on a
+    redundant mechanism the answers stay as near the frame-by-frame solver's as a
+    sequence twice as dense, ``tests/test_clip.py``), or, where it stops (a start too far
+    for steps without a line search), through that halfway frame solved first; between
+    neighbours, by the per-frame solver from the state before (read back near it)."""
+    halfway = (before + f) // 2
+    via = (targets.positions[halfway], targets.rotations[halfway]) if halfway > before else None
+    reached, _, converged, _ = newton.solve(current, targets.positions[f], targets.rotations[f], via)
+    if converged:
+        return reached
+    if halfway > before:
+        current = _reached(problem, newton, targets, current, before, halfway)
+        return _reached(problem, newton, targets, current, halfway, f)
+    model, fw = newton.model, newton.forward
+    state = fw.states(*fw.poses(*(x[..., None] for x in current))[:2])[0]
+    state = solve_ik(problem, IKTargets(targets.positions[f], targets.rotations[f]), state).state
+    read = fw.coordinates(*model.to_frames(state[None]), near=current[0][:, None])
+    return tuple(x[..., 0] for x in read)
 
 
 def solve_unconverged(

@@ -157,15 +157,24 @@ class FrameNewton:
         return r[:, 0], (J[..., 0] if jacobian else None)
 
     # ------------------------------------------------------------------ solve
-    def solve(self, coordinates, position, rotation):
+    def solve(self, coordinates, position, rotation, via=None):
         """Newton's method from coordinates ``(q (D,), root axes (r, 3, 3), root positions
         (r, 3))`` (assembled) against frame targets position (K, 3) [m] and rotation
         (K, 3, 3). Returns the coordinates reached, iterations, converged and the loop
         rows' largest residual [m], as
-        :func:`~looprig.core.solvers.tree_newton.solve_coordinates` on one frame."""
+        :func:`~looprig.core.solvers.tree_newton.solve_coordinates` on one frame.
+
+        ``via``: other targets (position, rotation) the first Newton step aims at instead
+        (counted as an iteration; the metric stays the start's), then Newton's method
+        toward the frame's own."""
         model, settings = self.model, self.settings
         q, root_axes, root_c = (np.array(x, dtype=float) for x in coordinates)
         target_a = np.swapaxes(rotation, -1, -2)  # (K, axis, 3)
+        aims = (
+            [(position, target_a)]
+            if via is None
+            else [(via[0], np.swapaxes(via[1], -1, -2)), (position, target_a)]
+        )
         P, axis, anchor = self.poses(q, root_axes, root_c)
         R, c = P[:, :3].transpose(0, 2, 1), P[:, 3]
         W, V = self.screws(c, axis, anchor)
@@ -181,7 +190,7 @@ class FrameNewton:
                 P, axis, anchor = self.poses(q, root_axes, root_c)
                 R, c = P[:, :3].transpose(0, 2, 1), P[:, 3]
                 W, V = self.screws(c, axis, anchor) if fresh else (None, None)
-            rt, Jt = self.task_rows(R, c, W, V, position, target_a, fresh)
+            rt, Jt = self.task_rows(R, c, W, V, *aims[0], fresh)
             rc, Jc = (
                 self.constraint_rows(R, c, W, V, values, fresh)
                 if mc
@@ -196,6 +205,9 @@ class FrameNewton:
             iterations += 1
             self.forward.moved(q[:, None], root_axes[..., None], root_c[..., None], dq[:, None])
             values += model.sign * dq
+            if len(aims) > 1:  # the step toward ``via``: a Newton step toward the targets next
+                aims.pop(0)
+                continue
             done = size <= settings.step_tolerance and violation <= self.tolerance
             residual = violation
             if done:

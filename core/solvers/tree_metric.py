@@ -47,12 +47,13 @@ def metric(model: TreeKinematics, R, c, screws, moved_motors, moved_bodies):
         term = terms[0]
         scale = term.weight * term.length_scale**2
         motor_weight = scale * term._row_scale**2  # (A,)
-        for m, name in enumerate(model.motor_joints):
-            if name in model.coordinate:  # one coordinate: a diagonal entry
-                q, sign = model.coordinate[name]
-                H[q, q] += motor_weight[m]
-                if first_step:
-                    g[q] += motor_weight[m] * sign * moved_motors[m]
+        tree_motors = [m for m, name in enumerate(model.motor_joints) if name in model.coordinate]
+        if tree_motors:  # one coordinate each: a diagonal entry
+            q, sign = np.array([model.coordinate[model.motor_joints[m]] for m in tree_motors]).T
+            q = q.astype(int)
+            H[q, q] += motor_weight[tree_motors, None]
+            if first_step:
+                g[q] += (motor_weight[tree_motors] * sign)[:, None] * moved_motors[tree_motors]
         loop = model.loop_motors
         if len(loop):
             rows = model.motor_rows(R, screws)[loop]  # (A_loop, D, F)
@@ -112,21 +113,20 @@ def damping(model: TreeKinematics, R) -> np.ndarray:
     F = R.shape[-1]
     # the tasks' Gauss-Newton diagonal per body: translations w_p; rotations from the
     # position rows (e_m x arm) and the orientation rows (1 - u_m^2 per tracked axis u)
-    diagonal = np.zeros((model.n, 6, F))
     b = model.frame_body
-    arm = turn(R[b], model.frame_point)  # (K, 3, F)
+    arm = turn(R[b], model.frame_point) ** 2  # (K, 3, F): x^2, y^2, z^2
     w = model.sqrt_position**2  # (K, 3)
-    x, y, z = arm[:, 0] ** 2, arm[:, 1] ** 2, arm[:, 2] ** 2
-    block = np.zeros((len(b), 6, F))
+    block = np.empty((len(b), 6, F))
     block[:, :3] = w[:, :, None]
-    block[:, 3] = w[:, 1, None] * z + w[:, 2, None] * y
-    block[:, 4] = w[:, 0, None] * z + w[:, 2, None] * x
-    block[:, 5] = w[:, 0, None] * y + w[:, 1, None] * x
+    block[:, 3:] = w[:, [1, 0, 0], None] * arm[:, [2, 2, 1]] + w[:, [2, 2, 1], None] * arm[:, [1, 0, 0]]
     for axis in model.task_axes:
         u = turn(R[b], model.frame_axes[:, axis])
         block[:, 3:] += model.sqrt_orientation[:, axis, None, None] ** 2 * (1.0 - u**2)
-    np.add.at(diagonal, b, block)
-    return 1e-12 * np.maximum(diagonal.max((0, 1)), 1.0)
+    if len(np.unique(b)) < len(b):  # bodies with several targets: their sums
+        diagonal = np.zeros((model.n, 6, F))
+        np.add.at(diagonal, b, block)
+        block = diagonal
+    return 1e-12 * np.maximum(block.max((0, 1)), 1.0)
 
 
 def read(readout, R: np.ndarray, c: np.ndarray) -> np.ndarray:

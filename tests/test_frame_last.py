@@ -85,3 +85,12 @@ def test_elimination_solves_quasi_definite_systems_as_lapack(D, mc, conditioning
         expected = np.linalg.solve(K, b.T[..., None])[..., 0].T
         if conditioning > 1e-6:
             assert np.abs(x - expected).max() <= 1e-10 * np.abs(expected).max()
+        # some frames in place, the others' systems anything: the same answers as copied out
+        frames = np.flatnonzero(rng.random(F) < 0.7)
+        spoiled, spoiled_factors = Kt.copy(), factors.copy()
+        others = np.setdiff1d(np.arange(F), frames)
+        spoiled[..., others], spoiled_factors[..., others[::2]] = np.nan, 0.0
+        in_place = solved(spoiled, spoiled_factors, b[:, frames], frames)
+        copied = solved(Kt[..., frames], factors[..., frames], b[:, frames])
+        assert np.isfinite(in_place).all()
+        assert np.abs(in_place - copied).max() <= 1e-12 * np.abs(copied).max()

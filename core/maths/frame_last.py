@@ -109,27 +109,45 @@ def eliminate(K: np.ndarray) -> np.ndarray:
     return A
 
 
-def solved(K: np.ndarray, factors: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """The solutions (n, F) of K x = b (K (n, n, F), its :func:`eliminate` factors, b
-    (n, F)): substituted; a frame whose residual ``b - K x`` is above 1e-12 of
-    ``|K| |x|`` is refined once (the residual solved again), and where that still
-    leaves it above, solved again by LAPACK with pivoting: without pivoting an
-    ill-conditioned frame loses digits (ToddlerBot's neck linkage, rigid only below its
-    file's precision)."""
-    x = substitute(factors, b)
-    off = _inexact(K, x, b)
+def solved(K: np.ndarray, factors: np.ndarray, b: np.ndarray, frames: np.ndarray | None = None) -> np.ndarray:
+    """The solutions (n, B) of K x = b (K (n, n, F), its :func:`eliminate` factors, b
+    (n, B)) for ``frames`` (B,) of the F (None: all): substituted; a frame whose
+    residual ``b - K x`` is above 1e-12 of ``|K| |x|`` is refined once (the residual
+    solved again), and where that still leaves it above, solved again by LAPACK with
+    pivoting: without pivoting an ill-conditioned frame loses digits (ToddlerBot's neck
+    linkage, rigid only below its file's precision).
+
+    With ``frames``, every frame is substituted (zero right-hand sides on the others,
+    whose K and factors may hold anything) instead of copying the asked frames' systems
+    out: with most frames asked, the copies cost more than the substitution."""
+    F = K.shape[-1]
+    picked = np.arange(F) if frames is None else np.asarray(frames)
+    full = b
+    if len(picked) < F:
+        full = np.zeros(b.shape[:1] + (F,))
+        full[:, picked] = b
+    with np.errstate(all="ignore"):  # frames not asked for may hold anything
+        x = substitute(factors, full)
+        off = _inexact(K, x, full)
+    if len(picked) < F:
+        x, off = x[:, picked], off[picked]
     if off.any():
+        where = picked[off]
         x[:, off] += substitute(
-            factors[..., off], b[:, off] - np.einsum("ijf,jf->if", K[..., off], x[:, off])
+            factors[..., where], b[:, off] - np.einsum("ijf,jf->if", K[..., where], x[:, off])
         )
-        again = _inexact(K[..., off], x[:, off], b[:, off])
-        off[off] = again
+        off[off] = _inexact(K[..., where], x[:, off], b[:, off])
     if off.any():
+        where = picked[off]
         with np.errstate(all="ignore"):
             try:
-                x[:, off] = np.linalg.solve(K[..., off].transpose(2, 0, 1), b[:, off].T[..., None])[..., 0].T
+                x[:, off] = np.linalg.solve(K[..., where].transpose(2, 0, 1), b[:, off].T[..., None])[
+                    ..., 0
+                ].T
             except np.linalg.LinAlgError:  # an exactly singular frame: least squares
-                x[:, off] = np.einsum("fij,jf->if", np.linalg.pinv(K[..., off].transpose(2, 0, 1)), b[:, off])
+                x[:, off] = np.einsum(
+                    "fij,jf->if", np.linalg.pinv(K[..., where].transpose(2, 0, 1)), b[:, off]
+                )
     return x
 
 

@@ -227,8 +227,8 @@ class _Systems:
 
     def __init__(self, n: int, F: int):
         self.frame_last = F >= ELIMINATE_FROM
-        self.K = np.empty((n, n, F) if self.frame_last else (F, n, n))
-        self.factors = np.empty((n, n, F)) if self.frame_last else None
+        self.K = np.zeros((n, n, F) if self.frame_last else (F, n, n))
+        self.factors = np.zeros((n, n, F)) if self.frame_last else None
 
     def factorize(self, frames: np.ndarray, K) -> None:
         """Keep (and factorise) ``frames``' matrices K (n, n, B)."""
@@ -241,6 +241,8 @@ class _Systems:
     def solve(self, frames: np.ndarray, rhs) -> np.ndarray:
         """The solutions (n, B) for right-hand sides rhs (n, B) of ``frames``' systems."""
         if self.frame_last:
+            if 2 * len(frames) > self.K.shape[-1]:  # most frames: substituted in place
+                return solved(self.K, self.factors, rhs, frames)
             with np.errstate(divide="ignore", invalid="ignore"):  # a singular frame fails its caller's test
                 return solved(take_frames(self.K, frames), take_frames(self.factors, frames), rhs)
         K = self.K[frames]

@@ -10,6 +10,7 @@ from looprig.core.maths.frame_last import (
     eliminate,
     gram,
     matmul3,
+    put_frames,
     quaternions,
     solved,
     take_frames,
@@ -46,6 +47,18 @@ def test_taken_frames_are_contiguous_and_the_same_values():
     picked = take_frames(x, np.array([1, 4, 6]))
     assert picked.flags.c_contiguous and np.array_equal(picked, x[..., [1, 4, 6]])
     assert take_frames(x, np.arange(8)) is x
+
+
+def test_put_frames_writes_the_picked_frames_only():
+    x = np.zeros((2, 3, 8))
+    values = np.arange(2 * 3 * 3.0).reshape(2, 3, 3)
+    put_frames(x, np.array([1, 4, 6]), values)
+    expected = np.zeros((2, 3, 8))
+    expected[..., [1, 4, 6]] = values
+    assert np.array_equal(x, expected)
+    every = np.arange(2 * 3 * 8.0).reshape(2, 3, 8)
+    put_frames(x, np.arange(8), every)
+    assert np.array_equal(x, every)
 
 
 @pytest.mark.parametrize("m", [0, 1, 3, 4, 12])

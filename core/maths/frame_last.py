@@ -72,6 +72,16 @@ def take_frames(x: np.ndarray, frames: np.ndarray) -> np.ndarray:
     return np.ascontiguousarray(x[..., frames])
 
 
+def put_frames(x: np.ndarray, frames: np.ndarray, values: np.ndarray) -> None:
+    """``x[..., frames] = values`` (frames: increasing indices on the last axis), a plain
+    copy when ``frames`` is every frame: numpy's fancy assignment on the last axis
+    scatters with a stride (measured: 16x16 systems of 1200 frames 1.6 ms against 0.2)."""
+    if len(frames) == x.shape[-1]:
+        x[...] = values
+    else:
+        x[..., frames] = values
+
+
 def gram(rows: np.ndarray, weights: np.ndarray) -> np.ndarray:
     """``sum_r w_r a_r a_r^T`` (D, D, F) of rows a (m, D, F) with weights w (m,) or
     (m, F): a few rows as outer products, more by one batched BLAS product a frame

@@ -19,7 +19,7 @@ it poses, else the bodies' poses moved by
 
 import numpy as np
 
-from ..maths.frame_last import axis_rotation, dot, matmul3, take_frames, turn
+from ..maths.frame_last import axis_rotation, dot, matmul3, put_frames, take_frames, turn
 from ..model.parts import JointKind
 from .tree import TreeKinematics
 from .tree_forward import applies, forward
@@ -95,11 +95,13 @@ class _Poses:
         """Move ``frames`` (at R, c with their screws) by dq (D, B)."""
         if self.forward is None:
             self.model.retract(R, c, screws, dq)
-            self.R[..., frames], self.c[..., frames] = R, c
+            put_frames(self.R, frames, R)
+            put_frames(self.c, frames, c)
             return
         q, axes, positions = (take_frames(x, frames) for x in (self.q, self.root_axes, self.root_c))
         self.forward.moved(q, axes, positions, dq)
-        self.q[:, frames], self.root_axes[..., frames], self.root_c[..., frames] = q, axes, positions
+        for x, y in zip((self.q, self.root_axes, self.root_c), (q, axes, positions), strict=True):
+            put_frames(x, frames, y)
 
     def states(self) -> np.ndarray:
         """Body states (F, n, 7) of every frame."""

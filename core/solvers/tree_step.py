@@ -26,7 +26,7 @@ residuals, the old matrix) is one substitution.
 
 import numpy as np
 
-from ..maths.frame_last import ELIMINATE_FROM, eliminate, gram, solved, take_frames, turn
+from ..maths.frame_last import ELIMINATE_FROM, eliminate, gram, put_frames, solved, take_frames, turn
 from .tree import TreeKinematics
 
 
@@ -152,7 +152,7 @@ class PrimalSteps:
         K[D:, D:] = 0.0
         K[np.arange(D, D + mc), np.arange(D, D + mc)] = -self.compliance
         self._systems.factorize(frames, K)
-        self._Jt[..., frames] = Jt
+        put_frames(self._Jt, frames, Jt)
 
     def step(self, frames: np.ndarray, rt, rc, g=None) -> np.ndarray:
         """The steps dq (D, B) of ``frames`` for task residuals rt (m_t, B), constraint
@@ -195,8 +195,8 @@ class RowSpaceSteps:
         S = gram(A.transpose(1, 0, 2), inverse)  # sum over coordinates: (m, m, B)
         S[np.arange(len(A)), np.arange(len(A))] += self._E[:, None]
         self._systems.factorize(frames, S)
-        self._A[..., frames] = A
-        self._inverse[:, frames] = inverse
+        put_frames(self._A, frames, A)
+        put_frames(self._inverse, frames, inverse)
 
     def step(self, frames: np.ndarray, rt, rc, g=None) -> np.ndarray:
         """As :meth:`PrimalSteps.step`."""
@@ -233,8 +233,8 @@ class _Systems:
     def factorize(self, frames: np.ndarray, K) -> None:
         """Keep (and factorise) ``frames``' matrices K (n, n, B)."""
         if self.frame_last:
-            self.K[..., frames] = K
-            self.factors[..., frames] = eliminate(K)
+            put_frames(self.K, frames, K)
+            put_frames(self.factors, frames, eliminate(K))
         else:
             self.K[frames] = K.transpose(2, 0, 1)
 

@@ -61,6 +61,14 @@ def axis_rotation(axis: np.ndarray, angle: np.ndarray) -> np.ndarray:
     return Q
 
 
+def axis_angle(rotvec: np.ndarray):
+    """(unit axes (1, 3, F), angles (1, F)) of rotation vectors (3, F); any axis for zero."""
+    angle = np.sqrt((rotvec**2).sum(0))
+    axis = rotvec / np.where(angle > 0.0, angle, 1.0)
+    axis[0] = np.where(angle > 0.0, axis[0], 1.0)
+    return axis[None], angle[None]
+
+
 def take_frames(x: np.ndarray, frames: np.ndarray) -> np.ndarray:
     """``x[..., frames]`` (frames: increasing indices on the last axis), C-contiguous:
     numpy's fancy indexing on the last axis lays the picked frames outermost in memory,

@@ -19,9 +19,11 @@ screws ``omega``, ``v`` (3, D, F), component first; Jacobians (rows, D, F) or, p
 point, (K, 3, D, F). The vector axis of (..., 3, F) arrays is second to last.
 """
 
+import functools
+
 import numpy as np
 
-from ..maths.frame_last import apply, axis_rotation, cross, dot, matmul3, turn
+from ..maths.frame_last import apply, axis_angle, axis_rotation, cross, dot, matmul3, turn
 from ..maths.rotations import quat_from_matrix, quat_to_matrix
 from ..model.coupling_rows import polynomial_and_slope as _polynomial
 from ..model.parts import JointKind
@@ -72,7 +74,7 @@ def unsupported(problem) -> str | None:
     ]
     if loose:
         return f"displacement motors {loose} close loops"
-    unseen = kinematics(problem).unseen()
+    unseen = kinematics(problem).unseen
     if unseen:
         return f"{unseen} directions that no motor, target or loop sees (the damping resolves them)"
     return None
@@ -261,6 +263,7 @@ class TreeKinematics:
                 rows[m] = side[:, None] * _along(screws[0], n)[0]
         return rows
 
+    @functools.cached_property
     def unseen(self) -> int:
         """How many directions of the tree coordinates, at the initial configuration,
         no loop row, held motor, weighted target row or motor sees: the per-frame solver
@@ -309,7 +312,7 @@ class TreeKinematics:
         Q = [None] * self.n  # each body's displacement (Q, t): x -> Q x + t (None: identity, zero)
         t = [None] * self.n
         for body, col in zip(self.root_body, self.root_columns, strict=True):
-            Qr = axis_rotation(*_axis_angle(dq[col + 3 : col + 6]))[0]
+            Qr = axis_rotation(*axis_angle(dq[col + 3 : col + 6]))[0]
             Q[body] = Qr
             t[body] = c[body] + dq[col : col + 3] - apply(Qr, c[body])
         for k in self.order:
@@ -431,14 +434,6 @@ class TreeKinematics:
 def _along(omega: np.ndarray, w: np.ndarray) -> np.ndarray:
     """``omega_c . w_k`` (K, D, F) for screws' omega (3, D, F) and vectors w (K, 3, F)."""
     return omega[0] * w[:, 0, None] + omega[1] * w[:, 1, None] + omega[2] * w[:, 2, None]
-
-
-def _axis_angle(rotvec: np.ndarray):
-    """(unit axes (1, 3, F), angles (1, F)) of rotation vectors (3, F); any axis for zero."""
-    angle = np.sqrt((rotvec**2).sum(0))
-    axis = rotvec / np.where(angle > 0.0, angle, 1.0)
-    axis[0] = np.where(angle > 0.0, axis[0], 1.0)
-    return axis[None], angle[None]
 
 
 def kinematics(problem) -> TreeKinematics:

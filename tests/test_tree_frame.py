@@ -21,6 +21,7 @@ from looprig.core.solvers.tree_step import least_squares_rows
 from looprig.core.terms import MotorLock, Targets
 from test_constraints import fan
 from test_couplings import COUPLINGS
+from test_tree_kinematics import slot as slot_mechanism
 
 SETTINGS = IKSettings(step_tolerance=1e-11)
 WEIGHTS = {"oriented": (1, 1), "one axis": (1, (0.0, 0.0, 1.0)), "unequal": (1, (0.5, 1.0, 2.0))}
@@ -41,7 +42,7 @@ POSED = [n for n in NAMES if _posed(_problem(n))]
 
 def _cases():
     """(problem, motion (F, n, 7)) for every posed mechanism and target kind, a coupled
-    fan of each coupling and a four-bar with its motor held."""
+    fan of each coupling, a slot closing a loop and a four-bar with its motor held."""
     for name in POSED:
         for kind, weights in WEIGHTS.items():
             problem = _problem(name, weights)
@@ -54,6 +55,9 @@ def _cases():
         yield pytest.param(
             IKProblem(m, [FrameObjective(n) for n in ("a", "b")], settings=SETTINGS), motion, id=coupling.name
         )
+    slot = slot_mechanism()
+    motion = np.array([solve_fk(slot, [t]).state for t in (0.0, 0.1, 0.2)])
+    yield pytest.param(IKProblem(slot, [FrameObjective("tip", 1, 1)], settings=SETTINGS), motion, id="slot")
     problem = _problem("fourbar")
     motion = feasible_motion(problem.mechanism, duration=0.05, rate=100, seed=2)
     held = MotorLock(
@@ -92,6 +96,11 @@ def test_kernels_equal_the_frame_last_ones_at_one_frame(problem, motion):
         np.abs(r1 - rt[:, 0]).max(initial=0.0) <= 1e-12 and np.abs(J1 - Jt[..., 0]).max(initial=0.0) <= 1e-12
     )
     assert np.abs(r1).max(initial=1.0) > 0.0
+    values = tree_newton.joint_values(model, coordinates[0])
+    rc, Jc = model.constraint_rows(R, c, (omega, v), values)
+    r2, J2 = newton.constraint_rows(R[..., 0], c[..., 0], W, V, values[:, 0], True)
+    assert np.abs(r2 - rc[:, 0]).max(initial=0.0) <= 1e-13
+    assert np.abs(J2 - Jc[..., 0]).max(initial=0.0) <= 1e-13
 
 
 @pytest.mark.parametrize(("problem", "motion"), list(_cases()))

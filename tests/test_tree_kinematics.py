@@ -91,11 +91,11 @@ def test_tree_jacobians_of_couplings_match_differences(coupling):
     _check_jacobians(problem, state)
 
 
-def test_tree_jacobians_of_a_slide_closing_a_loop_match_differences():
+def slot() -> Mechanism:
     """A crank carrying two links whose ends slide along each other: the prismatic joint
     closes the loop, so its slide and dot rows are loop rows."""
     a, b, c = np.array([0.1, 0.0, 0.0]), np.array([0.1, 0.08, 0.0]), np.array([0.18, 0.03, 0.0])
-    m = Mechanism(
+    return Mechanism(
         [
             Body("ground", grounded=True),
             link("crank", np.zeros(3), a),
@@ -110,6 +110,11 @@ def test_tree_jacobians_of_a_slide_closing_a_loop_match_differences():
         ],
         [Frame("tip", "right", position=c)],
     )
+
+
+def test_tree_jacobians_of_a_slide_closing_a_loop_match_differences():
+    """The slot (:func:`slot`): its loop's point, dot and slide rows."""
+    m = slot()
     problem = IKProblem(m, [FrameObjective("tip", 1, 1)])
     model = tree.kinematics(problem)
     assert len(model.slide[0]) == 2 and len(model.dot[0]) == 3

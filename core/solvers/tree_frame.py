@@ -151,10 +151,44 @@ class FrameNewton:
 
     def constraint_rows(self, R, c, W, V, values, jacobian: bool):
         """The loop, coupling and held-motor rows (residual (m_c,), Jacobian (m_c, D) or
-        None) by :meth:`TreeKinematics.constraint_rows` on a one-frame batch."""
-        screws = (W.T[..., None], V.T[..., None]) if jacobian else None
-        r, J = self.model.constraint_rows(R[..., None], c[..., None], screws, values[:, None])
-        return r[:, 0], (J[..., 0] if jacobian else None)
+        None) as :meth:`TreeKinematics.constraint_rows` gives them: loop points, dots and
+        slides written for one frame; with couplings or held motors, that method on a
+        one-frame batch."""
+        model = self.model
+        if model.couplings is not None or model.locks:
+            screws = (W.T[..., None], V.T[..., None]) if jacobian else None
+            r, J = model.constraint_rows(R[..., None], c[..., None], screws, values[:, None])
+            return r[:, 0], (J[..., 0] if jacobian else None)
+        rows, jacobians = [], []
+        bi, bj, a, b, _, _ = model.point
+        if len(bi):
+            pi, pj = _on(R, c, bi, a), _on(R, c, bj, b)
+            rows.append((pi - pj).reshape(-1))
+            if jacobian:
+                J = self._point_jacobian(W, V, bi, pi) - self._point_jacobian(W, V, bj, pj)
+                jacobians.append(J.reshape(-1, model.D))
+        bi, bj, a, b, _, _ = model.dot
+        if len(bi):
+            u, w = _on(R, None, bi, a), _on(R, None, bj, b)
+            rows.append(model.L * (u * w).sum(1))
+            if jacobian:
+                side = model.moves[bi] - model.moves[bj]
+                jacobians.append(model.L * side * (_cross(u, w) @ W.T))
+        bi, bj, a, _, normal, d = model.slide
+        if len(bi):
+            pi, pj, n = _on(R, c, bi, a), _on(R, c, bj, d), _on(R, None, bi, normal)
+            g = pj - pi
+            rows.append((g * n).sum(1))
+            if jacobian:
+                Jg = self._point_jacobian(W, V, bj, pj) - self._point_jacobian(W, V, bi, pi)
+                jacobians.append((Jg * n[:, :, None]).sum(1) + model.moves[bi] * (_cross(n, g) @ W.T))
+        if not rows:
+            return np.zeros(0), (np.zeros((0, model.D)) if jacobian else None)
+        return np.concatenate(rows), (np.concatenate(jacobians) if jacobian else None)
+
+    def _point_jacobian(self, W, V, bodies, p):
+        """d p / d q (K, 3, D) of world points p (K, 3) on ``bodies`` (K,)."""
+        return np.swapaxes(W @ _skew(p) + V, 1, 2) * self.model.moves[bodies][:, None]
 
     # ------------------------------------------------------------------ solve
     def solve(self, coordinates, position, rotation, via=None):
@@ -254,6 +288,13 @@ class _StepSystem:
             return np.linalg.solve(self.K, rhs)
         except np.linalg.LinAlgError:  # exactly singular: least squares
             return np.linalg.pinv(self.K) @ rhs
+
+
+def _on(R: np.ndarray, c, bodies: np.ndarray, local: np.ndarray) -> np.ndarray:
+    """Body-fixed vectors ``local`` (K, 3) of ``bodies`` (K,) in world axes (K, 3), as
+    points when c (n, 3) [m] is given."""
+    world = (R[bodies] @ local[:, :, None])[..., 0]
+    return world if c is None else world + c[bodies]
 
 
 def _cross(a: np.ndarray, b: np.ndarray) -> np.ndarray:

@@ -6,7 +6,7 @@ Called by ``side_by_side.sh`` as
 writes one record per variant (``looprig-clip``: the whole-clip solver, its total
 time divided by the frames; ``looprig-frame``: the per-frame solver, warm-started;
 ``looprig-tree-frame``: the clip's Newton method in tree coordinates on one frame at a
-time, warm-started, as a redundant clip's sequence solves its frames) in the schema of
+time, warm-started, as a clip's sequence solves its frames) in the schema of
 the peer bench's ``common.Recorder``. ``make bench-peers`` runs it.
 
 The models carry no motors; the joints the trajectory names are given one here,

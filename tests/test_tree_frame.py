@@ -171,3 +171,22 @@ def test_a_first_step_at_the_halfway_frame_keeps_redundant_answers_nearer_the_fr
         deviations.append(np.abs(problem.readout.read(state)[0] - path[f]).max())
     plain, guided = deviations
     assert guided < 0.8 * plain
+
+
+@pytest.mark.parametrize(("crank", "goal"), [(-0.75, 0.5), (0.0, -1.0), (-0.5, 1.0)])
+def test_a_line_search_reaches_a_far_frame_where_plain_steps_stop(crank, goal):
+    """The four-bar tracked by its coupler point's position (determined): from the crank
+    at ``crank`` to targets posed at ``goal`` [rad], plain Newton steps stop shrinking;
+    with the line search they reach the pose the targets came from (the crank to 1e-9)."""
+    problem = _problem("fourbar", (1, 0))
+    m = problem.mechanism
+    model = tree.kinematics(problem)
+    fw = forward(model)
+    newton = FrameNewton(model, SETTINGS, 1e-12)
+    start = _one(fw.coordinates(*model.to_frames(solve_fk(m, [crank]).state[None])))
+    points, axes = problem.frame_terms.poses(solve_fk(m, [goal]).state[None])
+    assert not newton.solve(start, points[0], axes[0])[2]
+    reached, _, converged, residual = newton.solve(start, points[0], axes[0], line_search=True)
+    assert converged and residual <= 1e-9 * model.L
+    state = fw.states(*fw.poses(*(x[..., None] for x in reached))[:2])
+    assert abs(problem.readout.read(state)[0, 0] - goal) <= 1e-9

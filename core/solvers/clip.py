@@ -6,8 +6,8 @@ frames. Frames are independent given their starts when no term compares a frame 
 the previous one (the default: the minimal-motion metric acts around each frame's own
 iterate). The starts come from a coarse pass (:func:`coarse_states`): the per-frame
 solver on a sparse sequence of frames, warm-started, which resolves branches and
-redundancy by minimal motion along the clip (in tree coordinates, a redundant problem's
-sequence by :mod:`~looprig.core.solvers.tree_frame`), then denser frames solved together from
+redundancy by minimal motion along the clip (in tree coordinates, the sequence by
+:mod:`~looprig.core.solvers.tree_frame`), then denser frames solved together from
 their interpolation, down to every frame. Where the problem has a unique solution the
 clip converges to the per-frame answer; where it is redundant it picks, like the
 per-frame solver, the solution nearest to its start in the minimal-motion metric (the
@@ -221,9 +221,9 @@ MAX_SEQUENTIAL_MOTION = 0.3
 #: The same where the targets and loops determine the state near frame 0
 #: (:func:`targets_determine`): the sequence then only keeps each frame on the branch
 #: of the one before, and no redundancy is resolved along it (about 34 degrees); and
-#: for the sequence in tree coordinates, whose steps go through the halfway frame
-#: (:func:`_reached`): it resolves redundancy as near the frame-by-frame path at this
-#: spacing as the per-frame solver does at MAX_SEQUENTIAL_MOTION.
+#: for every sequence in tree coordinates (:func:`_reached`), whose redundant steps go
+#: through the halfway frame: it resolves redundancy as near the frame-by-frame path at
+#: this spacing as the per-frame solver does at MAX_SEQUENTIAL_MOTION.
 MAX_DETERMINED_MOTION = 0.6
 
 
@@ -422,51 +422,48 @@ def coarse_coordinates(problem, times, targets: Targets, first_state, stride: in
 
 def _in_sequence_coordinates(problem, targets: Targets, frames: np.ndarray, first_state, settings):
     """:func:`_in_sequence` in tree coordinates: ``frames`` (K,) of the clip solved in
-    order, frame 0 being ``first_state`` (n, 7). Where the targets determine the state
-    (:func:`targets_determine`) the sequence only keeps branches and its steps are long
-    (the four-bar's crank turns up to a radian between its frames): the per-frame solver,
-    whose line search takes them, as :func:`_in_sequence`. Where they do not, the path
-    decides the redundant answers: each frame by
-    :class:`~looprig.core.solvers.tree_frame.FrameNewton` from the one before
-    (:func:`_reached`). Returns the coordinates (as
-    :func:`~looprig.core.solvers.tree_newton.solve_coordinates` takes them, K frames),
-    turns continuous along the sequence."""
+    order by :class:`~looprig.core.solvers.tree_frame.FrameNewton`, each from the one
+    before (:func:`_reached`), frame 0 being ``first_state`` (n, 7). Returns the
+    coordinates (as :func:`~looprig.core.solvers.tree_newton.solve_coordinates` takes
+    them, K frames), turns continuous along the sequence."""
     model = tree.kinematics(problem)
-    if targets_determine(problem, first_state):
-        read = forward(model).coordinates(
-            *model.to_frames(_in_sequence(problem, targets, frames, first_state))
-        )
-        turns = model.angle_coordinate
-        read[0][turns] = np.unwrap(read[0][turns], axis=-1)
-        return read
     newton = FrameNewton(model, settings, dual_regularization(problem, settings))
+    determined = targets_determine(problem, first_state)
     current = tuple(x[..., 0] for x in newton.forward.coordinates(*model.to_frames(first_state[None])))
     known = [current]
     for before, f in itertools.pairwise(frames):
-        current = _reached(problem, newton, targets, current, before, f)
+        current = _reached(problem, newton, targets, current, before, f, determined)
         known.append(current)
     return tuple(np.stack(x, axis=-1) for x in zip(*known, strict=True))
 
 
-def _reached(problem, newton: FrameNewton, targets: Targets, current, before: int, f: int):
-    """Frame ``f``'s coordinates (one frame) solved from frame ``before``'s, ``current``:
-    by Newton's method, its first step aimed at the targets of the clip's frame halfway
-    between them (a midpoint rule for the path that minimal-motion steps trace: on a
-    redundant mechanism the answers stay as near the frame-by-frame solver's as a
-    sequence twice as dense, ``tests/test_clip.py``), or, where it stops (a start too far
-    for steps without a line search), through that halfway frame solved first; between
-    neighbours, by the per-frame solver from the state before (read back near it)."""
+def _reached(problem, newton: FrameNewton, targets: Targets, current, before: int, f: int, determined: bool):
+    """Frame ``f``'s coordinates (one frame) solved from frame ``before``'s, ``current``.
+
+    Where the targets determine the state the answer is the same from any start on its
+    branch, and the steps are long (the four-bar's crank turns up to a radian between
+    sequence frames): Newton's method with a line search. Where they do not, the path
+    decides the redundant answers: Newton's method, its first step aimed at the targets
+    of the clip's frame halfway between them (a midpoint rule for the path that
+    minimal-motion steps trace: the answers stay as near the frame-by-frame solver's as
+    a sequence twice as dense, ``tests/test_tree_frame.py``), or, where it stops, through
+    that halfway frame solved first. Between neighbours, or where the line search does not
+    reach the answer, the per-frame solver from the state before (read back near it)."""
+    position, rotation = targets.positions[f], targets.rotations[f]
     halfway = (before + f) // 2
-    via = (targets.positions[halfway], targets.rotations[halfway]) if halfway > before else None
-    reached, _, converged, _ = newton.solve(current, targets.positions[f], targets.rotations[f], via)
+    if determined:
+        reached, _, converged, _ = newton.solve(current, position, rotation, line_search=True)
+    else:
+        via = (targets.positions[halfway], targets.rotations[halfway]) if halfway > before else None
+        reached, _, converged, _ = newton.solve(current, position, rotation, via)
     if converged:
         return reached
-    if halfway > before:
-        current = _reached(problem, newton, targets, current, before, halfway)
-        return _reached(problem, newton, targets, current, halfway, f)
+    if halfway > before and not determined:
+        current = _reached(problem, newton, targets, current, before, halfway, determined)
+        return _reached(problem, newton, targets, current, halfway, f, determined)
     model, fw = newton.model, newton.forward
     state = fw.states(*fw.poses(*(x[..., None] for x in current))[:2])[0]
-    state = solve_ik(problem, IKTargets(targets.positions[f], targets.rotations[f]), state).state
+    state = solve_ik(problem, IKTargets(position, rotation), state).state
     read = fw.coordinates(*model.to_frames(state[None]), near=current[0][:, None])
     return tuple(x[..., 0] for x in read)
 

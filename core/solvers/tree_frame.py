@@ -191,7 +191,14 @@ class FrameNewton:
         return np.swapaxes(W @ _skew(p) + V, 1, 2) * self.model.moves[bodies][:, None]
 
     # ------------------------------------------------------------------ solve
-    def solve(self, coordinates, position, rotation, via=None):
+    def solve(self, coordinates, position, rotation, via=None, line_search: bool = False):
+        """:meth:`_solve`; numbers that overflow (targets far out of reach) end it
+        unconverged, not with a warning: the caller's per-frame solver says what is
+        wrong."""
+        with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
+            return self._solve(coordinates, position, rotation, via, line_search)
+
+    def _solve(self, coordinates, position, rotation, via, line_search):
         """Newton's method from coordinates ``(q (D,), root axes (r, 3, 3), root positions
         (r, 3))`` (assembled) against frame targets position (K, 3) [m] and rotation
         (K, 3, 3). Returns the coordinates reached, iterations, converged and the loop
@@ -200,7 +207,10 @@ class FrameNewton:
 
         ``via``: other targets (position, rotation) the first Newton step aims at instead
         (counted as an iteration; the metric stays the start's), then Newton's method
-        toward the frame's own."""
+        toward the frame's own. ``line_search``: a step after which the rows' squared
+        residuals have not fallen is taken back, a Newton step then halved (at most five
+        times), a chord step replaced by a Newton step (for starts far from the answer
+        where the targets determine it; the answer is the same wherever the steps go)."""
         model, settings = self.model, self.settings
         q, root_axes, root_c = (np.array(x, dtype=float) for x in coordinates)
         target_a = np.swapaxes(rotation, -1, -2)  # (K, axis, 3)
@@ -219,17 +229,42 @@ class FrameNewton:
         system = None
         iterations, converged, residual = 0, False, 0.0
         last, moved, fresh = np.inf, 0.0, True
-        for _ in range(min(settings.max_iterations, 12)):
-            if iterations:
+        before = None  # with a line search: the point the last step left and its step
+        floor = (1e-9 * model.L) ** 2  # squared residuals below this always pass
+        halvings = 0
+        evaluated = True  # the rows at q are the first ones computed below
+        for _ in range(min(settings.max_iterations, 12) * (4 if line_search else 1)):
+            if not evaluated:
                 P, axis, anchor = self.poses(q, root_axes, root_c)
                 R, c = P[:, :3].transpose(0, 2, 1), P[:, 3]
                 W, V = self.screws(c, axis, anchor) if fresh else (None, None)
+            evaluated = False
             rt, Jt = self.task_rows(R, c, W, V, *aims[0], fresh)
             rc, Jc = (
                 self.constraint_rows(R, c, W, V, values, fresh)
                 if mc
                 else (np.zeros(0), np.zeros((0, model.D)))
             )
+            if line_search:
+                merit = float(rt @ rt + rc @ rc)
+                if before is not None and merit >= before[4] and merit > floor:
+                    q, root_axes, root_c, values = (x.copy() for x in before[:4])
+                    dq, newton = before[5], before[6]
+                    if not newton:  # a chord step that does not descend: a Newton step there
+                        fresh, before = True, None
+                        continue
+                    if halvings == 5:
+                        break
+                    halvings += 1
+                    dq = 0.5 * dq
+                    before = (*before[:5], dq, newton)
+                    self.forward.moved(q[:, None], root_axes[..., None], root_c[..., None], dq[:, None])
+                    values += model.sign * dq
+                    continue
+                halvings = 0
+                before = (q.copy(), root_axes.copy(), root_c.copy(), values.copy(), merit)
+            if iterations == settings.max_iterations:
+                break
             if fresh:
                 system = _StepSystem(H, Jt, Jc, self.compliance, row_space)
             dq = system.step(rt, rc)
@@ -237,17 +272,20 @@ class FrameNewton:
             size = float(np.abs(dq).max(initial=0.0))
             violation = float(np.abs(rc).max(initial=0.0))
             iterations += 1
+            if line_search:
+                before = (*before, dq.copy(), fresh)
             self.forward.moved(q[:, None], root_axes[..., None], root_c[..., None], dq[:, None])
             values += model.sign * dq
             if len(aims) > 1:  # the step toward ``via``: a Newton step toward the targets next
                 aims.pop(0)
+                before = None
                 continue
             done = size <= settings.step_tolerance and violation <= self.tolerance
             residual = violation
             if done:
                 converged = True
                 break
-            if not np.isfinite(size) or (iterations > 2 and size > 0.5 * last):
+            if not np.isfinite(size) or (not line_search and iterations > 2 and size > 0.5 * last):
                 break
             last = size
             moved = size if fresh else moved + size

@@ -229,9 +229,7 @@ class FrameNewton:
         system = None
         iterations, converged, residual = 0, False, 0.0
         last, moved, fresh = np.inf, 0.0, True
-        before = None  # with a line search: the point the last step left and its step
-        floor = (1e-9 * model.L) ** 2  # squared residuals below this always pass
-        halvings = 0
+        search = _Backtracking((1e-9 * model.L) ** 2) if line_search else None
         evaluated = True  # the rows at q are the first ones computed below
         for _ in range(min(settings.max_iterations, 12) * (4 if line_search else 1)):
             if not evaluated:
@@ -245,24 +243,19 @@ class FrameNewton:
                 if mc
                 else (np.zeros(0), np.zeros((0, model.D)))
             )
-            if line_search:
+            if search is not None:
                 merit = float(rt @ rt + rc @ rc)
-                if before is not None and merit >= before[4] and merit > floor:
-                    q, root_axes, root_c, values = (x.copy() for x in before[:4])
-                    dq, newton = before[5], before[6]
-                    if not newton:  # a chord step that does not descend: a Newton step there
-                        fresh, before = True, None
-                        continue
-                    if halvings == 5:
+                if search.rejects(merit):
+                    q, root_axes, root_c, values = search.restored()
+                    if not search.newton:  # a chord step that does not descend: a Newton step there
+                        fresh = True
+                        search.forget()
+                    elif search.halvings == 5:
                         break
-                    halvings += 1
-                    dq = 0.5 * dq
-                    before = (*before[:5], dq, newton)
-                    self.forward.moved(q[:, None], root_axes[..., None], root_c[..., None], dq[:, None])
-                    values += model.sign * dq
+                    else:
+                        self._move(q, root_axes, root_c, values, search.halved())
                     continue
-                halvings = 0
-                before = (q.copy(), root_axes.copy(), root_c.copy(), values.copy(), merit)
+                search.keep(q, root_axes, root_c, values, merit)
             if iterations == settings.max_iterations:
                 break
             if fresh:
@@ -272,13 +265,13 @@ class FrameNewton:
             size = float(np.abs(dq).max(initial=0.0))
             violation = float(np.abs(rc).max(initial=0.0))
             iterations += 1
-            if line_search:
-                before = (*before, dq.copy(), fresh)
-            self.forward.moved(q[:, None], root_axes[..., None], root_c[..., None], dq[:, None])
-            values += model.sign * dq
+            if search is not None:
+                search.took(dq, fresh)
+            self._move(q, root_axes, root_c, values, dq)
             if len(aims) > 1:  # the step toward ``via``: a Newton step toward the targets next
                 aims.pop(0)
-                before = None
+                if search is not None:
+                    search.forget()
                 continue
             done = size <= settings.step_tolerance and violation <= self.tolerance
             residual = violation
@@ -291,6 +284,47 @@ class FrameNewton:
             moved = size if fresh else moved + size
             fresh = not fresh and size * moved > settings.step_tolerance
         return (q, root_axes, root_c), iterations, converged, residual
+
+    def _move(self, q, root_axes, root_c, values, dq) -> None:
+        """Step the coordinates (and the joint values read from them) in place by dq (D,)."""
+        self.forward.moved(q[:, None], root_axes[..., None], root_c[..., None], dq[:, None])
+        values += self.model.sign * dq
+
+
+class _Backtracking:
+    """The line search of :meth:`FrameNewton.solve`: the point the last step left (its
+    coordinates and joint values), the rows' squared residuals there, and that step."""
+
+    def __init__(self, floor: float):
+        self.floor = floor  # squared residuals below this always pass
+        self.point, self.merit, self.step, self.newton, self.halvings = None, np.inf, None, True, 0
+
+    def rejects(self, merit: float) -> bool:
+        """Whether the last step left the squared residuals at ``merit`` no lower."""
+        return self.point is not None and merit >= self.merit and merit > self.floor
+
+    def keep(self, q, root_axes, root_c, values, merit: float) -> None:
+        """The point the next step leaves, and its squared residuals."""
+        self.point = tuple(x.copy() for x in (q, root_axes, root_c, values))
+        self.merit, self.halvings = merit, 0
+
+    def took(self, step: np.ndarray, newton: bool) -> None:
+        """The step taken from the kept point, and whether it was a Newton step."""
+        self.step, self.newton = step.copy(), newton
+
+    def restored(self):
+        """Copies of the kept point (q, root axes, root positions, joint values)."""
+        return tuple(x.copy() for x in self.point)
+
+    def halved(self) -> np.ndarray:
+        """Half the last step, which then counts as the step taken."""
+        self.step = 0.5 * self.step
+        self.halvings += 1
+        return self.step
+
+    def forget(self) -> None:
+        """No step to take back (the next is a fresh Newton step)."""
+        self.point = None
 
 
 class _StepSystem:

@@ -14,8 +14,8 @@ from looprig.core.solvers.clip import (
     interpolate_states,
     solve_clip,
     solve_unconverged,
-    targets_determine,
 )
+from looprig.core.solvers.sequence import targets_determine
 from looprig.core.terms import Regularization, Targets
 
 TIGHT = IKSettings(step_tolerance=1e-11)

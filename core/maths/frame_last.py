@@ -84,6 +84,8 @@ def put_frames(x: np.ndarray, frames: np.ndarray, values: np.ndarray) -> None:
     """``x[..., frames] = values`` (frames: increasing indices on the last axis), a plain
     copy when ``frames`` is every frame: numpy's fancy assignment on the last axis
     scatters with a stride (measured: 16x16 systems of 1200 frames 1.6 ms against 0.2)."""
+    if values is x:  # taken whole by take_frames and changed in place
+        return
     if len(frames) == x.shape[-1]:
         x[...] = values
     else:

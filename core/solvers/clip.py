@@ -25,7 +25,6 @@ other problem, and the frames the tree path leaves, take the maximal-coordinate 
 """
 
 import dataclasses
-import itertools
 
 import numpy as np
 
@@ -43,8 +42,8 @@ from . import tree, tree_newton
 from .clip_block import ClipSolution, solve_block, start_reference
 from .ik import solve_ik
 from .problem import IKProblem, IKSettings, IKTargets, dual_regularization
+from .sequence import in_sequence, in_sequence_coordinates, targets_determine
 from .tree_forward import applies, forward
-from .tree_frame import FrameNewton
 
 
 def couples_frames(problem: IKProblem) -> bool:
@@ -219,11 +218,12 @@ def _solve_in_tree_coordinates(
 SEQUENTIAL_COARSE = 24
 MAX_SEQUENTIAL_MOTION = 0.3
 #: The same where the targets and loops determine the state near frame 0
-#: (:func:`targets_determine`): the sequence then only keeps each frame on the branch
-#: of the one before, and no redundancy is resolved along it (about 34 degrees); and
-#: for every sequence in tree coordinates (:func:`_reached`), whose redundant steps go
-#: through the halfway frame: it resolves redundancy as near the frame-by-frame path at
-#: this spacing as the per-frame solver does at MAX_SEQUENTIAL_MOTION.
+#: (:func:`~looprig.core.solvers.sequence.targets_determine`): the sequence then only
+#: keeps each frame on the branch of the one before, and no redundancy is resolved
+#: along it (about 34 degrees); and for every sequence in tree coordinates
+#: (:mod:`~looprig.core.solvers.sequence`), whose redundant steps go through the
+#: halfway frame: it resolves redundancy as near the frame-by-frame path at this
+#: spacing as the per-frame solver does at MAX_SEQUENTIAL_MOTION.
 MAX_DETERMINED_MOTION = 0.6
 
 
@@ -256,14 +256,14 @@ def coarse_states(
             sub_times, *coarse_states(problem, sub_times, sub_targets, first_state, sub, settings)
         )
         return coarse, solve_clip(problem, sub_targets, starts, settings=settings).states
-    return coarse, _in_sequence(problem, targets, coarse, first_state)
+    return coarse, in_sequence(problem, targets, coarse, first_state)
 
 
 def _coarse_frames(problem: IKProblem, targets: Targets, frames: int, stride: int, first_state, guided=False):
     """Every ``stride``-th of a clip's ``frames`` and the last (K,), and the stride
     among those that :func:`coarse_states` solves in sequence (1: all of them), frame 0
     being ``first_state`` (n, 7); ``guided``: the sequence steps through halfway frames
-    (:func:`_reached`)."""
+    (:func:`~looprig.core.solvers.sequence.in_sequence_coordinates`)."""
     coarse = _every(np.arange(frames), stride)
     if len(coarse) <= SEQUENTIAL_COARSE:
         return coarse, 1
@@ -279,41 +279,6 @@ def _coarse_frames(problem: IKProblem, targets: Targets, frames: int, stride: in
     ):
         sub *= 2
     return coarse, sub
-
-
-def _in_sequence(problem: IKProblem, targets: Targets, frames: np.ndarray, first_state: np.ndarray):
-    """States (K, n, 7) of ``frames`` (K,) of a clip solved in order by the per-frame
-    solver, each warm-started from (and unwrapped against) the one before; frame 0 is
-    ``first_state``."""
-    known = np.empty((len(frames),) + first_state.shape)
-    known[0] = state = first_state
-    actuators = problem.readout.read(state)
-    for i, f in enumerate(frames[1:], start=1):
-        com = None if targets.com is None else targets.com[f]
-        target = IKTargets(targets.positions[f], targets.rotations[f], com)
-        result = solve_ik(problem, target, state, previous_actuators=actuators)
-        known[i] = state = result.state
-        actuators = result.actuators
-    return known
-
-
-def targets_determine(problem: IKProblem, state: np.ndarray) -> bool:
-    """Whether the frame and CoM targets and the loops of ``problem`` determine the
-    mechanism's state near ``state`` (n, 7): every direction the constraints allow moves
-    a tracked target (the held motors not counted)."""
-    A = problem.constraints.jacobian(state)
-    singular, V = np.linalg.svd(A)[1:]
-    free = V[np.sum(singular > 1e-9 * singular.max(initial=1.0)) :].T  # the constraints' null space
-    if not free.shape[1]:
-        return True
-    positions, rotations = problem.frame_terms.poses(state[None])
-    com = None if problem.com_term is None else problem.com_term.com(state[None])
-    point = problem.point(state[None], Targets(positions, rotations, com), None)
-    rows = [problem.frame_terms.residual(point)[1][0]]
-    if problem.com_term is not None:
-        rows.append(problem.com_term.residual(point)[1][0])
-    seen = np.linalg.svd(np.concatenate(rows) @ free, compute_uv=False)
-    return int(np.sum(seen > 1e-9 * max(seen.max(initial=0.0), 1e-300))) == free.shape[1]
 
 
 def _every(frames: np.ndarray, stride: int) -> np.ndarray:
@@ -417,55 +382,7 @@ def coarse_coordinates(problem, times, targets: Targets, first_state, stride: in
         known_at, known = coarse_coordinates(problem, sub_times, sub_targets, first_state, sub, settings)
         starts = interpolate_coordinates(sub_times[known_at], known, sub_times)
         return coarse, _solved_in_coordinates(problem, sub_targets, starts, settings)[1]
-    return coarse, _in_sequence_coordinates(problem, targets, coarse, first_state, settings)
-
-
-def _in_sequence_coordinates(problem, targets: Targets, frames: np.ndarray, first_state, settings):
-    """:func:`_in_sequence` in tree coordinates: ``frames`` (K,) of the clip solved in
-    order by :class:`~looprig.core.solvers.tree_frame.FrameNewton`, each from the one
-    before (:func:`_reached`), frame 0 being ``first_state`` (n, 7). Returns the
-    coordinates (as :func:`~looprig.core.solvers.tree_newton.solve_coordinates` takes
-    them, K frames), turns continuous along the sequence."""
-    model = tree.kinematics(problem)
-    newton = FrameNewton(model, settings, dual_regularization(problem, settings))
-    determined = targets_determine(problem, first_state)
-    current = tuple(x[..., 0] for x in newton.forward.coordinates(*model.to_frames(first_state[None])))
-    known = [current]
-    for before, f in itertools.pairwise(frames):
-        current = _reached(problem, newton, targets, current, before, f, determined)
-        known.append(current)
-    return tuple(np.stack(x, axis=-1) for x in zip(*known, strict=True))
-
-
-def _reached(problem, newton: FrameNewton, targets: Targets, current, before: int, f: int, determined: bool):
-    """Frame ``f``'s coordinates (one frame) solved from frame ``before``'s, ``current``.
-
-    Where the targets determine the state the answer is the same from any start on its
-    branch, and the steps are long (the four-bar's crank turns up to a radian between
-    sequence frames): Newton's method with a line search. Where they do not, the path
-    decides the redundant answers: Newton's method, its first step aimed at the targets
-    of the clip's frame halfway between them (a midpoint rule for the path that
-    minimal-motion steps trace: the answers stay as near the frame-by-frame solver's as
-    a sequence twice as dense, ``tests/test_tree_frame.py``), or, where it stops, through
-    that halfway frame solved first. Between neighbours, or where the line search does not
-    reach the answer, the per-frame solver from the state before (read back near it)."""
-    position, rotation = targets.positions[f], targets.rotations[f]
-    halfway = (before + f) // 2
-    if determined:
-        reached, _, converged, _ = newton.solve(current, position, rotation, line_search=True)
-    else:
-        via = (targets.positions[halfway], targets.rotations[halfway]) if halfway > before else None
-        reached, _, converged, _ = newton.solve(current, position, rotation, via)
-    if converged:
-        return reached
-    if halfway > before and not determined:
-        current = _reached(problem, newton, targets, current, before, halfway, determined)
-        return _reached(problem, newton, targets, current, halfway, f, determined)
-    model, fw = newton.model, newton.forward
-    state = fw.states(*fw.poses(*(x[..., None] for x in current))[:2])[0]
-    state = solve_ik(problem, IKTargets(position, rotation), state).state
-    read = fw.coordinates(*model.to_frames(state[None]), near=current[0][:, None])
-    return tuple(x[..., 0] for x in read)
+    return coarse, in_sequence_coordinates(problem, targets, coarse, first_state, settings)
 
 
 def solve_unconverged(

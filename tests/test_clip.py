@@ -17,6 +17,7 @@ from looprig.core.solvers.clip import (
 )
 from looprig.core.solvers.sequence import targets_determine
 from looprig.core.terms import Regularization, Targets
+from test_tree_kinematics import rssr
 
 TIGHT = IKSettings(step_tolerance=1e-11)
 
@@ -88,6 +89,17 @@ def test_targets_determine_the_state_where_they_see_every_free_direction(name, o
     m = build(name)
     problem = IKProblem(m, [FrameObjective(f.name, 1, orientation) for f in m.frames])
     assert targets_determine(problem, m.initial_state()) is determined
+
+
+def test_a_direction_that_moves_no_motor_and_no_target_decides_nothing():
+    """A spatial four-bar on ball joints tracked at its rocker's tip: the rod's spin
+    moves neither the motor nor the tip, so the tip determines the motor (the boxer's
+    hand above leaves a direction that moves motors: not determined)."""
+    m = rssr()
+    problem = IKProblem(m, [FrameObjective("tip", 1, 0)])
+    free = problem.tree.dof - len(problem.tree.loop_rows)
+    assert free == 2  # the motor and the rod's spin
+    assert targets_determine(problem, m.initial_state())
 
 
 def test_interpolated_states_are_unit_and_hit_the_knots():

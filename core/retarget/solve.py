@@ -21,11 +21,21 @@ from ..errors import LooprigError, LooprigWarning
 from ..maths.linalg import single_threaded_blas
 from ..maths.rotations import quat_to_matrix
 from ..model.readoff import unwrap_sequence
-from ..solvers.clip import clip_starts, coarse_states, coupling_values, solve_clip, solve_unconverged
+from ..solvers.clip import (
+    clip_starts,
+    coarse_states,
+    coupling_values,
+    in_coordinates,
+    solve_clip,
+    solve_unconverged,
+)
 from ..solvers.ik import IKProblem, IKTargets, solve_ik
+from ..solvers.sequence import frames_in_order
 from ..solvers.spacetime.records import SpaceTimeClip
 from ..solvers.spacetime.windows import hold_limits
 from ..solvers.start import solve_first_frame
+from ..solvers.tree import kinematics
+from ..solvers.tree_forward import forward
 from ..terms import Targets
 from ..terms.limits import ActuatorLimits
 from .aims import aim_errors, aim_term, homed_first, with_homing
@@ -118,6 +128,8 @@ def solve_frames(problem: RetargetProblem, progress=None, cancel=None) -> FrameR
         _solve_first_frame(problem, out, progress)
         if problem.solves_whole_clip:
             _solve_whole_clip(problem, out, progress, cancel)
+        elif problem.homing is None and not problem.couples_frames and in_coordinates(ik):
+            _solve_in_coordinates(problem, out, progress, cancel)
         else:
             _solve_in_sequence(
                 ik, problem.targets, mapping.rate, progress, cancel, out, homing=problem.homing
@@ -176,6 +188,32 @@ def _solve_whole_clip(problem: RetargetProblem, out: FrameResults, progress, can
     out.measure(ik, targets)
     if problem.couples_frames:
         _mend_clip(ik, targets, mapping.rate, cancel, out, problem.homing)
+
+
+def _solve_in_coordinates(problem: RetargetProblem, out: FrameResults, progress, cancel) -> None:
+    """Frames 1.. one by one in tree coordinates, each from the one before
+    (:func:`~looprig.core.solvers.sequence.frames_in_order`: the clip's Newton method at
+    one frame), for a problem no term of which compares frames; fills ``out``."""
+    ik, targets, frames = problem.frame_ik, problem.targets, problem.frames
+    settings = problem.settings or ik.settings
+    order = frames_in_order(ik, targets, np.arange(frames), out.states[0], settings)
+    known = []
+    for f, (current, iterations, converged, residual) in enumerate(order):
+        if cancel is not None and cancel():
+            raise RetargetCancelled(f"retarget cancelled at frame {f} of {frames}")
+        known.append(current)
+        if f:
+            out.iterations[f], out.converged[f], out.residual[f] = iterations, converged, residual
+        if progress is not None and f and (f % 50 == 0 or f == frames - 1):
+            progress(f + 1, frames)
+    fw = forward(kinematics(ik))
+    coordinates = tuple(np.stack(x, axis=-1) for x in zip(*known[1:], strict=True))
+    if coordinates:
+        out.states[1:] = fw.states(*fw.poses(*coordinates)[:2])
+    values = ik.readout.read(out.states)
+    values[0] = out.actuators[0]
+    out.actuators[:] = unwrap_sequence(values, ik.readout.is_angle)
+    out.measure(ik, targets)
 
 
 def _solve_in_sequence(

@@ -124,24 +124,29 @@ def _cubic_weights(times_known: np.ndarray, times: np.ndarray):
 
 def interpolate_coordinates(times_known: np.ndarray, known, times: np.ndarray):
     """Tree coordinates at ``times`` from coordinates known at increasing ``times_known``
-    (K,): ``known`` = (q (D, K), root axes (r, 3, 3, K), root positions (r, 3, K)), as
+    (K,): ``known`` = (q (D, K), rotations (r + s, 3, 3, K), root positions (r, 3, K)), as
     :func:`~looprig.core.solvers.tree_newton.solve_coordinates` takes them. The joint coordinates by the
-    cubic of :func:`interpolate_states`, the floating roots as bodies there; the known
-    frames exactly. Poses from these are assembled whatever the spacing."""
-    q, axes, positions = known
+    cubic of :func:`interpolate_states`, the floating roots and ball joints' turns as bodies
+    there; the known frames exactly. Poses from these are assembled whatever the spacing."""
+    q, rotations, positions = known
     if len(times_known) == 1:
         return tuple(np.repeat(x, len(times), axis=-1) for x in known)
     index, window, weights = _cubic_weights(times_known, times)
     out_q = np.einsum("tw,dtw->dt", weights, q[:, window[index]])
-    if not len(axes):
+    if not len(rotations):
         none = (len(times),)
-        return out_q, np.zeros(axes.shape[:-1] + none), np.zeros(positions.shape[:-1] + none)
-    roots = np.concatenate(
-        [positions.transpose(2, 0, 1), quat_from_matrix(np.ascontiguousarray(axes.transpose(3, 0, 2, 1)))], -1
+        return out_q, np.zeros(rotations.shape[:-1] + none), np.zeros(positions.shape[:-1] + none)
+    r, K = len(positions), len(times_known)
+    bodies = np.concatenate(
+        [
+            np.concatenate([positions, np.zeros((len(rotations) - r, 3, K))]).transpose(2, 0, 1),
+            quat_from_matrix(np.ascontiguousarray(rotations.transpose(3, 0, 2, 1))),
+        ],
+        -1,
     )
-    states = interpolate_states(times_known, roots, times)  # (T, r, 7)
-    out_axes = np.ascontiguousarray(quat_to_matrix(states[..., 3:]).transpose(1, 3, 2, 0))
-    return out_q, out_axes, np.ascontiguousarray(states[..., :3].transpose(1, 2, 0))
+    states = interpolate_states(times_known, bodies, times)  # (T, r + s, 7)
+    out_rotations = np.ascontiguousarray(quat_to_matrix(states[..., 3:]).transpose(1, 3, 2, 0))
+    return out_q, out_rotations, np.ascontiguousarray(states[:, :r, :3].transpose(1, 2, 0))
 
 
 def solve_clip(

@@ -10,6 +10,7 @@ import itertools
 
 import numpy as np
 
+from ..maths.rotations import quat_to_matrix
 from ..terms import Targets
 from . import tree
 from .ik import solve_ik
@@ -34,10 +35,14 @@ def in_sequence(problem: IKProblem, targets: Targets, frames: np.ndarray, first_
 
 
 def targets_determine(problem: IKProblem, state: np.ndarray) -> bool:
-    """Whether the frame and CoM targets and the loops of ``problem`` determine the
-    mechanism's state near ``state`` (n, 7): every direction the constraints allow moves
-    a tracked target (the held motors not counted)."""
-    A = problem.constraints.jacobian(state)
+    """Whether the frame and CoM targets, the loops and the held motors of ``problem``
+    determine the motors near ``state`` (n, 7): every direction the constraints allow
+    that moves a motor moves a tracked target (a direction that moves neither, such as a
+    rod's spin between two ball joints, decides nothing)."""
+    cs = problem.constraints
+    motors = problem.readout.jacobian(state, quat_to_matrix(state[:, 3:]), cs.column_of_body, cs.n_vars)
+    held = [int(m) for t in problem.equality_terms[1:] for m in getattr(t, "motors", ())]
+    A = np.concatenate([cs.jacobian(state), motors[held]])
     singular, V = np.linalg.svd(A)[1:]
     free = V[np.sum(singular > 1e-9 * singular.max(initial=1.0)) :].T  # the constraints' null space
     if not free.shape[1]:
@@ -48,8 +53,12 @@ def targets_determine(problem: IKProblem, state: np.ndarray) -> bool:
     rows = [problem.frame_terms.residual(point)[1][0]]
     if problem.com_term is not None:
         rows.append(problem.com_term.residual(point)[1][0])
-    seen = np.linalg.svd(np.concatenate(rows) @ free, compute_uv=False)
-    return int(np.sum(seen > 1e-9 * max(seen.max(initial=0.0), 1e-300))) == free.shape[1]
+    seen, V = np.linalg.svd(np.concatenate(rows) @ free)[1:]
+    unseen = free @ V[np.sum(seen > 1e-9 * max(seen.max(initial=0.0), 1e-300)) :].T
+    if not unseen.shape[1]:
+        return True
+    moved = motors @ unseen  # (A, k): how the directions no target sees move the motors
+    return bool(np.abs(moved).max(initial=0.0) <= 1e-9 * max(np.abs(motors).max(initial=0.0), 1e-300))
 
 
 def in_sequence_coordinates(problem, targets: Targets, frames: np.ndarray, first_state, settings):
@@ -58,19 +67,28 @@ def in_sequence_coordinates(problem, targets: Targets, frames: np.ndarray, first
     before (:func:`_reached`), frame 0 being ``first_state`` (n, 7). Returns the
     coordinates (as :func:`~looprig.core.solvers.tree_newton.solve_coordinates` takes
     them, K frames), turns continuous along the sequence."""
+    known = [x[0] for x in frames_in_order(problem, targets, frames, first_state, settings)]
+    return tuple(np.stack(x, axis=-1) for x in zip(*known, strict=True))
+
+
+def frames_in_order(problem, targets: Targets, frames: np.ndarray, first_state, settings):
+    """Yields, for each of ``frames`` (K,) in order, frame 0 being ``first_state`` (n, 7),
+    its coordinates (one frame) and the iterations, convergence and loop residual [m]
+    that reached it (0, True, 0 for frame 0): :func:`in_sequence_coordinates` one frame
+    at a time, for a caller that reports progress or may cancel."""
     model = tree.kinematics(problem)
     newton = FrameNewton(model, settings, dual_regularization(problem, settings))
     determined = targets_determine(problem, first_state)
     current = tuple(x[..., 0] for x in newton.forward.coordinates(*model.to_frames(first_state[None])))
-    known = [current]
+    yield current, 0, True, 0.0
     for before, f in itertools.pairwise(frames):
-        current = _reached(problem, newton, targets, current, before, f, determined)
-        known.append(current)
-    return tuple(np.stack(x, axis=-1) for x in zip(*known, strict=True))
+        current, *solve = _reached(problem, newton, targets, current, before, f, determined)
+        yield current, *solve
 
 
 def _reached(problem, newton: FrameNewton, targets: Targets, current, before: int, f: int, determined: bool):
-    """Frame ``f``'s coordinates (one frame) solved from frame ``before``'s, ``current``.
+    """Frame ``f``'s coordinates (one frame) solved from frame ``before``'s, ``current``,
+    with the iterations, convergence and loop residual [m] of the solve.
 
     Where the targets determine the state the answer is the same from any start on its
     branch, and the steps are long (the four-bar's crank turns up to a radian between
@@ -79,22 +97,29 @@ def _reached(problem, newton: FrameNewton, targets: Targets, current, before: in
     of the clip's frame halfway between them (a midpoint rule for the path that
     minimal-motion steps trace: the answers stay as near the frame-by-frame solver's as
     a sequence twice as dense, ``tests/test_tree_frame.py``), or, where it stops, through
-    that halfway frame solved first. Between neighbours, or where the line search does not
-    reach the answer, the per-frame solver from the state before (read back near it)."""
+    that halfway frame solved first. Between neighbours, Newton's method alone; where it
+    or the line search does not reach the answer, the per-frame solver from the state
+    before (read back near it)."""
     position, rotation = targets.positions[f], targets.rotations[f]
     halfway = (before + f) // 2
-    if determined:
-        reached, _, converged, _ = newton.solve(current, position, rotation, line_search=True)
+    if determined and halfway > before:
+        reached, iterations, converged, residual = newton.solve(current, position, rotation, line_search=True)
     else:
         via = (targets.positions[halfway], targets.rotations[halfway]) if halfway > before else None
-        reached, _, converged, _ = newton.solve(current, position, rotation, via)
+        reached, iterations, converged, residual = newton.solve(current, position, rotation, via)
     if converged:
-        return reached
+        return reached, iterations, converged, residual
     if halfway > before and not determined:
-        current = _reached(problem, newton, targets, current, before, halfway, determined)
-        return _reached(problem, newton, targets, current, halfway, f, determined)
+        middle, first, _, _ = _reached(problem, newton, targets, current, before, halfway, determined)
+        reached, then, done, residual = _reached(problem, newton, targets, middle, halfway, f, determined)
+        return reached, iterations + first + then, done, residual
     model, fw = newton.model, newton.forward
     state = fw.states(*fw.poses(*(x[..., None] for x in current))[:2])[0]
-    state = solve_ik(problem, IKTargets(position, rotation), state).state
-    read = fw.coordinates(*model.to_frames(state[None]), near=current[0][:, None])
-    return tuple(x[..., 0] for x in read)
+    result = solve_ik(problem, IKTargets(position, rotation), state)
+    read = fw.coordinates(*model.to_frames(result.state[None]), near=current[0][:, None])
+    return (
+        tuple(x[..., 0] for x in read),
+        iterations + result.iterations,
+        result.converged,
+        result.residual,
+    )

@@ -19,8 +19,6 @@ screws ``omega``, ``v`` (3, D, F), component first; Jacobians (rows, D, F) or, p
 point, (K, 3, D, F). The vector axis of (..., 3, F) arrays is second to last.
 """
 
-import functools
-
 import numpy as np
 
 from ..maths.frame_last import apply, axis_angle, axis_rotation, cross, dot, matmul3, turn
@@ -48,7 +46,9 @@ def unsupported(problem) -> str | None:
     coordinates by this module, or None: joint kinds outside :data:`TREE_KINDS`,
     objective terms other than frame tasks and the minimal-motion metric, equality terms
     other than the joint constraints and held motors, and held or coupled joints that
-    are not one-coordinate tree joints."""
+    are not one-coordinate tree joints. A direction no motor, target or loop sees (a
+    rod's spin between two ball joints) is resolved by the metric's small parts and the
+    damping, as in the per-frame solver."""
     mech = problem.mechanism
     kinds = {j.kind for j in mech.joints} - TREE_KINDS
     if kinds:
@@ -74,9 +74,6 @@ def unsupported(problem) -> str | None:
     ]
     if loose:
         return f"displacement motors {loose} close loops"
-    unseen = kinematics(problem).unseen
-    if unseen:
-        return f"{unseen} directions that no motor, target or loop sees (the damping resolves them)"
     return None
 
 
@@ -262,28 +259,6 @@ class TreeKinematics:
                 side = self.moves[readout.child[m]] - self.moves[readout.parent[m]]
                 rows[m] = side[:, None] * _along(screws[0], n)[0]
         return rows
-
-    @functools.cached_property
-    def unseen(self) -> int:
-        """How many directions of the tree coordinates, at the initial configuration,
-        no loop row, held motor, weighted target row or motor sees: the per-frame solver
-        resolves them by its eps-weighted body metric and its damping, along its own path."""
-        s0 = self.problem.mechanism.initial_state()[None]
-        R, c = self.to_frames(s0)
-        screws = self.screws(R, c)
-        values = np.zeros((self.D, 1))
-        frames = self.problem.frame_terms.poses(s0)
-        targets = (frames[0].transpose(1, 2, 0), np.swapaxes(frames[1], -1, -2).transpose(1, 2, 3, 0))
-        rows = [
-            self.constraint_rows(R, c, screws, values)[1],
-            self.task_rows(R, c, screws, *targets)[1],
-            self.motor_rows(R, screws),
-        ]
-        A = np.concatenate(rows)[..., 0]
-        if not A.size:
-            return self.D
-        singular = np.linalg.svd(A, compute_uv=False)
-        return self.D - int(np.sum(singular > 1e-6 * max(singular.max(initial=0.0), 1e-300)))
 
     def point_jacobian(self, screws, bodies: np.ndarray, p: np.ndarray) -> np.ndarray:
         """d p / d q (K, 3, D, F) of world points p (K, 3, F) on ``bodies`` (K,)."""

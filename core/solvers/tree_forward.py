@@ -2,7 +2,10 @@
 
 The iterate of :func:`~looprig.core.solvers.tree_newton.solve` is the tree's joint coordinates ``q``
 (D, F): each revolute, prismatic or cylindrical tree joint's turn [rad] and slide [m]
-away from the file's pose, and each floating root's pose. From them every body's pose
+away from the file's pose; and rotations: each floating root's pose and each ball
+joint's turn S away from the file's pose (its three coordinates stay zero: a step turns
+S about the joint's axes, as a root turns, so no chart of three angles is ever
+singular). From them every body's pose
 follows one tree depth at a time (:meth:`TreeForward.poses`), each joint with constant
 bases: the new body's rotation is ``R_old U Rz(theta) V`` with ``U`` a basis whose third
 column is the joint axis and ``V = U^T R_old0^T R_new0``, so a joint costs two products
@@ -18,16 +21,24 @@ gives R itself (n, 3, 3, F) as a view.
 Hand-written: no library offers batched forward kinematics over a frame axis in numpy.
 """
 
+from dataclasses import dataclass
+
 import numpy as np
 
-from ..maths.frame_last import cross, dot, quaternions
+from ..maths.frame_last import axis_angle, axis_rotation, cross, dot, matmul3, quaternions
 from ..maths.rotations import quat_to_matrix
 from ..model.parts import JointKind
 
-#: Tree joint kinds :class:`TreeForward` poses from coordinates (a spherical joint's
-#: three turns have no such constant-basis form; :func:`~looprig.core.solvers.tree_newton.solve`
+#: Tree joint kinds :class:`TreeForward` poses from coordinates (a universal or planar
+#: joint's turns about two bodies' axes have no such form; :func:`~looprig.core.solvers.tree_newton.solve`
 #: retracts those).
-FORWARD_KINDS = {JointKind.FIXED, JointKind.REVOLUTE, JointKind.PRISMATIC, JointKind.CYLINDRICAL}
+FORWARD_KINDS = {
+    JointKind.FIXED,
+    JointKind.REVOLUTE,
+    JointKind.PRISMATIC,
+    JointKind.CYLINDRICAL,
+    JointKind.SPHERICAL,
+}
 
 
 def basis_with_axis(u: np.ndarray) -> np.ndarray:
@@ -36,6 +47,21 @@ def basis_with_axis(u: np.ndarray) -> np.ndarray:
     x = np.cross(helper, u)
     x /= np.linalg.norm(x)
     return np.stack([x, np.cross(u, x), u], axis=1)
+
+
+@dataclass(frozen=True)
+class Ball:
+    """A spherical tree joint as :class:`TreeForward` poses it: its place in the level
+    order, its slot among the rotations (after the roots'), its three coordinates (3,)
+    with their axes ``d`` (3, 3), one a row, in the joint frame's axes before the turn
+    (``carried`` False: axes fixed in the old body) or after it (True: in the new body,
+    as :data:`~looprig.core.solvers.kkt.MOTIONS` takes a child's)."""
+
+    joint: int
+    slot: int
+    columns: np.ndarray
+    d: np.ndarray
+    carried: bool
 
 
 class TreeForward:
@@ -52,17 +78,28 @@ class TreeForward:
         reached = set(model.new.tolist()) | set(model.root_body.tolist())
         self.fixed_bodies = np.array([b for b in range(model.n) if b not in reached], int)
         self.blocks = []  # per tree joint: the constant (4, 4) maps of :meth:`poses`
-        self.joints = []  # per tree joint in level order: (old, new, U^T, V^T, anchors, turn, slide)
-        for k in model.order:
-            turn = slide = None
-            for p in model.motions_of[k]:
+        self.joints = []  # per tree joint in level order: (old, new, U^T, V^T, anchors, turn, slide, ball)
+        self.balls = []
+        roots = len(model.root_body)
+        for i, k in enumerate(model.order):
+            turn = slide = ball = None
+            motions = model.motions_of[k]
+            if model.kind[k] == JointKind.SPHERICAL:  # the joint frame itself: its axes are the turns'
+                U = model.axes_old[k]
+            else:
+                u = model.axes_old[k][:, 0]
+                U = basis_with_axis(u / np.linalg.norm(u))
+            V = U.T @ model.relative0[k]
+            if model.kind[k] == JointKind.SPHERICAL:
+                carried = bool(model.axis_body[motions[0]] == model.new[k])
+                d = np.array([(V if carried else U.T) @ model.axis_local[p] for p in motions])
+                ball = len(self.balls)
+                self.balls.append(Ball(i, roots + ball, model.motion_q[motions], d, carried))
+            for p in motions if ball is None else ():
                 if model.rotation[p]:
                     turn = int(model.motion_q[p])
                 else:
                     slide = int(model.motion_q[p])
-            u = model.axes_old[k][:, 0]
-            U = basis_with_axis(u / np.linalg.norm(u))
-            V = U.T @ model.relative0[k]
             # on a pose block [axes; CoM] (4, 3F): to_axis gives [axes of R_o U; the anchor],
             # from_axis the new body's [axes; CoM] from that (turned, slid)
             to_axis, from_axis = np.eye(4), np.eye(4)
@@ -78,26 +115,36 @@ class TreeForward:
                     model.anchor_new[k],
                     turn,
                     slide,
+                    ball,
                 )
             )
             self.blocks.append((to_axis, from_axis))
         self.turns = np.array([j[6] for j in self.joints if j[6] is not None], int)
         self.motion_of_coordinate = {int(q): p for p, q in enumerate(model.motion_q)}
+        self.ball_columns = (
+            np.concatenate([b.columns for b in self.balls]) if self.balls else np.zeros(0, int)
+        )
 
     # ------------------------------------------------------------------ coordinates
     def coordinates(self, R: np.ndarray, c: np.ndarray, near: np.ndarray | None = None):
-        """The coordinates (D, F) of poses R (n, 3, 3, F), c (n, 3, F), read joint by joint
-        (each turn about, slide along its axis as the old body holds it; a floating root's
-        columns zero), and the roots' poses (axes (r, 3, 3, F), positions (r, 3, F)). A
-        pose whose tree joints are open reads as the assembled one nearest joint by joint.
-        Turns are read in (-pi, pi], or within pi of ``near`` (D, F) where given."""
+        """The coordinates of poses R (n, 3, 3, F), c (n, 3, F): q (D, F), read joint by
+        joint (each turn about, slide along its axis as the old body holds it; a floating
+        root's and a ball joint's columns zero), the rotations (r + s, 3, 3, F) (each
+        root's world axes, then each ball joint's turn S as rows ``S e_k``) and the roots'
+        positions (r, 3, F). A pose whose tree joints are open reads as the assembled one
+        nearest joint by joint. Turns are read in (-pi, pi], or within pi of ``near``
+        (D, F) where given."""
         model = self.model
         q = np.zeros((model.D, R.shape[-1]))
-        for old, new, Ut, Vt, anchor_old, anchor_new, turn, slide in self.joints:
-            if turn is not None:  # U^T (R_o^T R_n) V^T = Rz(theta) when assembled
+        rotations = np.empty((len(model.root_body) + len(self.balls), 3, 3, R.shape[-1]))
+        for old, new, Ut, Vt, anchor_old, anchor_new, turn, slide, ball in self.joints:
+            if turn is not None or ball is not None:  # U^T (R_o^T R_n) V^T = Rz(theta) or S when assembled
                 rel = np.einsum("jif,jkf->ikf", R[old], R[new])
                 M = np.einsum("ij,jkf,kl->ilf", Ut, rel, Vt)
+            if turn is not None:
                 q[turn] = np.arctan2(M[1, 0] - M[0, 1], M[0, 0] + M[1, 1])
+            if ball is not None:
+                rotations[self.balls[ball].slot] = M.transpose(1, 0, 2)
             if slide is not None:
                 u = np.einsum("ijf,j->if", R[old], Ut[2])
                 gap = (
@@ -110,23 +157,32 @@ class TreeForward:
         if near is not None:
             turns = model.angle_coordinate
             q[turns] += 2.0 * np.pi * np.round((near[turns] - q[turns]) / (2.0 * np.pi))
+            q[self.ball_columns] = 0.0
         roots = model.root_body
-        return q, np.ascontiguousarray(R[roots].transpose(0, 2, 1, 3)), c[roots].copy()
+        rotations[: len(roots)] = R[roots].transpose(0, 2, 1, 3)
+        return q, rotations, c[roots].copy()
+
+    def zero_rotations(self, F: int = 1) -> np.ndarray:
+        """The rotations (r + s, 3, 3, F) of the file's pose."""
+        roots = self.axes0[self.model.root_body]
+        balls = np.broadcast_to(np.eye(3), (len(self.balls), 3, 3))
+        return np.repeat(np.concatenate([roots, balls])[..., None], F, axis=-1)
 
     # ------------------------------------------------------------------ poses
-    def poses(self, q: np.ndarray, root_axes: np.ndarray, root_c: np.ndarray):
-        """Every body's axes A (n, 3, 3, F) and CoM c (n, 3, F) [m] at coordinates q (D, F)
-        and root poses, and each motion's world axis and a point on it (P, 3, F), the
-        screws' ingredients (:meth:`screws`). A and c are views of one (n, 4, 3, F) array
-        of pose blocks ``[axes; CoM]``, each tree joint two products by constant (4, 4)
-        maps and a turn of two rows."""
+    def poses(self, q: np.ndarray, rotations: np.ndarray, root_c: np.ndarray):
+        """Every body's axes A (n, 3, 3, F) and CoM c (n, 3, F) [m] at coordinates q (D, F),
+        rotations (r + s, 3, 3, F) and root positions, and each motion's world axis and a
+        point on it (P, 3, F), the screws' ingredients (:meth:`screws`). A and c are views
+        of one (n, 4, 3, F) array of pose blocks ``[axes; CoM]``, each tree joint two
+        products by constant (4, 4) maps and a turn of two rows (all three rows by S^T
+        at a ball joint)."""
         model = self.model
         F = q.shape[-1]
         P = np.empty((model.n, 4, 3, F))
-        fixed = self.fixed_bodies
+        fixed, roots = self.fixed_bodies, len(model.root_body)
         P[fixed, :3] = self.axes0[fixed][..., None]
         P[fixed, 3] = self.c0[fixed][..., None]
-        P[model.root_body, :3] = root_axes
+        P[model.root_body, :3] = rotations[:roots]
         P[model.root_body, 3] = root_c
         n_motions = len(model.motion_q)
         axis = np.empty((n_motions, 3, F))
@@ -134,7 +190,9 @@ class TreeForward:
         cos = np.cos(q[self.turns])
         sin = np.sin(q[self.turns])
         t = 0
-        for (old, new, *_, turn, slide), (to_axis, from_axis) in zip(self.joints, self.blocks, strict=True):
+        for (old, new, *_, turn, slide, ball), (to_axis, from_axis) in zip(
+            self.joints, self.blocks, strict=True
+        ):
             Y = (to_axis @ P[old].reshape(4, 3 * F)).reshape(4, 3, F)  # [axes of R_o U; anchor]
             if turn is not None:
                 x, y = Y[0] * cos[t], Y[1] * cos[t]
@@ -144,6 +202,15 @@ class TreeForward:
                 t += 1
                 p = self.motion_of_coordinate[turn]
                 axis[p], anchor[p] = Y[2], Y[3]
+            if ball is not None:
+                b = self.balls[ball]
+                before = Y[:3].copy()
+                Y[:3] = np.einsum("kjf,jif->kif", rotations[b.slot], before)
+                rows = Y[:3] if b.carried else before
+                for d, column in zip(b.d, b.columns, strict=True):
+                    p = self.motion_of_coordinate[int(column)]
+                    axis[p] = d[0] * rows[0] + d[1] * rows[1] + d[2] * rows[2]
+                    anchor[p] = Y[3]
             if slide is not None:
                 p = self.motion_of_coordinate[slide]
                 axis[p], anchor[p] = Y[2], Y[3]
@@ -163,9 +230,10 @@ class TreeForward:
         axis, anchor = motions
         return self.model.motion_screws(c, anchor, axis)
 
-    def moved(self, q, root_axes, root_c, dq) -> None:
+    def moved(self, q, rotations, root_c, dq) -> None:
         """Step the coordinates in place by dq (D, F): joint coordinates add; a floating
-        root turns about its CoM by ``dq[3:6]`` (world) and moves by ``dq[:3]``."""
+        root turns about its CoM by ``dq[3:6]`` (world) and moves by ``dq[:3]``; a ball
+        joint's S turns by its three coordinates' step about their axes."""
         model = self.model
         cols = model.root_columns
         q += dq
@@ -177,8 +245,14 @@ class TreeForward:
             k = w / np.where(angle > 0.0, angle, 1.0)
             ca, sa = np.cos(angle), np.sin(angle)
             for a in range(3):  # Rodrigues on each axis
-                x = root_axes[r, a]
-                root_axes[r, a] = x * ca + cross(k, x) * sa + k * dot(k, x) * (1.0 - ca)
+                x = rotations[r, a]
+                rotations[r, a] = x * ca + cross(k, x) * sa + k * dot(k, x) * (1.0 - ca)
+        for b in self.balls:
+            u = np.einsum("pk,pf->kf", b.d, dq[b.columns])  # the turn, in the d rows' axes
+            Qt = axis_rotation(*axis_angle(u))[0].transpose(1, 0, 2)
+            B = rotations[b.slot]  # rows S e_k; S <- S Q (carried) or Q S
+            rotations[b.slot] = matmul3(Qt, B) if b.carried else matmul3(B, Qt)
+        q[self.ball_columns] = 0.0
 
     @staticmethod
     def states(A: np.ndarray, c: np.ndarray) -> np.ndarray:

@@ -56,11 +56,30 @@ class FrameNewton:
             np.outer(e[3], e[2]),
         ]
         self.map_parts = [from_axis @ G @ self.to_axis for G in parts]
+        self.from_axis = from_axis
         # each joint's turn and slide coordinate (D: none, read from a padded zero)
         self.turn_q = np.array([D if j[6] is None else j[6] for j in fw.joints], int)
         self.slide_q = np.array([D if j[7] is None else j[7] for j in fw.joints], int)
         position = {int(k): i for i, k in enumerate(model.order)}
         self.motion_joint = np.array([position[int(k)] for k in model.motion_joint], int)
+        # ball joints: where they are, their slots among the rotations, their motions' axes
+        balls = fw.balls
+        self.ball_joint = np.array([b.joint for b in balls], int)
+        self.ball_slot = np.array([b.slot for b in balls], int)
+        self.ball_carried = np.array([b.carried for b in balls], bool)
+        self.ball_d = np.array([b.d for b in balls]).reshape(-1, 3, 3)
+        self.ball_motions = np.array(
+            [[fw.motion_of_coordinate[int(q)] for q in b.columns] for b in balls], int
+        ).reshape(-1, 3)
+        # per rotation (roots', then ball joints'): the columns that turn it (a root about
+        # world axes, its rows turned; a ball joint about its d axes, S turned on the
+        # right where they are carried by the new body, else on the left)
+        roots = np.asarray(model.root_columns, int).reshape(-1, 1)
+        self.root_turn_columns = roots + np.arange(3, 6)
+        self.root_slide_columns = roots + np.arange(3)
+        self.ball_columns_3 = np.array([b.columns for b in balls], int).reshape(-1, 3)
+        self.after = np.concatenate([np.zeros(len(roots), bool), self.ball_carried])
+        self.still = np.concatenate([(roots + np.arange(6)).reshape(-1), fw.ball_columns]).astype(int)
         self.links = list(zip(self.old.tolist(), self.new.tolist(), strict=True))
         self.P0 = np.zeros((model.n, 4, 3))
         self.P0[fw.fixed_bodies, :3] = fw.axes0[fw.fixed_bodies]
@@ -78,22 +97,35 @@ class FrameNewton:
         self.task_moves = model.moves[model.frame_body]  # (K, D)
 
     # ------------------------------------------------------------------ kinematics
-    def poses(self, q: np.ndarray, root_axes: np.ndarray, root_c: np.ndarray):
-        """Pose blocks P (n, 4, 3) at coordinates q (D,) and root poses (axes (r, 3, 3),
-        positions (r, 3)), and each motion's world axis and a point on it (P, 3)."""
+    def poses(self, q: np.ndarray, rotations: np.ndarray, root_c: np.ndarray):
+        """Pose blocks P (n, 4, 3) at coordinates q (D,), rotations (r + s, 3, 3) (the
+        roots' axes, the ball joints' turns) and root positions (r, 3), and each motion's
+        world axis and a point on it (P, 3)."""
         model = self.model
         P = self.P0.copy()
-        P[model.root_body, :3] = root_axes
+        roots = len(model.root_body)
+        P[model.root_body, :3] = rotations[:roots]
         P[model.root_body, 3] = root_c
         padded = np.append(q, 0.0)
         theta = padded[self.turn_q][:, None, None]
         C0, C1, C2, C3 = self.map_parts
         maps = C0 + (np.cos(theta) - 1.0) * C1 + np.sin(theta) * C2 + padded[self.slide_q][:, None, None] * C3
+        balls = self.ball_joint
+        if len(balls):  # a ball joint's map: from_axis diag(S^T, 1) to_axis
+            turns = np.zeros((len(balls), 4, 4))
+            turns[:, :3, :3] = B = rotations[self.ball_slot]
+            turns[:, 3, 3] = 1.0
+            maps[balls] = self.from_axis[balls] @ turns @ self.to_axis[balls]
         for (old, new), M in zip(self.links, maps, strict=True):
             np.matmul(M, P[old], out=P[new])
         Y = self.to_axis @ P[self.old]  # per joint: [axes of R_o U; anchor] before it moves
         joint_of = self.motion_joint
-        return P, Y[joint_of, 2], Y[joint_of, 3]
+        axis, anchor = Y[joint_of, 2], Y[joint_of, 3]
+        if len(balls):  # the turns' axes: the joint frame's before the turn, or after it (carried)
+            before = Y[balls, :3]
+            rows = np.where(self.ball_carried[:, None, None], B @ before, before)
+            axis[self.ball_motions] = self.ball_d @ rows
+        return P, axis, anchor
 
     def screws(self, c: np.ndarray, axis: np.ndarray, anchor: np.ndarray):
         """Every coordinate's screw W, V (D, 3) from the CoM positions c (n, 3) and the
@@ -151,11 +183,11 @@ class FrameNewton:
 
     def constraint_rows(self, R, c, W, V, values, jacobian: bool):
         """The loop, coupling and held-motor rows (residual (m_c,), Jacobian (m_c, D) or
-        None) as :meth:`TreeKinematics.constraint_rows` gives them: loop points, dots and
-        slides written for one frame; with couplings or held motors, that method on a
+        None) as :meth:`TreeKinematics.constraint_rows` gives them: loop points, dots,
+        slides and held motors written for one frame; with couplings, that method on a
         one-frame batch."""
         model = self.model
-        if model.couplings is not None or model.locks:
+        if model.couplings is not None:
             screws = (W.T[..., None], V.T[..., None]) if jacobian else None
             r, J = model.constraint_rows(R[..., None], c[..., None], screws, values[:, None])
             return r[:, 0], (J[..., 0] if jacobian else None)
@@ -182,6 +214,15 @@ class FrameNewton:
             if jacobian:
                 Jg = self._point_jacobian(W, V, bj, pj) - self._point_jacobian(W, V, bi, pi)
                 jacobians.append((Jg * n[:, :, None]).sum(1) + model.moves[bi] * (_cross(n, g) @ W.T))
+        for term, q, sign in model.locks:
+            offset = values[q] - term.values
+            turns = term.readout.is_angle[term.motors]
+            offset[turns] = np.angle(np.exp(1j * offset[turns]))
+            rows.append(term._row_scale * offset)
+            if jacobian:
+                J = np.zeros((len(q), model.D))
+                J[np.arange(len(q)), q] = term._row_scale * sign
+                jacobians.append(J)
         if not rows:
             return np.zeros(0), (np.zeros((0, model.D)) if jacobian else None)
         return np.concatenate(rows), (np.concatenate(jacobians) if jacobian else None)
@@ -199,7 +240,7 @@ class FrameNewton:
             return self._solve(coordinates, position, rotation, via, line_search)
 
     def _solve(self, coordinates, position, rotation, via, line_search):
-        """Newton's method from coordinates ``(q (D,), root axes (r, 3, 3), root positions
+        """Newton's method from coordinates ``(q (D,), rotations (r + s, 3, 3), root positions
         (r, 3))`` (assembled) against frame targets position (K, 3) [m] and rotation
         (K, 3, 3). Returns the coordinates reached, iterations, converged and the loop
         rows' largest residual [m], as
@@ -212,14 +253,14 @@ class FrameNewton:
         times), a chord step replaced by a Newton step (for starts far from the answer
         where the targets determine it; the answer is the same wherever the steps go)."""
         model, settings = self.model, self.settings
-        q, root_axes, root_c = (np.array(x, dtype=float) for x in coordinates)
+        q, rotations, root_c = (np.array(x, dtype=float) for x in coordinates)
         target_a = np.swapaxes(rotation, -1, -2)  # (K, axis, 3)
         aims = (
             [(position, target_a)]
             if via is None
             else [(via[0], np.swapaxes(via[1], -1, -2)), (position, target_a)]
         )
-        P, axis, anchor = self.poses(q, root_axes, root_c)
+        P, axis, anchor = self.poses(q, rotations, root_c)
         R, c = P[:, :3].transpose(0, 2, 1), P[:, 3]
         W, V = self.screws(c, axis, anchor)
         H = metric(model, R[..., None], c[..., None], (W.T[..., None], V.T[..., None]), None, None)[0][..., 0]
@@ -233,7 +274,7 @@ class FrameNewton:
         evaluated = True  # the rows at q are the first ones computed below
         for _ in range(min(settings.max_iterations, 12) * (4 if line_search else 1)):
             if not evaluated:
-                P, axis, anchor = self.poses(q, root_axes, root_c)
+                P, axis, anchor = self.poses(q, rotations, root_c)
                 R, c = P[:, :3].transpose(0, 2, 1), P[:, 3]
                 W, V = self.screws(c, axis, anchor) if fresh else (None, None)
             evaluated = False
@@ -246,16 +287,16 @@ class FrameNewton:
             if search is not None:
                 merit = float(rt @ rt + rc @ rc)
                 if search.rejects(merit):
-                    q, root_axes, root_c, values = search.restored()
+                    q, rotations, root_c, values = search.restored()
                     if not search.newton:  # a chord step that does not descend: a Newton step there
                         fresh = True
                         search.forget()
                     elif search.halvings == 5:
                         break
                     else:
-                        self._move(q, root_axes, root_c, values, search.halved())
+                        self._move(q, rotations, root_c, values, search.halved())
                     continue
-                search.keep(q, root_axes, root_c, values, merit)
+                search.keep(q, rotations, root_c, values, merit)
             if iterations == settings.max_iterations:
                 break
             if fresh:
@@ -267,7 +308,7 @@ class FrameNewton:
             iterations += 1
             if search is not None:
                 search.took(dq, fresh)
-            self._move(q, root_axes, root_c, values, dq)
+            self._move(q, rotations, root_c, values, dq)
             if len(aims) > 1:  # the step toward ``via``: a Newton step toward the targets next
                 aims.pop(0)
                 if search is not None:
@@ -283,12 +324,23 @@ class FrameNewton:
             last = size
             moved = size if fresh else moved + size
             fresh = not fresh and size * moved > settings.step_tolerance
-        return (q, root_axes, root_c), iterations, converged, residual
+        return (q, rotations, root_c), iterations, converged, residual
 
-    def _move(self, q, root_axes, root_c, values, dq) -> None:
-        """Step the coordinates (and the joint values read from them) in place by dq (D,)."""
-        self.forward.moved(q[:, None], root_axes[..., None], root_c[..., None], dq[:, None])
+    def _move(self, q, rotations, root_c, values, dq) -> None:
+        """Step the coordinates (and the joint values read from them) in place by dq (D,),
+        as :meth:`~looprig.core.solvers.tree_forward.TreeForward.moved` does: every root
+        and ball joint turned at once."""
+        q += dq
         values += self.model.sign * dq
+        if not len(rotations):
+            return
+        turns = np.concatenate(
+            [dq[self.root_turn_columns], (self.ball_d * dq[self.ball_columns_3][..., None]).sum(1)]
+        )
+        Qt = np.swapaxes(_rotations(turns), 1, 2)
+        rotations[:] = np.where(self.after[:, None, None], Qt @ rotations, rotations @ Qt)
+        root_c += dq[self.root_slide_columns]
+        q[self.still] = 0.0
 
 
 class _Backtracking:
@@ -303,9 +355,9 @@ class _Backtracking:
         """Whether the last step left the squared residuals at ``merit`` no lower."""
         return self.point is not None and merit >= self.merit and merit > self.floor
 
-    def keep(self, q, root_axes, root_c, values, merit: float) -> None:
+    def keep(self, q, rotations, root_c, values, merit: float) -> None:
         """The point the next step leaves, and its squared residuals."""
-        self.point = tuple(x.copy() for x in (q, root_axes, root_c, values))
+        self.point = tuple(x.copy() for x in (q, rotations, root_c, values))
         self.merit, self.halvings = merit, 0
 
     def took(self, step: np.ndarray, newton: bool) -> None:
@@ -313,7 +365,7 @@ class _Backtracking:
         self.step, self.newton = step.copy(), newton
 
     def restored(self):
-        """Copies of the kept point (q, root axes, root positions, joint values)."""
+        """Copies of the kept point (q, rotations, root positions, joint values)."""
         return tuple(x.copy() for x in self.point)
 
     def halved(self) -> np.ndarray:
@@ -374,6 +426,17 @@ def _cross(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     a0, a1, a2 = a[..., 0], a[..., 1], a[..., 2]
     b0, b1, b2 = b[..., 0], b[..., 1], b[..., 2]
     return np.stack([a1 * b2 - a2 * b1, a2 * b0 - a0 * b2, a0 * b1 - a1 * b0], axis=-1)
+
+
+def _rotations(w: np.ndarray) -> np.ndarray:
+    """Rotation matrices (K, 3, 3) of rotation vectors w (K, 3) [rad] (Rodrigues)."""
+    angle = np.sqrt((w**2).sum(1))[:, None, None]
+    small = angle < 1e-8
+    K = _skew(w)
+    safe = np.where(small, 1.0, angle)
+    a = np.where(small, 1.0 - angle**2 / 6.0, np.sin(safe) / safe)
+    b = np.where(small, 0.5 - angle**2 / 24.0, (1.0 - np.cos(safe)) / safe**2)
+    return np.eye(3) + a * K + b * (K @ K)
 
 
 def _skew(p: np.ndarray) -> np.ndarray:

@@ -23,10 +23,10 @@ def metric(model: TreeKinematics, R, c, screws, moved_motors, moved_bodies):
     Levenberg ``eps_p I`` on the body tangents (:func:`damping`): the motors' part (their
     read-off Jacobian is :meth:`TreeKinematics.motor_rows`) and the floating bodies'
     ``D`` (weight 1) exactly; the other bodies' ``eps D`` (eps = 1e-9) and the damping
-    (1e-12) by their diagonal on Z. With every direction seen by a motor, target or loop
-    (:func:`unsupported` refuses the others) those two shift the answer by about their
-    weight relative to the motors' (1e-9 of a step); where nothing else sees a direction
-    they alone would resolve it, along the per-frame solver's own path.
+    (1e-12) by their diagonal on Z. Where a motor, target or loop sees a direction those
+    two shift the answer by about their weight relative to the motors' (1e-9 of a step);
+    where nothing else does (a rod's spin between two ball joints) they alone resolve it,
+    each path along its own steps (a spatial four-bar's rod: 3e-8 rad apart).
 
     The starts' assembly (:meth:`TreeKinematics.assemble`) counts as part of the first
     step, as the per-frame solver's first step counts its move onto the tree joints:

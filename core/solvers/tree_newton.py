@@ -67,18 +67,18 @@ class _Poses:
     def __init__(self, model: TreeKinematics, R0=None, c0=None, coordinates=None):
         self.model = model
         self.forward = forward(model) if applies(model) else None
-        if coordinates is not None:  # (q, root axes, root positions): posed by the forward kinematics
-            self.q, self.root_axes, self.root_c = (np.array(x, dtype=float) for x in coordinates)
+        if coordinates is not None:  # (q, rotations, root positions): posed by the forward kinematics
+            self.q, self.rotations, self.root_c = (np.array(x, dtype=float) for x in coordinates)
         elif self.forward is None:
             self.R, self.c = R0.copy(), c0.copy()
             assemble(model, self.R, self.c)
         else:
-            self.q, self.root_axes, self.root_c = self.forward.coordinates(R0, c0)
+            self.q, self.rotations, self.root_c = self.forward.coordinates(R0, c0)
 
     @property
     def coordinates(self):
-        """The coordinates (q (D, F), root axes (r, 3, 3, F), root positions (r, 3, F))."""
-        return self.q, self.root_axes, self.root_c
+        """The coordinates (q (D, F), rotations (r + s, 3, 3, F), root positions (r, 3, F))."""
+        return self.q, self.rotations, self.root_c
 
     def at(self, frames=None):
         """Rotations (n, 3, 3, B), CoM positions (n, 3, B) and screws of ``frames``
@@ -88,7 +88,7 @@ class _Poses:
             R, c = pick(self.R), pick(self.c)
             return R, c, self.model.screws(R, c)
         fw = self.forward
-        A, c, motions = fw.poses(pick(self.q), pick(self.root_axes), pick(self.root_c))
+        A, c, motions = fw.poses(pick(self.q), pick(self.rotations), pick(self.root_c))
         return fw.rotations(A), c, fw.screws(A, c, motions)
 
     def step(self, frames, R, c, screws, dq) -> None:
@@ -98,16 +98,16 @@ class _Poses:
             put_frames(self.R, frames, R)
             put_frames(self.c, frames, c)
             return
-        q, axes, positions = (take_frames(x, frames) for x in (self.q, self.root_axes, self.root_c))
+        q, axes, positions = (take_frames(x, frames) for x in (self.q, self.rotations, self.root_c))
         self.forward.moved(q, axes, positions, dq)
-        for x, y in zip((self.q, self.root_axes, self.root_c), (q, axes, positions), strict=True):
+        for x, y in zip((self.q, self.rotations, self.root_c), (q, axes, positions), strict=True):
             put_frames(x, frames, y)
 
     def states(self) -> np.ndarray:
         """Body states (F, n, 7) of every frame."""
         if self.forward is None:
             return self.model.to_states(self.R, self.c)
-        A, c, _ = self.forward.poses(self.q, self.root_axes, self.root_c)
+        A, c, _ = self.forward.poses(self.q, self.rotations, self.root_c)
         return self.forward.states(A, c)
 
 
@@ -136,7 +136,7 @@ def solve(model: TreeKinematics, positions, rotations, starts: np.ndarray, setti
 
 
 def solve_coordinates(model: TreeKinematics, positions, rotations, coordinates, settings, compliance: float):
-    """:func:`solve` from starts given as coordinates ``(q (D, F), root axes (r, 3, 3, F),
+    """:func:`solve` from starts given as coordinates ``(q (D, F), rotations (r + s, 3, 3, F),
     root positions (r, 3, F))`` of a model whose tree joints
     :func:`~looprig.core.tree_forward.applies` poses (assembled: no first step closes
     them). Returns the :class:`_Poses` reached (their coordinates and states),

@@ -114,3 +114,16 @@ def test_connected_groups_and_cycle_rank_on_a_small_graph():
     assert cycle_rank(nodes, edges) == 2
     assert connected_groups(nodes, []) == [["a"], ["b"], ["c"], ["d"]]
     assert cycle_rank(nodes, []) == 0
+
+
+def test_edges_on_cycles_are_those_whose_removal_keeps_their_ends_joined():
+    """A triangle with a tail and a self-loop: the triangle's edges and the loop lie on
+    cycles, the tail does not; a repeated edge is a cycle of its own; the same answer as
+    removing each edge and counting cycles."""
+    from looprig.core.model.graph import cycle_rank, on_cycles
+
+    edges = [("a", "b"), ("b", "c"), ("c", "a"), ("c", "d"), ("d", "d"), ("d", "e"), ("d", "e")]
+    nodes = sorted({n for edge in edges for n in edge})
+    rank = cycle_rank(nodes, edges)
+    by_rank = [cycle_rank(nodes, edges[:k] + edges[k + 1 :]) < rank for k in range(len(edges))]
+    assert on_cycles(edges) == by_rank == [True, True, True, False, True, True, True]

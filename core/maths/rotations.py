@@ -306,8 +306,7 @@ def complete_frame(axis: np.ndarray) -> np.ndarray:
     helper = np.eye(3)[np.argmin(np.abs(x), axis=-1)]
     y = helper - np.sum(helper * x, axis=-1, keepdims=True) * x
     y /= np.linalg.norm(y, axis=-1, keepdims=True)
-    z = np.cross(x, y)
-    return np.stack([x, y, z], axis=-1)
+    return np.stack([x, y, cross(x, y)], axis=-1)
 
 
 def frame_with_axes(primary: np.ndarray, secondary: np.ndarray | None) -> np.ndarray:

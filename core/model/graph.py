@@ -38,3 +38,26 @@ def cycle_rank(nodes: Sequence, edges: Sequence[tuple]) -> int:
     edges = list(edges)
     nodes, _, count = _component_labels(nodes, edges)
     return len(edges) - len(nodes) + count
+
+
+def on_cycles(edges: Sequence[tuple]) -> list[bool]:
+    """Per edge of an undirected multigraph, whether it lies on a cycle (removing it
+    leaves its ends connected; a repeated edge and a self-loop do). A union-find over
+    the other edges for each edge: the mechanisms' few dozen joints need no more."""
+    edges = list(edges)
+    return [_connected(edges[:k] + edges[k + 1 :], a, b) for k, (a, b) in enumerate(edges)]
+
+
+def _connected(edges: list[tuple], a, b) -> bool:
+    """Whether nodes a and b are joined by ``edges`` (union-find with path halving)."""
+    parent: dict = {}
+
+    def root(x):
+        while parent.get(x, x) != x:
+            parent[x] = parent.get(parent[x], parent[x])
+            x = parent[x]
+        return x
+
+    for u, v in edges:
+        parent[root(u)] = root(v)
+    return root(a) == root(b)

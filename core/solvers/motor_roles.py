@@ -5,7 +5,8 @@ leave free, how much mass each motor's motion carries, and which joints close lo
 import numpy as np
 
 from ..maths.rotations import quat_to_matrix
-from ..model.graph import cycle_rank
+from ..model.constraints import ConstraintSet
+from ..model.graph import on_cycles
 from ..model.parts import JointKind
 from ..model.readoff import ActuatorReadout
 from ..terms import ComObjective, ComTask, FrameObjective, FrameTask, Reference, Targets
@@ -132,10 +133,15 @@ def check_poses(problem: IKProblem, state: np.ndarray) -> list[np.ndarray]:
     values = readout.read(state)
     spread = CHECK_SPREAD * np.where(readout.is_angle, 1.0, problem.constraints.length_scale)
     rng = np.random.default_rng(1)
+    actuated = ConstraintSet(problem.mechanism, actuated=True)  # built once for the poses
     poses = []
     for _ in range(CHECK_POSES):
         moved = solve_fk(
-            problem.mechanism, values + spread * rng.normal(size=len(values)), state, raise_on_failure=False
+            problem.mechanism,
+            values + spread * rng.normal(size=len(values)),
+            state,
+            raise_on_failure=False,
+            constraints=actuated,
         )
         if moved.converged:
             poses.append(moved.state)
@@ -164,18 +170,13 @@ def unused_motors(problem: IKProblem, lins: list[Linearization]) -> np.ndarray:
 
 
 def loop_joints(mechanism) -> set[str]:
-    """Names of the joints that close a kinematic loop (removing one lowers the cycle rank
-    of the joint graph, grounded bodies merged, ``free`` joints left out)."""
+    """Names of the joints that close a kinematic loop (removing one leaves its bodies
+    connected: it lies on a cycle of the joint graph, grounded bodies merged, ``free``
+    joints left out)."""
     node = [-1 if b.grounded else i for i, b in enumerate(mechanism.bodies)]
     edges = {
         j.name: (node[mechanism.body_index(j.parent)], node[mechanism.body_index(j.child)])
         for j in mechanism.joints
         if j.kind != JointKind.FREE
     }
-    nodes = sorted(set(node))
-    rank = cycle_rank(nodes, list(edges.values()))
-    return {
-        name
-        for name in edges
-        if cycle_rank(nodes, [edge for other, edge in edges.items() if other != name]) < rank
-    }
+    return {name for name, looped in zip(edges, on_cycles(edges.values()), strict=True) if looped}

@@ -4,6 +4,7 @@ objective and constraint terms from frame and CoM objectives, regularisers and t
 mechanism's joints, and the spanning tree the solvers reduce to.
 """
 
+import weakref
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
@@ -102,6 +103,28 @@ class IKResult:
     message: str = ""
 
 
+#: Per mechanism (immutable once built), the parts every problem on it shares.
+_PARTS: "weakref.WeakKeyDictionary[Mechanism, tuple]" = weakref.WeakKeyDictionary()
+
+
+def _mechanism_parts(mechanism: Mechanism) -> tuple:
+    """The joint constraints, their term, spanning tree, curvature, the motors' read-off
+    and limits of ``mechanism``, built on its first problem and shared by the others (a
+    retarget builds several problems on one robot: with and without held motors)."""
+    parts = _PARTS.get(mechanism)
+    if parts is None:
+        constraints = ConstraintSet(mechanism, actuated=False)
+        parts = _PARTS[mechanism] = (
+            constraints,
+            JointConstraints(constraints),
+            SpanningTree(constraints),
+            ActuatorReadout(mechanism),
+            ConstraintCurvature(constraints),
+            ActuatorLimits.of(mechanism),
+        )
+    return parts
+
+
 @dataclass
 class IKProblem:
     """Everything about an IK solve that does not change from frame to frame.
@@ -127,12 +150,14 @@ class IKProblem:
             raise TargetError("regularizer weights and threshold must be non-negative")
         if reg.velocity_weight > 0 and reg.velocity_threshold <= 0:
             raise TargetError("the velocity regularizer needs a positive threshold")
-        self.constraints = ConstraintSet(self.mechanism, actuated=False)
-        self.constraint_term = JointConstraints(self.constraints)
-        self.tree = SpanningTree(self.constraints)
-        self.readout = ActuatorReadout(self.mechanism)
-        self.constraint_curvature = ConstraintCurvature(self.constraints)
-        self.actuator_limits = ActuatorLimits.of(self.mechanism)
+        (
+            self.constraints,
+            self.constraint_term,
+            self.tree,
+            self.readout,
+            self.constraint_curvature,
+            self.actuator_limits,
+        ) = _mechanism_parts(self.mechanism)
         self.frame_terms = FrameTask(self.mechanism, self.frames)
         self.com_term = None if self.com is None else ComTask(self.mechanism, self.com)
         free = self.constraints.free_bodies

@@ -80,15 +80,17 @@ def frames_in_order(problem, targets: Targets, frames: np.ndarray, first_state, 
     newton = FrameNewton(model, settings, dual_regularization(problem, settings))
     determined = targets_determine(problem, first_state)
     current = tuple(x[..., 0] for x in newton.forward.coordinates(*model.to_frames(first_state[None])))
+    weights = newton.metric(current) if determined else None  # deciding nothing: one for all frames
     yield current, 0, True, 0.0
     for before, f in itertools.pairwise(frames):
-        current, *solve = _reached(problem, newton, targets, current, before, f, determined)
+        current, *solve = _reached(problem, newton, targets, current, before, f, determined, weights)
         yield current, *solve
 
 
-def _reached(problem, newton: FrameNewton, targets: Targets, current, before: int, f: int, determined: bool):
+def _reached(problem, newton: FrameNewton, targets: Targets, current, before, f, determined, weights=None):
     """Frame ``f``'s coordinates (one frame) solved from frame ``before``'s, ``current``,
-    with the iterations, convergence and loop residual [m] of the solve.
+    with the iterations, convergence and loop residual [m] of the solve; ``weights``:
+    the metric to step in where the targets determine the motors (:meth:`FrameNewton.solve`).
 
     Where the targets determine the state the answer is the same from any start on its
     branch, and the steps are long (the four-bar's crank turns up to a radian between
@@ -102,8 +104,11 @@ def _reached(problem, newton: FrameNewton, targets: Targets, current, before: in
     before (read back near it)."""
     position, rotation = targets.positions[f], targets.rotations[f]
     halfway = (before + f) // 2
-    if determined and halfway > before:
-        reached, iterations, converged, residual = newton.solve(current, position, rotation, line_search=True)
+    if determined:
+        search = halfway > before
+        reached, iterations, converged, residual = newton.solve(
+            current, position, rotation, None, search, weights
+        )
     else:
         via = (targets.positions[halfway], targets.rotations[halfway]) if halfway > before else None
         reached, iterations, converged, residual = newton.solve(current, position, rotation, via)

@@ -21,6 +21,7 @@ moves goes at ``W_d x p + V_d`` per unit coordinate).
 """
 
 import numpy as np
+from scipy.spatial.transform import Rotation
 
 from .tree import TreeKinematics
 from .tree_forward import forward
@@ -78,9 +79,18 @@ class FrameNewton:
         self.root_turn_columns = roots + np.arange(3, 6)
         self.root_slide_columns = roots + np.arange(3)
         self.ball_columns_3 = np.array([b.columns for b in balls], int).reshape(-1, 3)
+        self.ball_from_axis, self.ball_to_axis = from_axis[self.ball_joint], self.to_axis[self.ball_joint]
         self.after = np.concatenate([np.zeros(len(roots), bool), self.ball_carried])
         self.still = np.concatenate([(roots + np.arange(6)).reshape(-1), fw.ball_columns]).astype(int)
-        self.links = list(zip(self.old.tolist(), self.new.tolist(), strict=True))
+        # the tree's depths as runs of the level order: per depth its joints' slice and old
+        # and new bodies (one product a depth; a lone joint's written in place)
+        sizes = [len(level) for level in model.tree.levels]
+        ends = np.cumsum(sizes)
+        self.depths = [
+            (slice(end - size, end), self.old[end - size : end], self.new[end - size : end])
+            for size, end in zip(sizes, ends, strict=True)
+        ]
+        self._padded = np.zeros(D + 1)
         self.P0 = np.zeros((model.n, 4, 3))
         self.P0[fw.fixed_bodies, :3] = fw.axes0[fw.fixed_bodies]
         self.P0[fw.fixed_bodies, 3] = fw.c0[fw.fixed_bodies]
@@ -95,6 +105,14 @@ class FrameNewton:
             (int(k), int(np.flatnonzero(tracked[k])[0])) for k in np.flatnonzero(tracked.sum(1) == 1)
         ]
         self.task_moves = model.moves[model.frame_body]  # (K, D)
+        # the loop points' two ends, stacked: bodies (2K,), points on them (2K, 3) [m],
+        # the coordinates that move them (2K, D), the second ends' negated
+        bi, bj, a, b, _, _ = model.point
+        self.loop_points = (
+            np.concatenate([bi, bj]),
+            np.concatenate([a, b]).reshape(-1, 3),
+            np.concatenate([model.moves[bi], -model.moves[bj]]),
+        )
 
     # ------------------------------------------------------------------ kinematics
     def poses(self, q: np.ndarray, rotations: np.ndarray, root_c: np.ndarray):
@@ -106,7 +124,8 @@ class FrameNewton:
         roots = len(model.root_body)
         P[model.root_body, :3] = rotations[:roots]
         P[model.root_body, 3] = root_c
-        padded = np.append(q, 0.0)
+        padded = self._padded
+        padded[:-1] = q
         theta = padded[self.turn_q][:, None, None]
         C0, C1, C2, C3 = self.map_parts
         maps = C0 + (np.cos(theta) - 1.0) * C1 + np.sin(theta) * C2 + padded[self.slide_q][:, None, None] * C3
@@ -115,16 +134,20 @@ class FrameNewton:
             turns = np.zeros((len(balls), 4, 4))
             turns[:, :3, :3] = B = rotations[self.ball_slot]
             turns[:, 3, 3] = 1.0
-            maps[balls] = self.from_axis[balls] @ turns @ self.to_axis[balls]
-        for (old, new), M in zip(self.links, maps, strict=True):
-            np.matmul(M, P[old], out=P[new])
+            maps[balls] = self.ball_from_axis @ turns @ self.ball_to_axis
+        for joints, old, new in self.depths:
+            if len(old) == 1:
+                np.matmul(maps[joints.start], P[old[0]], out=P[new[0]])
+            else:
+                P[new] = maps[joints] @ P[old]
         Y = self.to_axis @ P[self.old]  # per joint: [axes of R_o U; anchor] before it moves
         joint_of = self.motion_joint
         axis, anchor = Y[joint_of, 2], Y[joint_of, 3]
         if len(balls):  # the turns' axes: the joint frame's before the turn, or after it (carried)
             before = Y[balls, :3]
-            rows = np.where(self.ball_carried[:, None, None], B @ before, before)
-            axis[self.ball_motions] = self.ball_d @ rows
+            carried = self.ball_carried
+            before[carried] = B[carried] @ before[carried]
+            axis[self.ball_motions] = self.ball_d @ before
         return P, axis, anchor
 
     def screws(self, c: np.ndarray, axis: np.ndarray, anchor: np.ndarray):
@@ -192,13 +215,14 @@ class FrameNewton:
             r, J = model.constraint_rows(R[..., None], c[..., None], screws, values[:, None])
             return r[:, 0], (J[..., 0] if jacobian else None)
         rows, jacobians = [], []
-        bi, bj, a, b, _, _ = model.point
-        if len(bi):
-            pi, pj = _on(R, c, bi, a), _on(R, c, bj, b)
-            rows.append((pi - pj).reshape(-1))
-            if jacobian:
-                J = self._point_jacobian(W, V, bi, pi) - self._point_jacobian(W, V, bj, pj)
-                jacobians.append(J.reshape(-1, model.D))
+        if len(model.point[0]):  # both ends of every loop point at once
+            bodies, local, signed_moves = self.loop_points
+            p = _on(R, c, bodies, local)
+            K = len(p) // 2
+            rows.append((p[:K] - p[K:]).reshape(-1))
+            if jacobian:  # per end: (W_d x p + V_d) on the bodies it moves, the second end's negated
+                G = (W @ _skew(p) + V) * signed_moves[:, :, None]  # (2K, D, 3)
+                jacobians.append(np.swapaxes(G[:K] + G[K:], 1, 2).reshape(-1, model.D))
         bi, bj, a, b, _, _ = model.dot
         if len(bi):
             u, w = _on(R, None, bi, a), _on(R, None, bj, b)
@@ -232,14 +256,25 @@ class FrameNewton:
         return np.swapaxes(W @ _skew(p) + V, 1, 2) * self.model.moves[bodies][:, None]
 
     # ------------------------------------------------------------------ solve
-    def solve(self, coordinates, position, rotation, via=None, line_search: bool = False):
+    def metric(self, coordinates) -> np.ndarray:
+        """The minimal-motion metric with the damping (D, D) at ``coordinates`` (as
+        :meth:`solve` takes them)."""
+        P, axis, anchor = self.poses(*coordinates)
+        W, V = self.screws(P[:, 3], axis, anchor)
+        return self._metric(P[:, :3].transpose(0, 2, 1), P[:, 3], W, V)
+
+    def _metric(self, R, c, W, V) -> np.ndarray:
+        screws = (W.T[..., None], V.T[..., None])
+        return metric(self.model, R[..., None], c[..., None], screws, None, None)[0][..., 0]
+
+    def solve(self, coordinates, position, rotation, via=None, line_search: bool = False, weights=None):
         """:meth:`_solve`; numbers that overflow (targets far out of reach) end it
         unconverged, not with a warning: the caller's per-frame solver says what is
         wrong."""
         with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
-            return self._solve(coordinates, position, rotation, via, line_search)
+            return self._solve(coordinates, position, rotation, via, line_search, weights)
 
-    def _solve(self, coordinates, position, rotation, via, line_search):
+    def _solve(self, coordinates, position, rotation, via, line_search, weights):
         """Newton's method from coordinates ``(q (D,), rotations (r + s, 3, 3), root positions
         (r, 3))`` (assembled) against frame targets position (K, 3) [m] and rotation
         (K, 3, 3). Returns the coordinates reached, iterations, converged and the loop
@@ -251,7 +286,9 @@ class FrameNewton:
         toward the frame's own. ``line_search``: a step after which the rows' squared
         residuals have not fallen is taken back, a Newton step then halved (at most five
         times), a chord step replaced by a Newton step (for starts far from the answer
-        where the targets determine it; the answer is the same wherever the steps go)."""
+        where the targets determine it; the answer is the same wherever the steps go).
+        ``weights``: the metric (D, D) to step in instead of the start's (:meth:`metric`;
+        where the targets determine the motors it decides no answer, only the steps)."""
         model, settings = self.model, self.settings
         q, rotations, root_c = (np.array(x, dtype=float) for x in coordinates)
         target_a = np.swapaxes(rotation, -1, -2)  # (K, axis, 3)
@@ -263,7 +300,7 @@ class FrameNewton:
         P, axis, anchor = self.poses(q, rotations, root_c)
         R, c = P[:, :3].transpose(0, 2, 1), P[:, 3]
         W, V = self.screws(c, axis, anchor)
-        H = metric(model, R[..., None], c[..., None], (W.T[..., None], V.T[..., None]), None, None)[0][..., 0]
+        H = self._metric(R, c, W, V) if weights is None else weights
         values = joint_values(model, q[:, None])[:, 0]
         mc = model.n_constraints
         row_space = RowSpaceSteps.applies(H[..., None], task_row_count(model), mc)
@@ -337,7 +374,7 @@ class FrameNewton:
         turns = np.concatenate(
             [dq[self.root_turn_columns], (self.ball_d * dq[self.ball_columns_3][..., None]).sum(1)]
         )
-        Qt = np.swapaxes(_rotations(turns), 1, 2)
+        Qt = np.swapaxes(Rotation.from_rotvec(turns).as_matrix(), 1, 2)
         rotations[:] = np.where(self.after[:, None, None], Qt @ rotations, rotations @ Qt)
         root_c += dq[self.root_slide_columns]
         q[self.still] = 0.0
@@ -423,20 +460,11 @@ def _on(R: np.ndarray, c, bodies: np.ndarray, local: np.ndarray) -> np.ndarray:
 
 def _cross(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     """``a x b`` over the last axis (numpy's ``cross`` pays tens of microseconds a call)."""
-    a0, a1, a2 = a[..., 0], a[..., 1], a[..., 2]
-    b0, b1, b2 = b[..., 0], b[..., 1], b[..., 2]
-    return np.stack([a1 * b2 - a2 * b1, a2 * b0 - a0 * b2, a0 * b1 - a1 * b0], axis=-1)
+    return a.take(_NEXT, -1) * b.take(_AFTER, -1) - a.take(_AFTER, -1) * b.take(_NEXT, -1)
 
 
-def _rotations(w: np.ndarray) -> np.ndarray:
-    """Rotation matrices (K, 3, 3) of rotation vectors w (K, 3) [rad] (Rodrigues)."""
-    angle = np.sqrt((w**2).sum(1))[:, None, None]
-    small = angle < 1e-8
-    K = _skew(w)
-    safe = np.where(small, 1.0, angle)
-    a = np.where(small, 1.0 - angle**2 / 6.0, np.sin(safe) / safe)
-    b = np.where(small, 0.5 - angle**2 / 24.0, (1.0 - np.cos(safe)) / safe**2)
-    return np.eye(3) + a * K + b * (K @ K)
+#: the components after each, cyclically: (a x b)_i = a_j b_k - a_k b_j
+_NEXT, _AFTER = np.array([1, 2, 0]), np.array([2, 0, 1])
 
 
 def _skew(p: np.ndarray) -> np.ndarray:

@@ -133,6 +133,23 @@ def test_newton_takes_the_frame_last_steps_to_the_same_answer(problem, motion):
         assert np.abs(x - y[..., 0]).max(initial=0.0) <= 1e-12
 
 
+@pytest.mark.parametrize(("problem", "motion"), list(_cases()))
+def test_the_step_between_two_poses_moves_one_onto_the_other(problem, motion):
+    """step_between(a, b) taken from a gives b (1e-12: joint coordinates, roots and ball
+    joints), and carried_on(a, b) is that step taken again from b less what nothing sees."""
+    model = tree.kinematics(problem)
+    newton = FrameNewton(model, SETTINGS, 1e-12)
+    a, b = (_one(newton.forward.coordinates(*model.to_frames(motion[[k]]))) for k in (0, -1))
+    step = newton.step_between(a, b)
+    moved = tuple(x.copy() for x in a)
+    newton._move(*moved, np.zeros(model.D), step)
+    for x, y in zip(moved, b, strict=True):
+        assert np.abs(x - y).max(initial=0.0) <= 1e-12
+    again = newton.step_between(b, newton.carried_on(a, b))
+    seen = step - model.unseen @ (model.unseen.T @ step)
+    assert np.abs(again - seen).max(initial=0.0) <= 1e-9 * max(np.abs(step).max(initial=0.0), 1.0)
+
+
 def test_the_sequence_falls_back_to_the_per_frame_solver_where_newton_stops():
     """With one iteration allowed, no frame of the sequence converges in tree coordinates;
     the per-frame solver (its own settings) solves each from the frame before, and the

@@ -196,7 +196,7 @@ def _solve_in_coordinates(problem: RetargetProblem, out: FrameResults, progress,
     one frame), for a problem no term of which compares frames; fills ``out``."""
     ik, targets, frames = problem.frame_ik, problem.targets, problem.frames
     settings = problem.settings or ik.settings
-    order = frames_in_order(ik, targets, np.arange(frames), out.states[0], settings)
+    order = frames_in_order(ik, targets, np.arange(frames), out.states[0], settings, predict=True)
     known = []
     for f, (current, iterations, converged, residual) in enumerate(order):
         if cancel is not None and cancel():

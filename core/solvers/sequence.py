@@ -71,19 +71,28 @@ def in_sequence_coordinates(problem, targets: Targets, frames: np.ndarray, first
     return tuple(np.stack(x, axis=-1) for x in zip(*known, strict=True))
 
 
-def frames_in_order(problem, targets: Targets, frames: np.ndarray, first_state, settings):
+def frames_in_order(problem, targets: Targets, frames: np.ndarray, first_state, settings, predict=False):
     """Yields, for each of ``frames`` (K,) in order, frame 0 being ``first_state`` (n, 7),
     its coordinates (one frame) and the iterations, convergence and loop residual [m]
     that reached it (0, True, 0 for frame 0): :func:`in_sequence_coordinates` one frame
-    at a time, for a caller that reports progress or may cancel."""
+    at a time, for a caller that reports progress or may cancel.
+
+    ``predict``: where the targets determine the motors (each answer the same from any
+    start on its branch), a frame next to the one before starts from the two before
+    carried on at their speed (:meth:`FrameNewton.carried_on`): a clip's consecutive
+    frames then take 3 steps instead of 4."""
     model = tree.kinematics(problem)
     newton = FrameNewton(model, settings, dual_regularization(problem, settings))
     determined = targets_determine(problem, first_state)
     current = tuple(x[..., 0] for x in newton.forward.coordinates(*model.to_frames(first_state[None])))
     weights = newton.metric(current) if determined else None  # deciding nothing: one for all frames
     yield current, 0, True, 0.0
+    previous, last = None, None
     for before, f in itertools.pairwise(frames):
-        current, *solve = _reached(problem, newton, targets, current, before, f, determined, weights)
+        carry = predict and determined and previous is not None and before == last + 1 == f - 1
+        start = newton.carried_on(previous, current) if carry else current
+        previous, last = current, before
+        current, *solve = _reached(problem, newton, targets, start, before, f, determined, weights)
         yield current, *solve
 
 

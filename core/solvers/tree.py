@@ -19,6 +19,8 @@ screws ``omega``, ``v`` (3, D, F), component first; Jacobians (rows, D, F) or, p
 point, (K, 3, D, F). The vector axis of (..., 3, F) arrays is second to last.
 """
 
+import functools
+
 import numpy as np
 
 from ..maths.frame_last import apply, axis_angle, axis_rotation, cross, dot, matmul3, turn
@@ -259,6 +261,29 @@ class TreeKinematics:
                 side = self.moves[readout.child[m]] - self.moves[readout.parent[m]]
                 rows[m] = side[:, None] * _along(screws[0], n)[0]
         return rows
+
+    @functools.cached_property
+    def unseen(self) -> np.ndarray:
+        """An orthonormal basis (D, k) of the directions of the tree coordinates that, at
+        the initial configuration, no loop row, held motor, weighted target row or motor
+        sees (a rod's spin between two ball joints, fixed in coordinates where the ball's
+        axes turn with the rod)."""
+        s0 = self.problem.mechanism.initial_state()[None]
+        R, c = self.to_frames(s0)
+        screws = self.screws(R, c)
+        frames = self.problem.frame_terms.poses(s0)
+        targets = (frames[0].transpose(1, 2, 0), np.swapaxes(frames[1], -1, -2).transpose(1, 2, 3, 0))
+        rows = [
+            self.constraint_rows(R, c, screws, np.zeros((self.D, 1)))[1],
+            self.task_rows(R, c, screws, *targets)[1],
+            self.motor_rows(R, screws),
+        ]
+        A = np.concatenate(rows)[..., 0]
+        if not A.size:
+            return np.eye(self.D)
+        singular, V = np.linalg.svd(A)[1:]
+        seen = int(np.sum(singular > 1e-6 * max(singular.max(initial=0.0), 1e-300)))
+        return np.ascontiguousarray(V[seen:].T)
 
     def point_jacobian(self, screws, bodies: np.ndarray, p: np.ndarray) -> np.ndarray:
         """d p / d q (K, 3, D, F) of world points p (K, 3, F) on ``bodies`` (K,)."""

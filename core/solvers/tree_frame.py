@@ -379,6 +379,32 @@ class FrameNewton:
         root_c += dq[self.root_slide_columns]
         q[self.still] = 0.0
 
+    def step_between(self, a, b) -> np.ndarray:
+        """The step dq (D,) that :meth:`_move` takes from coordinates ``a`` to ``b`` (as
+        :meth:`solve` takes them): joint coordinates and root positions by difference,
+        each root's and ball joint's turn by the rotation vector between them."""
+        (qa, Xa, ca), (qb, Xb, cb) = a, b
+        dq = qb - qa
+        if len(Xa):  # X_b = Q^T X_a where the turn is carried, else X_a Q^T
+            Qt = np.where(self.after[:, None, None], Xb @ np.swapaxes(Xa, 1, 2), np.swapaxes(Xa, 1, 2) @ Xb)
+            turns = Rotation.from_matrix(np.swapaxes(Qt, 1, 2)).as_rotvec()
+            roots = len(self.root_turn_columns)
+            dq[self.root_turn_columns] = turns[:roots]
+            dq[self.ball_columns_3] = (self.ball_d @ turns[roots:, :, None])[..., 0]  # d's rows orthonormal
+            dq[self.root_slide_columns] = cb - ca
+        return dq
+
+    def carried_on(self, before, current):
+        """Coordinates one frame on from ``before`` and ``current`` at the same speed (the
+        step between them taken again), less what no motor, target or loop sees
+        (:attr:`TreeKinematics.unseen`: carried on, a rod's spin would gather speed)."""
+        step = self.step_between(before, current)
+        unseen = self.model.unseen
+        step -= unseen @ (unseen.T @ step)
+        q, rotations, root_c = (np.array(x, dtype=float) for x in current)
+        self._move(q, rotations, root_c, np.zeros(self.model.D), step)
+        return q, rotations, root_c
+
 
 class _Backtracking:
     """The line search of :meth:`FrameNewton.solve`: the point the last step left (its

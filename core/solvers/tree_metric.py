@@ -126,7 +126,7 @@ def damping(model: TreeKinematics, R) -> np.ndarray:
         diagonal = np.zeros((model.n, 6, F))
         np.add.at(diagonal, b, block)
         block = diagonal
-    return 1e-12 * np.maximum(block.max((0, 1)), 1.0)
+    return 1e-12 * np.maximum(block.max((0, 1), initial=0.0), 1.0)
 
 
 def read(readout, R: np.ndarray, c: np.ndarray) -> np.ndarray:

@@ -69,7 +69,7 @@ def analyse_mobility(mechanism: Mechanism, state: np.ndarray | None = None) -> M
     actuated = ConstraintSet(mechanism, actuated=True)
     J = passive.jacobian(state)
     rank = numerical_rank(J, floor=mechanism.closure_gap)
-    p0 = ActuatorReadout(mechanism).read(state)
+    p0 = ActuatorReadout.of(mechanism).read(state)
     rank_act = numerical_rank(actuated.jacobian(state, p0), floor=mechanism.closure_gap)
     return MobilityReport(
         bodies=len(mechanism.bodies),

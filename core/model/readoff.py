@@ -6,6 +6,7 @@ anchor's offset from the parent anchor along the parent's axis. Angles are
 unwrapped against previous values so curves stay continuous over full turns.
 """
 
+import weakref
 from collections.abc import Sequence
 
 import numpy as np
@@ -153,6 +154,19 @@ class ActuatorReadout(JointReadout):
     def __init__(self, mechanism: Mechanism):
         super().__init__(mechanism, mechanism.actuated_joints)
         self.names = mechanism.actuator_names
+
+    @classmethod
+    def of(cls, mechanism: Mechanism) -> "ActuatorReadout":
+        """The read-off of ``mechanism``, built on first use and shared after (a mechanism
+        does not change once built)."""
+        readout = _READOUTS.get(mechanism)
+        if readout is None:
+            readout = _READOUTS[mechanism] = cls(mechanism)
+        return readout
+
+
+#: Each mechanism's :meth:`ActuatorReadout.of`, while the mechanism lives.
+_READOUTS: "weakref.WeakKeyDictionary[Mechanism, ActuatorReadout]" = weakref.WeakKeyDictionary()
 
 
 def unwrap_to(values: np.ndarray, reference: np.ndarray, is_angle: np.ndarray) -> np.ndarray:

@@ -339,7 +339,7 @@ def derived_acceleration_limits(mechanism, states=None, gravity=GRAVITY) -> dict
     from .readoff import ActuatorReadout
 
     constraints = ConstraintSet(mechanism, actuated=False)
-    readout = ActuatorReadout(mechanism)
+    readout = ActuatorReadout.of(mechanism)
     motors = [
         (k, servo_model(j.actuator.servo).stall_torque, j.actuator.rotor_inertia)
         for k, j in enumerate(mechanism.actuated_joints)

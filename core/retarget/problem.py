@@ -210,7 +210,7 @@ def build_problem(
         if held is None:
             held = held_values(mechanism, mapping, mechanism.initial_state())
         motors = [mechanism.actuator_names.index(name) for name in mapping.hold]
-        terms = (MotorLock(ActuatorReadout(mechanism), motors, held, mean_joint_distance(mechanism)),)
+        terms = (MotorLock(ActuatorReadout.of(mechanism), motors, held, mean_joint_distance(mechanism)),)
     if aims:
         k = len(mapping.targets)
         terms = (*terms, AimTask(mechanism, aims, np.arange(k, k + len(aims))))

@@ -94,4 +94,4 @@ def held_values(mechanism: Mechanism, mapping: RetargetMapping, state: np.ndarra
     missing = [name for name in mapping.hold if name not in names]
     if missing:
         raise TargetError("mapping hold: " + did_you_mean("motor", missing[0], names))
-    return ActuatorReadout(mechanism).read(state)[[names.index(name) for name in mapping.hold]]
+    return ActuatorReadout.of(mechanism).read(state)[[names.index(name) for name in mapping.hold]]

@@ -229,7 +229,7 @@ def solve_fk_path(
     constraints = ConstraintSet(mechanism, actuated=True)
     goal = np.asarray(actuator_values, dtype=float).reshape(-1)
     start = mechanism.initial_state() if initial_state is None else np.asarray(initial_state, dtype=float)
-    readout = ActuatorReadout(mechanism)
+    readout = ActuatorReadout.of(mechanism)
     here = readout.read(start, previous=goal)
     scale = np.where(readout.is_angle, 1.0, constraints.length_scale)  # [rad | m] per unit step
     distance = float(np.max(np.abs(goal - here) / scale, initial=0.0))  # path length in steps' units
@@ -258,7 +258,7 @@ def _check_actuator_branch(mechanism: Mechanism, result: FKResult, p: np.ndarray
     One dot-product row per angle actuator is also zero at ``angle + pi``; a far
     start can land there. Such a result is marked not converged.
     """
-    readout = ActuatorReadout(mechanism)
+    readout = ActuatorReadout.of(mechanism)
     got = readout.read(result.state, previous=p)
     wrong = np.flatnonzero(np.abs(got - p) > 1e-6 * max(1.0, np.abs(p).max()))
     if len(wrong):

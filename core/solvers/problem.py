@@ -118,7 +118,7 @@ def _mechanism_parts(mechanism: Mechanism) -> tuple:
             constraints,
             JointConstraints(constraints),
             SpanningTree(constraints),
-            ActuatorReadout(mechanism),
+            ActuatorReadout.of(mechanism),
             ConstraintCurvature(constraints),
             ActuatorLimits.of(mechanism),
         )

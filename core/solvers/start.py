@@ -54,7 +54,7 @@ def start_state(
         ]
         moving = Mechanism(mechanism.bodies, joints, mechanism.frames, mechanism.name, mechanism.couplings)
     moving_names = moving.actuator_names
-    values = ActuatorReadout(moving).read(mechanism.initial_state())
+    values = ActuatorReadout.of(moving).read(mechanism.initial_state())
     for name, value in start.items():
         values[moving_names.index(name)] = value
     path = solve_fk_path(moving, values)

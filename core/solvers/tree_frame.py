@@ -91,6 +91,8 @@ class FrameNewton:
             for size, end in zip(sizes, ends, strict=True)
         ]
         self._padded = np.zeros(D + 1)
+        self.reads_values = model.couplings is not None or bool(model.locks)  # rows read joint values
+        self._weights, self._row_space = None, None  # the last metric given and its kind of step
         self.P0 = np.zeros((model.n, 4, 3))
         self.P0[fw.fixed_bodies, :3] = fw.axes0[fw.fixed_bodies]
         self.P0[fw.fixed_bodies, 3] = fw.c0[fw.fixed_bodies]
@@ -301,9 +303,14 @@ class FrameNewton:
         R, c = P[:, :3].transpose(0, 2, 1), P[:, 3]
         W, V = self.screws(c, axis, anchor)
         H = self._metric(R, c, W, V) if weights is None else weights
-        values = joint_values(model, q[:, None])[:, 0]
+        values = joint_values(model, q[:, None])[:, 0] if self.reads_values else np.zeros(model.D)
         mc = model.n_constraints
-        row_space = RowSpaceSteps.applies(H[..., None], task_row_count(model), mc)
+        if weights is None or weights is not self._weights:  # one metric, one kind of step
+            self._weights, self._row_space = (
+                weights,
+                RowSpaceSteps.applies(H[..., None], task_row_count(model), mc),
+            )
+        row_space = self._row_space
         system = None
         iterations, converged, residual = 0, False, 0.0
         last, moved, fresh = np.inf, 0.0, True

@@ -394,7 +394,7 @@ class FrameNewton:
         dq = qb - qa
         if len(Xa):  # X_b = Q^T X_a where the turn is carried, else X_a Q^T
             Qt = np.where(self.after[:, None, None], Xb @ np.swapaxes(Xa, 1, 2), np.swapaxes(Xa, 1, 2) @ Xb)
-            turns = Rotation.from_matrix(np.swapaxes(Qt, 1, 2)).as_rotvec()
+            turns = _rotation_vectors(np.swapaxes(Qt, 1, 2))
             roots = len(self.root_turn_columns)
             dq[self.root_turn_columns] = turns[:roots]
             dq[self.ball_columns_3] = (self.ball_d @ turns[roots:, :, None])[..., 0]  # d's rows orthonormal
@@ -498,6 +498,19 @@ def _cross(a: np.ndarray, b: np.ndarray) -> np.ndarray:
 
 #: the components after each, cyclically: (a x b)_i = a_j b_k - a_k b_j
 _NEXT, _AFTER = np.array([1, 2, 0]), np.array([2, 0, 1])
+
+
+def _rotation_vectors(Q: np.ndarray) -> np.ndarray:
+    """The rotation vectors (K, 3) [rad] of rotations Q (K, 3, 3) turning by less than pi
+    (scipy's ``as_rotvec`` first makes Q orthogonal: four times the time)."""
+    v = 0.5 * (Q[:, _ROW, _COLUMN] - Q[:, _COLUMN, _ROW])  # sin(theta) times the axis
+    sine = np.sqrt((v * v).sum(1))
+    theta = np.arctan2(sine, 0.5 * (np.einsum("kii->k", Q) - 1.0))
+    return v * (theta / np.where(sine > 0.0, sine, 1.0))[:, None]
+
+
+#: the entries (row, column) of a skew matrix's vector: (2, 1), (0, 2), (1, 0)
+_ROW, _COLUMN = np.array([2, 0, 1]), np.array([1, 2, 0])
 
 
 def _skew(p: np.ndarray) -> np.ndarray:

@@ -20,12 +20,16 @@ class TrackSamples:
     rotations: dict[str, np.ndarray]
 
     def resampled(self, rate: float) -> "TrackSamples":
-        """Cubic splines for positions, C2 rotation splines for orientations."""
+        """Cubic splines for positions, C2 rotation splines for orientations; a clip
+        already sampled at ``rate`` [Hz] is itself (the splines pass through its samples)."""
         times = np.asarray(self.times, dtype=float)
         if len(times) < 2:
             return self
         count = int(np.floor((times[-1] - times[0]) * rate + 1e-9)) + 1
-        return self.at(times[0] + np.arange(count) / rate)
+        grid = times[0] + np.arange(count) / rate
+        if count == len(times) and np.abs(grid - times).max() <= 1e-9 / rate:
+            return self
+        return self.at(grid)
 
     def at(self, clip_times: np.ndarray, times: np.ndarray | None = None) -> "TrackSamples":
         """The tracks at ``clip_times`` (K,) [s] of this clip (the same splines as

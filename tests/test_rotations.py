@@ -1,7 +1,7 @@
 """Rotation identities (property-based)."""
 
 import numpy as np
-from hypothesis import given, settings
+from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
 from looprig.core.maths import rotations as rot
@@ -92,6 +92,14 @@ def test_rotation_angle_and_scalar_axis_rotation(v):
     if t > 0:
         u = v / t
         assert np.allclose(rot.unit_axis_rotation(*u.tolist(), t), rot.matrix_from_rotvec(v), atol=1e-12)
+
+
+@given(vectors)
+def test_log_of_a_rotation_matrix_is_its_rotation_vector(v):
+    """Log(Exp(v)) = v for turns below pi (the log's domain: at pi the axis's sign is lost)."""
+    t = np.linalg.norm(v)
+    assume(t < 3.0)
+    assert np.allclose(rot.rotvec_from_matrix(rot.matrix_from_rotvec(v)), v, atol=1e-10)
 
 
 @given(quaternions, vectors, vectors)

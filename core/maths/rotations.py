@@ -345,6 +345,15 @@ def vee_antisymmetric(M: np.ndarray) -> np.ndarray:
     return out
 
 
+def rotvec_from_matrix(R: np.ndarray) -> np.ndarray:
+    """``Log``: rotation matrices (..., 3, 3) turning by less than pi -> rotation vectors
+    [rad] (..., 3) (scipy's ``as_rotvec`` first makes R orthogonal: four times the time)."""
+    v = 0.5 * vee_antisymmetric(R)  # sin(phi) u
+    sin = np.sqrt((v * v).sum(-1))
+    phi = np.arctan2(sin, 0.5 * (R[..., 0, 0] + R[..., 1, 1] + R[..., 2, 2] - 1.0))
+    return v * (phi / np.where(sin > 0.0, sin, 1.0))[..., None]
+
+
 def rotation_angle(R: np.ndarray) -> np.ndarray:
     """Angle [rad] in [0, pi] of rotation matrices (..., 3, 3), accurate at 0 and pi."""
     R = np.asarray(R, dtype=float)

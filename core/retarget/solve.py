@@ -100,6 +100,13 @@ class FrameResults(FrameErrors):
         self.com_error[f], self.residual[f] = result.com_error, result.residual
         self.iterations[f], self.converged[f] = result.iterations, result.converged
 
+    def read_motors(self, problem: IKProblem) -> None:
+        """The motor values of every frame after the first read from its state, unwrapped
+        along the clip from frame 0's (kept as solved)."""
+        values = problem.readout.read(self.states)
+        values[0] = self.actuators[0]
+        self.actuators[:] = unwrap_sequence(values, problem.readout.is_angle)
+
     def measure(self, problem: IKProblem, targets: Targets, frames=slice(None)) -> None:
         """The tracking errors of ``frames`` and the CoM error of every frame, from the states."""
         R = quat_to_matrix(self.states[frames][..., 3:])
@@ -182,9 +189,7 @@ def _solve_whole_clip(problem: RetargetProblem, out: FrameResults, progress, can
         out.iterations[chunk] = solution.iterations
         if progress is not None:
             progress(int(chunk[-1]) + 1, frames)
-    values = ik.readout.read(out.states)
-    values[0] = out.actuators[0]
-    out.actuators[:] = unwrap_sequence(values, ik.readout.is_angle)
+    out.read_motors(ik)
     out.measure(ik, targets)
     if problem.couples_frames:
         _mend_clip(ik, targets, mapping.rate, cancel, out, problem.homing)
@@ -209,10 +214,8 @@ def _solve_in_coordinates(problem: RetargetProblem, out: FrameResults, progress,
     fw = forward(kinematics(ik))
     coordinates = tuple(np.stack(x, axis=-1) for x in zip(*known[1:], strict=True))
     if coordinates:
-        out.states[1:] = fw.states(*fw.poses(*coordinates)[:2])
-    values = ik.readout.read(out.states)
-    values[0] = out.actuators[0]
-    out.actuators[:] = unwrap_sequence(values, ik.readout.is_angle)
+        out.states[1:] = fw.posed(coordinates)
+    out.read_motors(ik)
     out.measure(ik, targets)
 
 

@@ -251,7 +251,7 @@ def coarse_states(
     if in_coordinates(problem):
         fw = forward(tree.kinematics(problem))
         coarse, known = coarse_coordinates(problem, times, targets, first_state, stride, settings)
-        states = fw.states(*fw.poses(*known)[:2])
+        states = fw.posed(known)
         states[0] = first_state
         return coarse, states
     coarse, sub = _coarse_frames(problem, targets, len(times), stride, first_state)

@@ -128,7 +128,7 @@ def _reached(problem, newton: FrameNewton, targets: Targets, current, before, f,
         reached, then, done, residual = _reached(problem, newton, targets, middle, halfway, f, determined)
         return reached, iterations + first + then, done, residual
     model, fw = newton.model, newton.forward
-    state = fw.states(*fw.poses(*(x[..., None] for x in current))[:2])[0]
+    state = fw.posed(tuple(x[..., None] for x in current))[0]
     result = solve_ik(problem, IKTargets(position, rotation), state)
     read = fw.coordinates(*model.to_frames(result.state[None]), near=current[0][:, None])
     return (

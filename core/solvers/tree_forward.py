@@ -259,6 +259,10 @@ class TreeForward:
         """Body states (F, n, 7) of axes A (n, 3, 3, F) and CoM positions c (n, 3, F)."""
         return np.concatenate([c, quaternions(A)], axis=1).transpose(2, 0, 1).copy()
 
+    def posed(self, coordinates) -> np.ndarray:
+        """Body states (F, n, 7) at ``coordinates`` (q (D, F), rotations, root positions)."""
+        return self.states(*self.poses(*coordinates)[:2])
+
 
 def applies(model) -> bool:
     """Whether every tree joint of ``model`` is a kind :class:`TreeForward` poses."""

@@ -250,3 +250,39 @@ class _Systems:
             return np.linalg.solve(K, rhs.T[..., None])[..., 0].T
         except np.linalg.LinAlgError:  # an exactly singular frame: least squares for all
             return np.einsum("fij,jf->if", np.linalg.pinv(K), rhs)
+
+
+class FrameStepSystem:
+    """One frame's factorised step system, kept for the chord steps: the row-space
+    system ``A H^-1 A^T + E`` where :meth:`RowSpaceSteps.applies`, else the KKT matrix
+    ``[[H + J_t^T J_t, J_c^T], [J_c, -eps_d I]]`` (the systems above at F = 1, for
+    :class:`~looprig.core.solvers.tree_frame.FrameNewton`: H (D, D), J_t (m_t, D), J_c (m_c, D))."""
+
+    def __init__(self, H, Jt, Jc, compliance: float, row_space: bool):
+        D, mt, mc = len(H), len(Jt), len(Jc)
+        self.row_space, self.D = row_space, D
+        if row_space:
+            self.inverse = 1.0 / np.diag(H)
+            self.A = np.concatenate([Jt, Jc])
+            self.K = (self.A * self.inverse) @ self.A.T
+            diagonal = self.K.reshape(-1)[:: mt + mc + 1]  # a view
+            diagonal[:mt] += 1.0
+            diagonal[mt:] += compliance
+        else:
+            self.Jt = Jt
+            self.K = np.zeros((D + mc, D + mc))
+            self.K[:D, :D] = H + Jt.T @ Jt
+            self.K[:D, D:], self.K[D:, :D] = Jc.T, Jc
+            self.K.reshape(-1)[(D + mc + 1) * D :: D + mc + 1] = -compliance
+
+    def step(self, rt: np.ndarray, rc: np.ndarray) -> np.ndarray:
+        """The step dq (D,) for task residuals rt (m_t,) and constraint residuals rc (m_c,)."""
+        if self.row_space:
+            return -self.inverse * (self.A.T @ self._solve(np.concatenate([rt, rc])))
+        return self._solve(-np.concatenate([self.Jt.T @ rt, rc]))[: self.D]
+
+    def _solve(self, rhs: np.ndarray) -> np.ndarray:
+        try:
+            return np.linalg.solve(self.K, rhs)
+        except np.linalg.LinAlgError:  # exactly singular: least squares
+            return np.linalg.pinv(self.K) @ rhs

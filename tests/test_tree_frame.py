@@ -136,7 +136,8 @@ def test_newton_takes_the_frame_last_steps_to_the_same_answer(problem, motion):
 @pytest.mark.parametrize(("problem", "motion"), list(_cases()))
 def test_the_step_between_two_poses_moves_one_onto_the_other(problem, motion):
     """step_between(a, b) taken from a gives b (1e-12: joint coordinates, roots and ball
-    joints), and carried_on(a, b) is that step taken again from b less what nothing sees."""
+    joints), carried_on(a, b) is that step taken again from b less what nothing sees, and
+    carried_on(a, b, c) from c the step 2 step(b, c) - step(a, b), less the same."""
     model = tree.kinematics(problem)
     newton = FrameNewton(model, SETTINGS, 1e-12)
     a, b = (_one(newton.forward.coordinates(*model.to_frames(motion[[k]]))) for k in (0, -1))
@@ -148,6 +149,29 @@ def test_the_step_between_two_poses_moves_one_onto_the_other(problem, motion):
     again = newton.step_between(b, newton.carried_on(a, b))
     seen = step - model.unseen @ (model.unseen.T @ step)
     assert np.abs(again - seen).max(initial=0.0) <= 1e-9 * max(np.abs(step).max(initial=0.0), 1.0)
+    a, b, c = (_one(newton.forward.coordinates(*model.to_frames(motion[[k]]))) for k in (0, 1, 2))
+    step = 2.0 * newton.step_between(b, c) - newton.step_between(a, b)
+    again = newton.step_between(c, newton.carried_on(a, b, c))
+    seen = step - model.unseen @ (model.unseen.T @ step)
+    assert np.abs(again - seen).max(initial=0.0) <= 1e-9 * max(np.abs(step).max(initial=0.0), 1.0)
+
+
+def test_three_frames_carried_on_start_nearer_the_next_than_two():
+    """On a smooth motion of the spatial four-bar (ball joints), the next frame's seen
+    coordinates are nearer the start carried on from three frames (second order) than from
+    two (first order)."""
+    problem = IKProblem(rssr(False), [FrameObjective("tip", 1, 0)], settings=SETTINGS)
+    model = tree.kinematics(problem)
+    newton = FrameNewton(model, SETTINGS, 1e-12)
+    motion = feasible_motion(problem.mechanism, duration=0.2, rate=100, seed=3)
+    frames = [_one(newton.forward.coordinates(*model.to_frames(motion[[k]]))) for k in range(len(motion))]
+    errors = []
+    for k in range(3, len(frames)):
+        for start in (newton.carried_on(*frames[k - 2 : k]), newton.carried_on(*frames[k - 3 : k])):
+            miss = newton.step_between(start, frames[k])
+            errors.append(np.abs(miss - model.unseen @ (model.unseen.T @ miss)).max())
+    two, three = np.array(errors).reshape(-1, 2).T
+    assert three.max() < 0.5 * two.max() and np.median(three / two) < 0.5
 
 
 def test_the_sequence_falls_back_to_the_per_frame_solver_where_newton_stops():

@@ -79,19 +79,20 @@ def frames_in_order(problem, targets: Targets, frames: np.ndarray, first_state, 
 
     ``predict``: where the targets determine the motors (each answer the same from any
     start on its branch), a frame next to the one before starts from the two before
-    carried on at their speed (:meth:`FrameNewton.carried_on`): a clip's consecutive
-    frames then take 3 steps instead of 4."""
+    carried on to second order (:meth:`FrameNewton.carried_on`): a clip's consecutive
+    frames then take 2 steps instead of 4."""
     model = tree.kinematics(problem)
     newton = FrameNewton(model, settings, dual_regularization(problem, settings))
     determined = targets_determine(problem, first_state)
     current = tuple(x[..., 0] for x in newton.forward.coordinates(*model.to_frames(first_state[None])))
     weights = newton.metric(current) if determined else None  # deciding nothing: one for all frames
     yield current, 0, True, 0.0
-    previous, last = None, None
+    run, last = [], None  # the consecutive frames solved just before, oldest first
     for before, f in itertools.pairwise(frames):
-        carry = predict and determined and previous is not None and before == last + 1 == f - 1
-        start = newton.carried_on(previous, current) if carry else current
-        previous, last = current, before
+        run = [*run[-2:], current] if last is not None and before == last + 1 else [current]
+        carry = predict and determined and len(run) >= 2 and before + 1 == f
+        start = newton.carried_on(*run) if carry else current
+        last = before
         current, *solve = _reached(problem, newton, targets, start, before, f, determined, weights)
         yield current, *solve
 

@@ -4,19 +4,26 @@ the other motors can stand in for, and a shoulder they cannot."""
 
 import dataclasses
 import json
+from pathlib import Path
 
 import numpy as np
 import pytest
+from looprig.cad_import import load_mechanism
 from looprig.core import Actuator, Body, Frame, Joint, JointKind, Mechanism
 from looprig.core.errors import LooprigWarning
-from looprig.core.library import build
+from looprig.core.library import NAMES, build
 from looprig.core.library._build import link
 from looprig.core.retarget import RetargetMapping, TargetSpec, TrackSamples, retarget
 from looprig.core.solvers.fk import solve_fk
+from looprig.core.solvers.ik import IKProblem
+from looprig.core.solvers.motor_roles import Linearizations, unused_by_structure, unused_motors
 from looprig.core.terms import FrameObjective, FrameTask
 from scipy.spatial.transform import Rotation
 
 Z = np.array([0.0, 0.0, 1.0])
+REACHY = (
+    Path(__file__).resolve().parents[2] / "shared" / "models" / "reachy_mini" / "mjcf" / "reachy_mini.xml"
+)
 #: link lengths [m] of the planar arm along +x: upper arm, forearm, hand
 UPPER, FORE, HAND = 0.3, 0.25, 0.15
 
@@ -246,3 +253,43 @@ def test_a_held_motor_is_released_when_a_frame_between_the_coarse_ones_needs_it(
     assert result.holding.redundant == () and result.holding.kept_free["elbow"].startswith("released")
     assert result.unreachable.sum() == 0 and result.position_error.max() < 1e-8
     assert np.ptp(result.curves.values[:, 1]) > 0.1  # the elbow moved
+
+
+def _decision_cases():
+    """(problem, the motors the joint graph shows unused) at the assembled pose: the planar
+    arm tracked at the wrist's axis and at the hand, Reachy Mini's head (MJCF), and every
+    reference mechanism with its first frame targeted in full."""
+    arm = planar_arm(frame_at_wrist=True)
+    yield pytest.param(IKProblem(arm, [FrameObjective("tip", 1, 0)]), ["wrist"], id="arm-wrist")
+    yield pytest.param(IKProblem(planar_arm(), [FrameObjective("tip", 1, 0)]), [], id="arm-hand")
+    if REACHY.exists():
+        head = IKProblem(load_mechanism(REACHY), [FrameObjective("xl_330", 1, 1)])
+        yield pytest.param(head, ["right_antenna", "left_antenna"], id="reachy")
+    for name in NAMES:
+        m = build(name)
+        if m.frames:
+            yield pytest.param(IKProblem(m, [FrameObjective(m.frames[0].name, 1, 1)]), None, id=name)
+
+
+@pytest.mark.parametrize(("problem", "by_graph"), list(_decision_cases()))
+def test_the_start_alone_settles_what_every_pose_would(problem, by_graph):
+    """Linearizations asks the check poses only when the start cannot settle a question, and
+    answers as every pose does: the same unused motors (those read off the joint graph
+    among them), and for every motor whether locking it keeps the objectives' rank. On
+    Reachy Mini no check pose is made (antennas by the graph, the yaw's rank at the start)."""
+    state = problem.mechanism.initial_state()
+    lazy, every = Linearizations(problem, state), Linearizations(problem, state)
+    poses = every.poses  # made at once: every question asks all of them
+    unused = unused_motors(problem, poses)
+    structural = unused_by_structure(problem)
+    assert not (structural & ~unused).any()
+    if by_graph is not None:
+        assert [problem.readout.names[i] for i in np.flatnonzero(structural)] == by_graph
+    assert np.array_equal(lazy.unused(), unused)
+    for motor in range(len(problem.readout.names)):
+        full = max(lin.objective_rank([motor]) for lin in poses) == max(
+            lin.objective_rank([]) for lin in poses
+        )
+        assert lazy.keeps_rank([], motor) == full
+    if by_graph and "right_antenna" in by_graph:
+        assert lazy._poses is None

@@ -136,8 +136,9 @@ def test_newton_takes_the_frame_last_steps_to_the_same_answer(problem, motion):
 @pytest.mark.parametrize(("problem", "motion"), list(_cases()))
 def test_the_step_between_two_poses_moves_one_onto_the_other(problem, motion):
     """step_between(a, b) taken from a gives b (1e-12: joint coordinates, roots and ball
-    joints), carried_on(a, b) is that step taken again from b less what nothing sees, and
-    carried_on(a, b, c) from c the step 2 step(b, c) - step(a, b), less the same."""
+    joints), carried_on(b, [that step]) is that step taken again from b less what nothing
+    sees, and carried_on(c, [step(a, b), step(b, c)]) from c the step 2 step(b, c) -
+    step(a, b), less the same."""
     model = tree.kinematics(problem)
     newton = FrameNewton(model, SETTINGS, 1e-12)
     a, b = (_one(newton.forward.coordinates(*model.to_frames(motion[[k]]))) for k in (0, -1))
@@ -146,12 +147,13 @@ def test_the_step_between_two_poses_moves_one_onto_the_other(problem, motion):
     newton._move(*moved, np.zeros(model.D), step)
     for x, y in zip(moved, b, strict=True):
         assert np.abs(x - y).max(initial=0.0) <= 1e-12
-    again = newton.step_between(b, newton.carried_on(a, b))
+    again = newton.step_between(b, newton.carried_on(b, [step]))
     seen = step - model.unseen @ (model.unseen.T @ step)
     assert np.abs(again - seen).max(initial=0.0) <= 1e-9 * max(np.abs(step).max(initial=0.0), 1.0)
     a, b, c = (_one(newton.forward.coordinates(*model.to_frames(motion[[k]]))) for k in (0, 1, 2))
-    step = 2.0 * newton.step_between(b, c) - newton.step_between(a, b)
-    again = newton.step_between(c, newton.carried_on(a, b, c))
+    steps = [newton.step_between(a, b), newton.step_between(b, c)]
+    step = 2.0 * steps[1] - steps[0]
+    again = newton.step_between(c, newton.carried_on(c, steps))
     seen = step - model.unseen @ (model.unseen.T @ step)
     assert np.abs(again - seen).max(initial=0.0) <= 1e-9 * max(np.abs(step).max(initial=0.0), 1.0)
 
@@ -167,7 +169,8 @@ def test_three_frames_carried_on_start_nearer_the_next_than_two():
     frames = [_one(newton.forward.coordinates(*model.to_frames(motion[[k]]))) for k in range(len(motion))]
     errors = []
     for k in range(3, len(frames)):
-        for start in (newton.carried_on(*frames[k - 2 : k]), newton.carried_on(*frames[k - 3 : k])):
+        steps = [newton.step_between(a, b) for a, b in itertools.pairwise(frames[k - 3 : k])]
+        for start in (newton.carried_on(frames[k - 1], steps[1:]), newton.carried_on(frames[k - 1], steps)):
             miss = newton.step_between(start, frames[k])
             errors.append(np.abs(miss - model.unseen @ (model.unseen.T @ miss)).max())
     two, three = np.array(errors).reshape(-1, 2).T

@@ -12,7 +12,9 @@ behind the mapping's ``hold``); ``docs/retarget.md`` states the rule for users.
   around it (motors moved by about :data:`CHECK_SPREAD` rad, seeded). A pose
   where the held motors leave more motion free than at the others is singular (a
   slider-crank's dead centre, where the crank moves nothing to first order) and
-  is not asked.
+  is not asked. The check poses are made only for a question the start cannot
+  settle (:class:`~looprig.core.solvers.motor_roles.Linearizations`): a motor the
+  joint graph shows moving no target (an antenna) needs none.
 * **redundant** — the other motors can do its work. Only where the motors
   determine the objectives (with a floating base the base, no motor, would take
   over), and only motors in series: the motors of a loop (the legs of a parallel
@@ -44,7 +46,7 @@ solves the clip again with the redundant motors free when a frame between the
 coarse ones turns out to need one); ``auto_hold = false`` (``--no-auto-hold``)
 frees every motor but those in the mapping's ``hold``.
 
-Cost: Jacobians and SVDs at a few poses, one coarse pass with the motors free,
+Cost: Jacobians and SVDs at the start (and at the check poses where asked), one coarse pass with the motors free,
 and one batched held pass per candidate tried (the whole-clip solver's machinery,
 :mod:`.clip`), whatever the clip's length.
 """
@@ -61,14 +63,7 @@ from ..terms import MotorLock, Targets
 from ..terms.base import motor_units
 from .clip import coarse_then_clip, solve_clip
 from .ik import IKProblem, IKTargets
-from .motor_roles import (
-    UNUSED_TOLERANCE,
-    Linearization,
-    check_poses,
-    kinetic_energy,
-    loop_joints,
-    unused_motors,
-)
+from .motor_roles import UNUSED_TOLERANCE, Linearizations, kinetic_energy, loop_joints
 from .start import solve_first_frame
 
 #: Frames of the coarse pass that tries a redundant motor held (spread evenly, ends included).
@@ -208,13 +203,9 @@ def motors_to_hold(
         return Holding()
     values = readout.read(state)
     already = {int(m) for t in problem.terms if isinstance(t, MotorLock) for m in t.motors}
-    lins = [Linearization(problem, s) for s in (state, *check_poses(problem, state))]
-    # a pose where held motors leave more motion free than elsewhere is singular (a dead
-    # centre): its first-order picture is not the mechanism's, so it is not asked
-    passive = [lin.free_directions(range(n)).shape[1] for lin in lins]
-    lins = [lin for lin, d in zip(lins, passive, strict=True) if d == min(passive)]
-    start = lins[0]
-    unused = [i for i in np.flatnonzero(unused_motors(problem, lins)) if i not in already]
+    lins = Linearizations(problem, state)
+    start = lins.start
+    unused = [i for i in np.flatnonzero(lins.unused()) if i not in already]
     locked = sorted(already | set(unused))
 
     # redundant motors: only where the motors determine the objectives (no floating base),
@@ -232,14 +223,7 @@ def motors_to_hold(
     on_loops = loop_joints(problem.mechanism)
     candidates = sorted((i for i in energy if names[i] not in on_loops), key=lambda i: -energy[i])
 
-    def keeps_rank(i) -> bool:
-        """Locking motor i loses no direction the objectives can move in: the structural
-        rank (the largest over the poses; one pose may be singular by chance) stays."""
-        return max(lin.objective_rank([*locked, i]) for lin in lins) == max(
-            lin.objective_rank(locked) for lin in lins
-        )
-
-    candidates = [i for i in candidates if keeps_rank(i)]
+    candidates = [i for i in candidates if lins.keeps_rank(locked, i)]
 
     kept_free, passes, redundant = {}, 0, []
     if candidates:
@@ -263,7 +247,7 @@ def motors_to_hold(
         free_travel = _travel(np.concatenate([values[None], free.values]), units)
         tried = 0
         for i in candidates:
-            if not keeps_rank(i):  # the motors held so far took its place
+            if not lins.keeps_rank(locked, i):  # the motors held so far took its place
                 continue
             if tried == MAX_TRIALS:
                 kept_free[names[i]] = f"not tried (at most {MAX_TRIALS} trials)"

@@ -6,7 +6,7 @@ import numpy as np
 
 from ..maths.rotations import quat_to_matrix
 from ..model.constraints import ConstraintSet
-from ..model.graph import on_cycles
+from ..model.graph import connected_groups, on_cycles
 from ..model.parts import JointKind
 from ..model.readoff import ActuatorReadout
 from ..terms import ComObjective, ComTask, FrameObjective, FrameTask, Reference, Targets
@@ -127,6 +127,64 @@ def kinetic_energy(problem: IKProblem, lin: Linearization, motion: np.ndarray) -
     return energy
 
 
+class Linearizations:
+    """The poses a decision asks (:class:`Linearization` each): the start's always, the
+    :func:`check_poses`' only once a question needs them.
+
+    A pose where the held motors leave more motion free than at the others is singular
+    (a dead centre): its first-order picture is not the mechanism's, so it is not asked.
+    A start whose constraints and motors have full row rank leaves the least motion free
+    of any pose, so it is never the one dropped and the questions it settles alone need
+    no other pose: a motor it finds moving the objectives is used; one the joint graph
+    shows moving no objective anywhere (:func:`unused_by_structure`) is unused; locking
+    motors keeps the objectives' structural rank where the start keeps the frames' full
+    rank (a frame's rows are a rigid map of its body's motion: their rank is the same at
+    every pose). Otherwise the check poses are made at once and the start is the first
+    pose kept."""
+
+    def __init__(self, problem: IKProblem, state: np.ndarray):
+        self.problem, self.state = problem, state
+        self.start = Linearization(problem, state)
+        self._poses = None
+        n = len(problem.readout.names)
+        passive = self.start.free_directions(range(n)).shape[1]
+        E = self.start.E
+        if passive != E.shape[1] - len(E) - n:  # the start may be singular
+            self.start = self.poses[0]
+        # the rank no pose exceeds: the frames' (a CoM objective's rows join the bodies' motions)
+        self._full_rank = None if problem.com is not None else _rank(self.start.O)
+
+    @property
+    def poses(self) -> list[Linearization]:
+        """The start and the check poses, singular ones left out (made on first use)."""
+        if self._poses is None:
+            lins = [self.start] + [
+                Linearization(self.problem, s) for s in check_poses(self.problem, self.state)
+            ]
+            n = len(self.problem.readout.names)
+            passive = [lin.free_directions(range(n)).shape[1] for lin in lins]
+            self._poses = [lin for lin, d in zip(lins, passive, strict=True) if d == min(passive)]
+        return self._poses
+
+    def unused(self) -> np.ndarray:
+        """(A,) bool: :func:`unused_motors` over :attr:`poses`."""
+        unused = unused_motors(self.problem, [self.start])
+        if (unused & ~unused_by_structure(self.problem)).any():
+            unused = unused_motors(self.problem, self.poses)
+        return unused
+
+    def keeps_rank(self, locked, motor: int) -> bool:
+        """Whether locking ``motor`` besides ``locked`` loses no direction the objectives
+        can move in: the structural rank (the largest over the poses; one pose may be
+        singular by chance) stays."""
+        rank = self.start.objective_rank([*locked, motor])
+        if rank == self._full_rank:
+            return True
+        return max(lin.objective_rank([*locked, motor]) for lin in self.poses) == max(
+            lin.objective_rank(locked) for lin in self.poses
+        )
+
+
 def check_poses(problem: IKProblem, state: np.ndarray) -> list[np.ndarray]:
     """Assembled states around ``state`` with the motors moved by about CHECK_SPREAD (seeded)."""
     readout: ActuatorReadout = problem.readout
@@ -166,6 +224,39 @@ def unused_motors(problem: IKProblem, lins: list[Linearization]) -> np.ndarray:
             moved = lin.O @ alone
             beyond = moved - Q @ (Q.T @ moved)
             unused[i] = beyond.size == 0 or np.linalg.norm(beyond, 2) <= UNUSED_TOLERANCE * lin.L
+    return unused
+
+
+def unused_by_structure(problem: IKProblem) -> np.ndarray:
+    """(A,) bool: motors that move no objective at any pose, read off the joint graph: on
+    a grounded mechanism without couplings or a CoM objective, a motor whose joint closes
+    no loop and whose side away from the ground (what it moves, the other motors held)
+    carries no targeted frame, such as an antenna."""
+    mechanism, readout = problem.mechanism, problem.readout
+    unused = np.zeros(len(readout.names), bool)
+    if (
+        problem.com is not None
+        or mechanism.couplings
+        or any(j.kind == JointKind.FREE for j in mechanism.joints)
+    ):
+        return unused
+    node = [-1 if b.grounded else i for i, b in enumerate(mechanism.bodies)]
+    edges = {
+        j.name: (node[mechanism.body_index(j.parent)], node[mechanism.body_index(j.child)])
+        for j in mechanism.joints
+    }
+    targeted = {
+        node[mechanism.body_index(mechanism.frame(f.frame).body)]
+        for f in problem.frames
+        if np.any(np.greater(f.position_weight, 0)) or np.any(np.greater(f.orientation_weight, 0))
+    }
+    for i, joint in enumerate(j.name for j in mechanism.actuated_joints):
+        others = [e for k, e in edges.items() if k != joint]
+        groups = connected_groups(sorted(set(node)), others)
+        side = next(g for g in groups if edges[joint][1] in g)
+        if -1 in side:  # the child side is grounded: the parent's moves, unless it is grounded too
+            side = next(g for g in groups if edges[joint][0] in g)
+        unused[i] = -1 not in side and not targeted.intersection(side)
     return unused
 
 

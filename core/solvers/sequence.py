@@ -87,13 +87,13 @@ def frames_in_order(problem, targets: Targets, frames: np.ndarray, first_state, 
     current = tuple(x[..., 0] for x in newton.forward.coordinates(*model.to_frames(first_state[None])))
     weights = newton.metric(current) if determined else None  # deciding nothing: one for all frames
     yield current, 0, True, 0.0
-    run, last = [], None  # the consecutive frames solved just before, oldest first
+    steps = []  # the steps between the consecutive frames just solved, oldest first
     for before, f in itertools.pairwise(frames):
-        run = [*run[-2:], current] if last is not None and before == last + 1 else [current]
-        carry = predict and determined and len(run) >= 2 and before + 1 == f
-        start = newton.carried_on(*run) if carry else current
-        last = before
-        current, *solve = _reached(problem, newton, targets, start, before, f, determined, weights)
+        neighbours = predict and determined and before + 1 == f
+        start = newton.carried_on(current, steps) if neighbours and steps else current
+        reached, *solve = _reached(problem, newton, targets, start, before, f, determined, weights)
+        steps = [*steps[-1:], newton.step_between(current, reached)] if neighbours else []
+        current = reached
         yield current, *solve
 
 

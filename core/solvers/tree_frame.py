@@ -404,18 +404,18 @@ class FrameNewton:
             dq[self.root_slide_columns] = cb - ca
         return dq
 
-    def carried_on(self, *frames):
-        """Coordinates one frame on from the last of ``frames`` (two or three consecutive
-        frames' coordinates, as :meth:`solve` takes them, oldest first): the last step
-        taken again, with the change it made on the step before where there are three
-        (``2 d1 - d0``: second order, so a smooth clip's next frame starts within its
-        jerk times the frame time cubed), less what no motor, target or loop sees
-        (:attr:`TreeKinematics.unseen`: carried on, a rod's spin would gather speed)."""
-        steps = [self.step_between(a, b) for a, b in zip(frames[:-1], frames[1:])]
+    def carried_on(self, current, steps):
+        """Coordinates one frame on from ``current`` (as :meth:`solve` takes them) given the
+        ``steps`` (D,) between the one or two frames before and it, oldest first
+        (:meth:`step_between`): the last step taken again, with the change it made on the
+        step before where there are two (``2 d1 - d0``: second order, so a smooth clip's
+        next frame starts within its jerk times the frame time cubed), less what no motor,
+        target or loop sees (:attr:`TreeKinematics.unseen`: carried on, a rod's spin would
+        gather speed)."""
         step = steps[-1] if len(steps) == 1 else 2.0 * steps[-1] - steps[-2]
         unseen = self.model.unseen
-        step -= unseen @ (unseen.T @ step)
-        q, rotations, root_c = (np.array(x, dtype=float) for x in frames[-1])
+        step = step - unseen @ (unseen.T @ step)
+        q, rotations, root_c = (np.array(x, dtype=float) for x in current)
         self._move(q, rotations, root_c, np.zeros(self.model.D), step)
         return q, rotations, root_c
 

@@ -104,10 +104,14 @@ def gram(rows: np.ndarray, weights: np.ndarray) -> np.ndarray:
     return np.matmul(weighted, by_frame).transpose(1, 2, 0)
 
 
-#: From this many frames :func:`eliminate` and :func:`substitute` beat numpy's batched
-#: LAPACK (measured, 16x16 systems: 1200 frames 1.7 ms against 2.2 ms; 12x12: 0.8
-#: against 2.3 ms; one frame 0.1 ms against 0.01 ms).
-ELIMINATE_FROM = 32
+#: From this many frames, and up to this many unknowns, :func:`eliminate` and
+#: :func:`substitute` beat numpy's batched LAPACK on a factorisation and two solves (a
+#: Newton step and its chord step; LAPACK factorises again for each): measured, time
+#: against LAPACK's, 4x4 systems 2.3 at 100 frames, 0.77 at 450, 0.42 at 1200; 16x16
+#: 2.8 at 100, 1.07 at 450, 0.83 at 1200; 26x26 1.4 at 450 and 1.3 at 1200. Each
+#: elimination pivot is a few numpy calls whatever the frames: with fewer frames the
+#: calls, not the arithmetic, cost.
+ELIMINATE_FROM, ELIMINATE_UP_TO = 450, 20
 
 
 def eliminate(K: np.ndarray) -> np.ndarray:

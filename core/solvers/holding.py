@@ -46,9 +46,9 @@ solves the clip again with the redundant motors free when a frame between the
 coarse ones turns out to need one); ``auto_hold = false`` (``--no-auto-hold``)
 frees every motor but those in the mapping's ``hold``.
 
-Cost: Jacobians and SVDs at the start (and at the check poses where asked), one coarse pass with the motors free,
-and one batched held pass per candidate tried (the whole-clip solver's machinery,
-:mod:`.clip`), whatever the clip's length.
+Cost: Jacobians and SVDs at the start (and at the check poses where asked), one coarse
+pass with the motors free, and one batched held pass per candidate tried (the
+whole-clip solver's machinery, :mod:`.clip`), whatever the clip's length.
 """
 
 import dataclasses

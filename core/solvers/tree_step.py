@@ -18,15 +18,24 @@ The frame tasks enter through :func:`least_squares_rows`: rows with the same nor
 equations as :meth:`~looprig.core.solvers.tree.TreeKinematics.task_rows`, a target
 tracked in two or three axes in three rows instead of three an axis.
 
-With many frames (:data:`~looprig.core.maths.frame_last.ELIMINATE_FROM`) the systems are
-eliminated frame-last (:func:`~looprig.core.maths.frame_last.eliminate`), else solved by
+With many frames of small systems (:data:`~looprig.core.maths.frame_last.ELIMINATE_FROM`)
+the systems are eliminated frame-last (:func:`~looprig.core.maths.frame_last.eliminate`), else solved by
 numpy's LAPACK. Each frame keeps its last factorised system, so that a chord step (new
 residuals, the old matrix) is one substitution.
 """
 
 import numpy as np
 
-from ..maths.frame_last import ELIMINATE_FROM, eliminate, gram, put_frames, solved, take_frames, turn
+from ..maths.frame_last import (
+    ELIMINATE_FROM,
+    ELIMINATE_UP_TO,
+    eliminate,
+    gram,
+    put_frames,
+    solved,
+    take_frames,
+    turn,
+)
 from .tree import TreeKinematics
 
 
@@ -222,11 +231,11 @@ def step_systems(H, mt: int, mc: int, compliance: float):
 
 class _Systems:
     """F symmetric systems (n, n) kept with their factors, frame by frame: frame-last
-    elimination with many frames (:data:`ELIMINATE_FROM`), else numpy's LAPACK on the
+    elimination with many frames of small systems (:data:`ELIMINATE_FROM`), else numpy's LAPACK on the
     kept matrices."""
 
     def __init__(self, n: int, F: int):
-        self.frame_last = F >= ELIMINATE_FROM
+        self.frame_last = F >= ELIMINATE_FROM and n <= ELIMINATE_UP_TO
         self.K = np.zeros((n, n, F) if self.frame_last else (F, n, n))
         self.factors = np.zeros((n, n, F)) if self.frame_last else None
 

@@ -263,6 +263,13 @@ class TreeKinematics:
         return rows
 
     @functools.cached_property
+    def read_q(self) -> np.ndarray:
+        """The coordinates (sorted) whose joint values couplings and held motors read."""
+        read = [] if self.couplings is None else [self.coupling_q]
+        read += [k for _, k, _ in self.locks]
+        return np.unique(np.concatenate(read)) if read else np.zeros(0, int)
+
+    @functools.cached_property
     def unseen(self) -> np.ndarray:
         """An orthonormal basis (D, k) of the directions of the tree coordinates that, at
         the initial configuration, no loop row, held motor, weighted target row or motor

@@ -30,7 +30,7 @@ from ..maths.rotations import rotvec_from_matrix, skew
 from .tree import TreeKinematics
 from .tree_forward import forward
 from .tree_metric import metric
-from .tree_newton import inverse_step_limit, joint_values
+from .tree_newton import inverse_step_limit
 from .tree_step import FrameStepSystem, RowSpaceSteps, task_row_count
 
 
@@ -94,7 +94,7 @@ class FrameNewton:
             for size, end in zip(sizes, ends, strict=True)
         ]
         self._padded = np.zeros(D + 1)
-        self.reads_values = model.couplings is not None or bool(model.locks)  # rows read joint values
+        self.read_q = model.read_q  # the coordinates whose joint values the rows read
         self._weights, self._row_space = None, None  # the last metric given and its kind of step
         self.P0 = np.zeros((model.n, 4, 3))
         self.P0[fw.fixed_bodies, :3] = fw.axes0[fw.fixed_bodies]
@@ -120,10 +120,11 @@ class FrameNewton:
         )
 
     # ------------------------------------------------------------------ kinematics
-    def poses(self, q: np.ndarray, rotations: np.ndarray, root_c: np.ndarray):
+    def poses(self, q: np.ndarray, rotations: np.ndarray, root_c: np.ndarray, motions: bool = True):
         """Pose blocks P (n, 4, 3) at coordinates q (D,), rotations (r + s, 3, 3) (the
         roots' axes, the ball joints' turns) and root positions (r, 3), and each motion's
-        world axis and a point on it (P, 3)."""
+        world axis and a point on it (P, 3) (None, None without ``motions``: a chord step
+        needs no screws)."""
         model = self.model
         P = self.P0.copy()
         roots = len(model.root_body)
@@ -145,6 +146,8 @@ class FrameNewton:
                 np.matmul(maps[joints.start], P[old[0]], out=P[new[0]])
             else:
                 P[new] = maps[joints] @ P[old]
+        if not motions:
+            return P, None, None
         Y = self.to_axis @ P[self.old]  # per joint: [axes of R_o U; anchor] before it moves
         joint_of = self.motion_joint
         axis, anchor = Y[joint_of, 2], Y[joint_of, 3]
@@ -306,7 +309,7 @@ class FrameNewton:
         R, c = P[:, :3].transpose(0, 2, 1), P[:, 3]
         W, V = self.screws(c, axis, anchor)
         H = self._metric(R, c, W, V) if weights is None else weights
-        values = joint_values(model, q[:, None])[:, 0] if self.reads_values else np.zeros(model.D)
+        values = self._joint_values(q)
         mc = model.n_constraints
         if weights is None or weights is not self._weights:  # one metric, one kind of step
             self._weights, self._row_space = (
@@ -321,7 +324,7 @@ class FrameNewton:
         evaluated = True  # the rows at q are the first ones computed below
         for _ in range(min(settings.max_iterations, 12) * (4 if line_search else 1)):
             if not evaluated:
-                P, axis, anchor = self.poses(q, rotations, root_c)
+                P, axis, anchor = self.poses(q, rotations, root_c, fresh)
                 R, c = P[:, :3].transpose(0, 2, 1), P[:, 3]
                 W, V = self.screws(c, axis, anchor) if fresh else (None, None)
             evaluated = False
@@ -372,6 +375,15 @@ class FrameNewton:
             moved = size if fresh else moved + size
             fresh = not fresh and size * moved > settings.step_tolerance
         return (q, rotations, root_c), iterations, converged, residual
+
+    def _joint_values(self, q: np.ndarray) -> np.ndarray:
+        """:func:`~looprig.core.solvers.tree_newton.joint_values` at one frame's coordinates q (D,)."""
+        values = np.zeros(self.model.D)
+        k = self.read_q
+        if len(k):
+            value = q[k] * self.model.sign[k]
+            values[k] = np.where(self.model.angle_coordinate[k], np.angle(np.exp(1j * value)), value)
+        return values
 
     def _move(self, q, rotations, root_c, values, dq) -> None:
         """Step the coordinates (and the joint values read from them) in place by dq (D,),

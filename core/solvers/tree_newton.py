@@ -154,10 +154,8 @@ def joint_values(model: TreeKinematics, q: np.ndarray) -> np.ndarray:
     coordinates q (D, F): zero in the file's pose, angles in (-pi, pi] as the read-off
     gives them; zero for the other coordinates."""
     values = np.zeros_like(q)
-    read_q = [] if model.couplings is None else [model.coupling_q]
-    read_q += [k for _, k, _ in model.locks]
-    if read_q:
-        k = np.unique(np.concatenate(read_q))
+    k = model.read_q
+    if len(k):
         value = q[k] * model.sign[k, None]
         values[k] = np.where(model.angle_coordinate[k, None], np.angle(np.exp(1j * value)), value)
     return values

@@ -147,15 +147,18 @@ def test_the_step_between_two_poses_moves_one_onto_the_other(problem, motion):
     newton._move(*moved, np.zeros(model.D), step)
     for x, y in zip(moved, b, strict=True):
         assert np.abs(x - y).max(initial=0.0) <= 1e-12
-    again = newton.step_between(b, newton.carried_on(b, [step]))
+    carried, taken = newton.carried_on(b, [step])
+    again = newton.step_between(b, carried)
     seen = step - model.unseen @ (model.unseen.T @ step)
     assert np.abs(again - seen).max(initial=0.0) <= 1e-9 * max(np.abs(step).max(initial=0.0), 1.0)
     a, b, c = (_one(newton.forward.coordinates(*model.to_frames(motion[[k]]))) for k in (0, 1, 2))
     steps = [newton.step_between(a, b), newton.step_between(b, c)]
     step = 2.0 * steps[1] - steps[0]
-    again = newton.step_between(c, newton.carried_on(c, steps))
+    carried, taken = newton.carried_on(c, steps)
+    again = newton.step_between(c, carried)
     seen = step - model.unseen @ (model.unseen.T @ step)
     assert np.abs(again - seen).max(initial=0.0) <= 1e-9 * max(np.abs(step).max(initial=0.0), 1.0)
+    assert np.abs(taken - seen).max(initial=0.0) <= 1e-12 * max(np.abs(step).max(initial=0.0), 1.0)
 
 
 def test_three_frames_carried_on_start_nearer_the_next_than_two():
@@ -170,11 +173,31 @@ def test_three_frames_carried_on_start_nearer_the_next_than_two():
     errors = []
     for k in range(3, len(frames)):
         steps = [newton.step_between(a, b) for a, b in itertools.pairwise(frames[k - 3 : k])]
-        for start in (newton.carried_on(frames[k - 1], steps[1:]), newton.carried_on(frames[k - 1], steps)):
+        for last in (steps[1:], steps):
+            start = newton.carried_on(frames[k - 1], last)[0]
             miss = newton.step_between(start, frames[k])
             errors.append(np.abs(miss - model.unseen @ (model.unseen.T @ miss)).max())
     two, three = np.array(errors).reshape(-1, 2).T
     assert three.max() < 0.5 * two.max() and np.median(three / two) < 0.5
+
+
+@pytest.mark.parametrize(("problem", "motion"), list(_cases()))
+def test_a_converged_solve_says_the_step_it_took(problem, motion):
+    """``taken`` after a solve from one frame to the next is the step between its start and
+    its answer to second order in the turns (turns added as vectors: within the square of
+    the step); None where it did not converge, or after a line search."""
+    model = tree.kinematics(problem)
+    newton = FrameNewton(model, SETTINGS, 1e-12)
+    a = _one(newton.forward.coordinates(*model.to_frames(motion[[0]])))
+    points, axes = problem.frame_terms.poses(motion[1:2])
+    reached, _, converged, _ = newton.solve(a, points[0], axes[0])
+    if converged:
+        step = newton.step_between(a, reached)
+        assert np.abs(newton.taken - step).max() <= max(np.abs(step).max() ** 2, 1e-12)
+    else:
+        assert newton.taken is None
+    newton.solve(a, points[0], axes[0], line_search=True)
+    assert newton.taken is None
 
 
 def test_the_sequence_falls_back_to_the_per_frame_solver_where_newton_stops():

@@ -90,9 +90,13 @@ def frames_in_order(problem, targets: Targets, frames: np.ndarray, first_state, 
     steps = []  # the steps between the consecutive frames just solved, oldest first
     for before, f in itertools.pairwise(frames):
         neighbours = predict and determined and before + 1 == f
-        start = newton.carried_on(current, steps) if neighbours and steps else current
+        start, carried = newton.carried_on(current, steps) if neighbours and steps else (current, 0.0)
         reached, *solve = _reached(problem, newton, targets, start, before, f, determined, weights)
-        steps = [*steps[-1:], newton.step_between(current, reached)] if neighbours else []
+        if neighbours:  # the step between the two frames: the prediction's and Newton's, or measured
+            step = newton.step_between(current, reached) if newton.taken is None else carried + newton.taken
+            steps = [*steps[-1:], step]
+        else:
+            steps = []
         current = reached
         yield current, *solve
 

@@ -96,6 +96,10 @@ class FrameNewton:
         self._padded = np.zeros(D + 1)
         self.read_q = model.read_q  # the coordinates whose joint values the rows read
         self._weights, self._row_space = None, None  # the last metric given and its kind of step
+        #: the sum of the steps (D,) the last :meth:`solve` took to converge (None: it did not,
+        #: or a line search took steps back): with turns added as vectors, the step between
+        #: its start and its answer to second order in the turns (:meth:`step_between`)
+        self.taken = None
         self.P0 = np.zeros((model.n, 4, 3))
         self.P0[fw.fixed_bodies, :3] = fw.axes0[fw.fixed_bodies]
         self.P0[fw.fixed_bodies, 3] = fw.c0[fw.fixed_bodies]
@@ -321,6 +325,7 @@ class FrameNewton:
         iterations, converged, residual = 0, False, 0.0
         last, moved, fresh = np.inf, 0.0, True
         search = _Backtracking((1e-9 * model.L) ** 2) if line_search else None
+        self.taken, taken = None, np.zeros(model.D)
         evaluated = True  # the rows at q are the first ones computed below
         for _ in range(min(settings.max_iterations, 12) * (4 if line_search else 1)):
             if not evaluated:
@@ -359,6 +364,7 @@ class FrameNewton:
             if search is not None:
                 search.took(dq, fresh)
             self._move(q, rotations, root_c, values, dq)
+            taken += dq
             if len(aims) > 1:  # the step toward ``via``: a Newton step toward the targets next
                 aims.pop(0)
                 if search is not None:
@@ -368,6 +374,7 @@ class FrameNewton:
             residual = violation
             if done:
                 converged = True
+                self.taken = None if line_search else taken
                 break
             if not np.isfinite(size) or (not line_search and iterations > 2 and size > 0.5 * last):
                 break
@@ -419,17 +426,17 @@ class FrameNewton:
     def carried_on(self, current, steps):
         """Coordinates one frame on from ``current`` (as :meth:`solve` takes them) given the
         ``steps`` (D,) between the one or two frames before and it, oldest first
-        (:meth:`step_between`): the last step taken again, with the change it made on the
-        step before where there are two (``2 d1 - d0``: second order, so a smooth clip's
-        next frame starts within its jerk times the frame time cubed), less what no motor,
-        target or loop sees (:attr:`TreeKinematics.unseen`: carried on, a rod's spin would
-        gather speed)."""
+        (:meth:`step_between`), and the step taken: the last step taken again, with the
+        change it made on the step before where there are two (``2 d1 - d0``: second
+        order, so a smooth clip's next frame starts within its jerk times the frame time
+        cubed), less what no motor, target or loop sees (:attr:`TreeKinematics.unseen`:
+        carried on, a rod's spin would gather speed)."""
         step = steps[-1] if len(steps) == 1 else 2.0 * steps[-1] - steps[-2]
         unseen = self.model.unseen
         step = step - unseen @ (unseen.T @ step)
         q, rotations, root_c = (np.array(x, dtype=float) for x in current)
         self._move(q, rotations, root_c, np.zeros(self.model.D), step)
-        return q, rotations, root_c
+        return (q, rotations, root_c), step
 
 
 class _Backtracking:

@@ -7,6 +7,7 @@ from looprig.core.library import NAMES, build
 from looprig.core.library.feasible import feasible_motion
 from looprig.core.maths.linalg import single_threaded_blas
 from looprig.core.maths.rotations import quat_to_matrix
+from looprig.core.solvers import tree
 from looprig.core.solvers.clip import (
     SEQUENTIAL_COARSE,
     coarse_then_clip,
@@ -15,7 +16,8 @@ from looprig.core.solvers.clip import (
     solve_clip,
     solve_unconverged,
 )
-from looprig.core.solvers.sequence import targets_determine
+from looprig.core.solvers.sequence import determine_on_bodies, targets_determine
+from looprig.core.solvers.tree_forward import applies
 from looprig.core.terms import Regularization, Targets
 from test_tree_kinematics import rssr
 
@@ -86,9 +88,30 @@ def test_clip_solver_equals_the_per_frame_solver(name):
     ],
 )
 def test_targets_determine_the_state_where_they_see_every_free_direction(name, orientation, determined):
+    """On the bodies' motions and, where the tree path applies, on the tree's rows."""
     m = build(name)
     problem = IKProblem(m, [FrameObjective(f.name, 1, orientation) for f in m.frames])
     assert targets_determine(problem, m.initial_state()) is determined
+    assert determine_on_bodies(problem, m.initial_state()) is determined
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_the_tree_rows_decide_as_the_bodies_motions_do(name):
+    """Where the tree path poses a reference mechanism from coordinates, targets_determine
+    on the tree's rows answers as on the bodies' motions, for every frame tracked in
+    position, one axis or in full, at the assembled pose and along a feasible motion."""
+    m = build(name)
+    motion = feasible_motion(m, duration=0.04, rate=100, seed=4)
+    asked = 0
+    for weights in ((1, 0), (1, (0, 0, 1)), (1, 1)):
+        problem = IKProblem(m, [FrameObjective(f.name, *weights) for f in m.frames[:1]])
+        if tree.unsupported(problem) is not None or not applies(tree.kinematics(problem)):
+            continue
+        for state in (m.initial_state(), motion[-1]):
+            assert targets_determine(problem, state) is determine_on_bodies(problem, state)
+            asked += 1
+    if name in ("fourbar", "slider_crank", "boxer", "dancer", "walker", "chain_6r6p"):
+        assert asked
 
 
 def test_a_direction_that_moves_no_motor_and_no_target_decides_nothing():
@@ -100,6 +123,7 @@ def test_a_direction_that_moves_no_motor_and_no_target_decides_nothing():
     free = problem.tree.dof - len(problem.tree.loop_rows)
     assert free == 2  # the motor and the rod's spin
     assert targets_determine(problem, m.initial_state())
+    assert determine_on_bodies(problem, m.initial_state())
 
 
 def test_interpolated_states_are_unit_and_hit_the_knots():

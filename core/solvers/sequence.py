@@ -15,6 +15,7 @@ from ..terms import Targets
 from . import tree
 from .ik import solve_ik
 from .problem import IKProblem, IKTargets, dual_regularization
+from .tree_forward import applies
 from .tree_frame import FrameNewton
 
 
@@ -34,11 +35,24 @@ def in_sequence(problem: IKProblem, targets: Targets, frames: np.ndarray, first_
     return known
 
 
-def targets_determine(problem: IKProblem, state: np.ndarray) -> bool:
+def targets_determine(problem: IKProblem, state: np.ndarray, newton: FrameNewton | None = None) -> bool:
     """Whether the frame and CoM targets, the loops and the held motors of ``problem``
     determine the motors near ``state`` (n, 7): every direction the constraints allow
     that moves a motor moves a tracked target (a direction that moves neither, such as a
-    rod's spin between two ball joints, decides nothing)."""
+    rod's spin between two ball joints, decides nothing). Where the tree path poses the
+    problem from coordinates, on the tree's rows (:meth:`FrameNewton.targets_determine`,
+    with ``newton`` if given: a few loop rows over the tree's coordinates instead of every
+    joint's over the bodies' motions)."""
+    if newton is None and tree.unsupported(problem) is None and applies(tree.kinematics(problem)):
+        newton = FrameNewton(tree.kinematics(problem), problem.settings, 0.0)
+    if newton is not None:
+        coordinates = newton.forward.coordinates(*newton.model.to_frames(state[None]))
+        return newton.targets_determine(tuple(x[..., 0] for x in coordinates))
+    return determine_on_bodies(problem, state)
+
+
+def determine_on_bodies(problem: IKProblem, state: np.ndarray) -> bool:
+    """:func:`targets_determine` on the constraints over the bodies' motions (any problem)."""
     cs = problem.constraints
     motors = problem.readout.jacobian(state, quat_to_matrix(state[:, 3:]), cs.column_of_body, cs.n_vars)
     held = [int(m) for t in problem.equality_terms[1:] for m in getattr(t, "motors", ())]
@@ -83,7 +97,7 @@ def frames_in_order(problem, targets: Targets, frames: np.ndarray, first_state, 
     frames then take 2 steps instead of 4."""
     model = tree.kinematics(problem)
     newton = FrameNewton(model, settings, dual_regularization(problem, settings))
-    determined = targets_determine(problem, first_state)
+    determined = targets_determine(problem, first_state, newton)
     current = tuple(x[..., 0] for x in newton.forward.coordinates(*model.to_frames(first_state[None])))
     weights = newton.metric(current) if determined else None  # deciding nothing: one for all frames
     yield current, 0, True, 0.0

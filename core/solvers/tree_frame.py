@@ -267,6 +267,27 @@ class FrameNewton:
         """d p / d q (K, 3, D) of world points p (K, 3) on ``bodies`` (K,)."""
         return np.swapaxes(W @ skew(p) + V, 1, 2) * self.model.moves[bodies][:, None]
 
+    def targets_determine(self, coordinates) -> bool:
+        """:func:`~looprig.core.solvers.sequence.targets_determine` at ``coordinates`` (as
+        :meth:`solve` takes them), on the tree's rows: every direction the loop rows and
+        held motors allow that moves a motor moves a weighted target row."""
+        model = self.model
+        P, axis, anchor = self.poses(*coordinates)
+        R, c = P[:, :3].transpose(0, 2, 1), P[:, 3]
+        W, V = self.screws(c, axis, anchor)
+        Jc = self.constraint_rows(R, c, W, V, self._joint_values(coordinates[0]), True)[1]
+        K = len(model.frame_body)
+        Jt = self.task_rows(R, c, W, V, np.zeros((K, 3)), np.tile(np.eye(3), (K, 1, 1)), True)[1]
+        motors = model.motor_rows(R[..., None], (W.T[..., None], V.T[..., None]))[..., 0]
+        free = _null_space(Jc)
+        if not free.shape[1]:
+            return True
+        unseen = free @ _null_space(Jt @ free)
+        if not unseen.shape[1]:
+            return True
+        moved = motors @ unseen  # (A, k): how the directions no target sees move the motors
+        return bool(np.abs(moved).max(initial=0.0) <= 1e-9 * max(np.abs(motors).max(initial=0.0), 1e-300))
+
     # ------------------------------------------------------------------ solve
     def metric(self, coordinates) -> np.ndarray:
         """The minimal-motion metric with the damping (D, D) at ``coordinates`` (as
@@ -473,6 +494,16 @@ class _Backtracking:
     def forget(self) -> None:
         """No step to take back (the next is a fresh Newton step)."""
         self.point = None
+
+
+def _null_space(A: np.ndarray) -> np.ndarray:
+    """Orthonormal basis (n, d) of the null space of A (m, n): singular values below 1e-9 of
+    the largest count as zero (as :func:`~looprig.core.solvers.sequence.targets_determine`
+    counts them)."""
+    if not A.size:
+        return np.eye(A.shape[1])
+    singular, V = np.linalg.svd(A)[1:]
+    return V[np.sum(singular > 1e-9 * max(singular.max(initial=0.0), 1e-300)) :].T
 
 
 def _on(R: np.ndarray, c, bodies: np.ndarray, local: np.ndarray) -> np.ndarray:

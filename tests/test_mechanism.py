@@ -127,3 +127,18 @@ def test_edges_on_cycles_are_those_whose_removal_keeps_their_ends_joined():
     rank = cycle_rank(nodes, edges)
     by_rank = [cycle_rank(nodes, edges[:k] + edges[k + 1 :]) < rank for k in range(len(edges))]
     assert on_cycles(edges) == by_rank == [True, True, True, False, True, True, True]
+
+
+def test_the_nodes_joined_without_an_edge_are_its_side_of_the_graph():
+    """A triangle with a tail: cutting the tail leaves its end alone and the triangle
+    together; cutting a triangle's edge leaves everything joined; the same groups as
+    connected_groups without that edge."""
+    from looprig.core.model.graph import connected_groups, joined
+
+    edges = {"ab": ("a", "b"), "bc": ("b", "c"), "ca": ("c", "a"), "cd": ("c", "d"), "de": ("d", "e")}
+    nodes = sorted({n for edge in edges.values() for n in edge})
+    assert joined(edges, "d", "cd") == {"d", "e"} and joined(edges, "c", "cd") == {"a", "b", "c"}
+    assert joined(edges, "a", "ab") == set(nodes)
+    for cut, (a, _) in edges.items():
+        groups = connected_groups(nodes, [e for k, e in edges.items() if k != cut])
+        assert joined(edges, a, cut) == set(next(g for g in groups if a in g))

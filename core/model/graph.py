@@ -61,3 +61,20 @@ def _connected(edges: list[tuple], a, b) -> bool:
     for u, v in edges:
         parent[root(u)] = root(v)
     return root(a) == root(b)
+
+
+def joined(edges: dict, start, cut) -> set:
+    """The nodes joined to ``start`` by ``edges`` (name -> (a, b)) other than the one named
+    ``cut``: one search, for a mechanism's few dozen joints (no sparse matrix to build)."""
+    neighbours: dict = {}
+    for name, (a, b) in edges.items():
+        if name != cut:
+            neighbours.setdefault(a, []).append(b)
+            neighbours.setdefault(b, []).append(a)
+    seen, todo = {start}, [start]
+    while todo:
+        for y in neighbours.get(todo.pop(), ()):
+            if y not in seen:
+                seen.add(y)
+                todo.append(y)
+    return seen

@@ -6,7 +6,7 @@ import numpy as np
 
 from ..maths.rotations import quat_to_matrix
 from ..model.constraints import ConstraintSet
-from ..model.graph import connected_groups, on_cycles
+from ..model.graph import joined, on_cycles
 from ..model.parts import JointKind
 from ..model.readoff import ActuatorReadout
 from ..terms import ComObjective, ComTask, FrameObjective, FrameTask, Reference, Targets
@@ -169,7 +169,7 @@ class Linearizations:
     def unused(self) -> np.ndarray:
         """(A,) bool: :func:`unused_motors` over :attr:`poses`."""
         unused = unused_motors(self.problem, [self.start])
-        if (unused & ~unused_by_structure(self.problem)).any():
+        if (unused & ~unused_by_structure(self.problem, np.flatnonzero(unused))).any():
             unused = unused_motors(self.problem, self.poses)
         return unused
 
@@ -227,11 +227,11 @@ def unused_motors(problem: IKProblem, lins: list[Linearization]) -> np.ndarray:
     return unused
 
 
-def unused_by_structure(problem: IKProblem) -> np.ndarray:
-    """(A,) bool: motors that move no objective at any pose, read off the joint graph: on
-    a grounded mechanism without couplings or a CoM objective, a motor whose joint closes
-    no loop and whose side away from the ground (what it moves, the other motors held)
-    carries no targeted frame, such as an antenna."""
+def unused_by_structure(problem: IKProblem, motors=None) -> np.ndarray:
+    """(A,) bool: motors (of ``motors``, None: all) that move no objective at any pose,
+    read off the joint graph: on a grounded mechanism without couplings or a CoM
+    objective, a motor whose joint closes no loop and whose side away from the ground
+    (what it moves, the other motors held) carries no targeted frame, such as an antenna."""
     mechanism, readout = problem.mechanism, problem.readout
     unused = np.zeros(len(readout.names), bool)
     if (
@@ -250,12 +250,11 @@ def unused_by_structure(problem: IKProblem) -> np.ndarray:
         for f in problem.frames
         if np.any(np.greater(f.position_weight, 0)) or np.any(np.greater(f.orientation_weight, 0))
     }
-    for i, joint in enumerate(j.name for j in mechanism.actuated_joints):
-        others = [e for k, e in edges.items() if k != joint]
-        groups = connected_groups(sorted(set(node)), others)
-        side = next(g for g in groups if edges[joint][1] in g)
+    for i in range(len(unused)) if motors is None else motors:
+        joint = mechanism.actuated_joints[i].name
+        side = joined(edges, edges[joint][1], joint)
         if -1 in side:  # the child side is grounded: the parent's moves, unless it is grounded too
-            side = next(g for g in groups if edges[joint][0] in g)
+            side = joined(edges, edges[joint][0], joint)
         unused[i] = -1 not in side and not targeted.intersection(side)
     return unused
 

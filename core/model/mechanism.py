@@ -6,6 +6,7 @@ named frames. Local (body) coordinates are derived from it, so bodies need not
 be world-aligned. A :class:`Mechanism` is validated when it is built.
 """
 
+import math
 from collections.abc import Iterable, Sequence
 
 import numpy as np
@@ -28,7 +29,7 @@ def _vector(value, what: str, shape=(3,)) -> np.ndarray:
     array = np.asarray(value, dtype=float)
     if array.shape != shape:
         raise MechanismError(f"{what}: expected shape {shape}, got {array.shape}")
-    if not np.all(np.isfinite(array)):
+    if not np.isfinite(array).all():
         raise MechanismError(f"{what}: values must be finite, got {array.tolist()}")
     return array
 
@@ -37,14 +38,14 @@ def _color(value, what: str) -> tuple[float, float, float, float] | None:
     if value is None:
         return None
     rgba = _vector(value, what, (4,))
-    if np.any((rgba < 0) | (rgba > 1)):
+    if ((rgba < 0) | (rgba > 1)).any():
         raise MechanismError(f"{what}: components must lie in [0, 1], got {rgba.tolist()}")
     return tuple(float(c) for c in rgba)
 
 
 def _unit_quaternion(value, what: str) -> np.ndarray:
     q = _vector(value, what, (4,))
-    norm = np.linalg.norm(q)
+    norm = math.sqrt(q @ q)
     if norm < 1e-9:
         raise MechanismError(f"{what}: quaternion is zero")
     if abs(norm - 1.0) > 1e-14:  # leave unit input bit-exact (files round-trip losslessly)
@@ -54,7 +55,7 @@ def _unit_quaternion(value, what: str) -> np.ndarray:
 
 def _nonzero_axis(value, what: str) -> np.ndarray:
     a = _vector(value, what)
-    norm = np.linalg.norm(a)
+    norm = math.sqrt(a @ a)
     if norm < 1e-9:
         raise MechanismError(f"{what} is zero-length: {a.tolist()}")
     return a / norm if abs(norm - 1.0) > 1e-14 else a  # unit input stays bit-exact
@@ -109,7 +110,7 @@ class Mechanism:
         inertia = None
         if body.inertia is not None:
             inertia = _vector(body.inertia, f"{what} inertia", (3, 3))
-            if not np.allclose(inertia, inertia.T, atol=1e-12 * max(1.0, np.abs(inertia).max())):
+            if np.abs(inertia - inertia.T).max() > 1e-12 * max(1.0, np.abs(inertia).max()):
                 raise MechanismError(f"{what}: inertia matrix is not symmetric")
         return Body(
             name=body.name,

@@ -409,3 +409,26 @@ def test_bad_resample_settings_raise():
         resample(sine_curves(100.0), 0.0)
     with pytest.raises(CurvesError, match="at least two frames"):
         resample(ActuatorCurves([0.0], [[0.0]], ("a",)), 50.0)
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    st.integers(1, 40),
+    st.floats(0.05, 3.5),
+    st.integers(0, 10_000),
+)
+def test_a_sequence_unwraps_as_each_frame_against_the_one_before(frames, spread, seed):
+    """unwrap_sequence (the turns summed at once) equals unwrap_to frame by frame against
+    the frame before, angles and displacements mixed; every angle step within pi."""
+    from looprig.core.model.readoff import unwrap_sequence, unwrap_to
+
+    rng = np.random.default_rng(seed)
+    path = np.cumsum(rng.normal(scale=spread, size=(frames, 3)), axis=0)
+    is_angle = np.array([True, True, False])
+    read = np.where(is_angle, np.angle(np.exp(1j * path)), path)
+    expected = read.copy()
+    for f in range(1, frames):
+        expected[f] = unwrap_to(expected[f], expected[f - 1], is_angle)
+    got = unwrap_sequence(read, is_angle)
+    assert np.abs(got - expected).max() <= 1e-9
+    assert (np.abs(np.diff(got[:, :2], axis=0)) <= np.pi + 1e-9).all()

@@ -176,8 +176,11 @@ def unwrap_to(values: np.ndarray, reference: np.ndarray, is_angle: np.ndarray) -
 
 
 def unwrap_sequence(values: np.ndarray, is_angle: np.ndarray) -> np.ndarray:
-    """Unwrap a (frames, n_actuators) sequence of read-offs frame by frame."""
+    """Unwrap a (frames, n_actuators) sequence of read-offs frame by frame: each angle
+    brought within pi of the one before (:func:`unwrap_to` in turn; the turns it adds are
+    summed at once, as the frame before's own turns carry over)."""
     out = np.array(values, dtype=float)
-    for f in range(1, len(out)):
-        out[f] = unwrap_to(out[f], out[f - 1], is_angle)
+    if len(out) > 1:
+        turns = np.cumsum(np.round((out[:-1] - out[1:]) / (2 * np.pi)), axis=0)
+        out[1:] += np.where(is_angle, 2 * np.pi * turns, 0.0)
     return out

@@ -23,7 +23,13 @@ import numpy as np
 from scipy.spatial.transform import Rotation
 
 from ..errors import MechanismError
-from ..maths.rotations import quat_conjugate, quat_multiply, quat_to_matrix
+from ..maths.rotations import (
+    axis_angle_matrix,
+    quat_conjugate,
+    quat_from_matrix,
+    quat_multiply,
+    quat_to_matrix,
+)
 from .graph import connected_groups
 from .mechanism import Mechanism
 from .parts import Body, Frame, Joint, JointKind
@@ -125,15 +131,14 @@ class BallChain:
         relative = np.swapaxes(dR_parent, -1, -2) @ dR_child  # in the initial world frame
         flat = relative.reshape(-1, 3, 3)
         angles = Rotation.from_matrix(flat).as_davenport(self.axes, "intrinsic")  # (k, 3)
-        R1 = Rotation.from_rotvec(angles[:, :1] * self.axes[0]).as_matrix()
-        R2 = Rotation.from_rotvec(angles[:, 1:2] * self.axes[1]).as_matrix()
+        R1 = axis_angle_matrix(self.axes[0], angles[:, 0])
+        R2 = axis_angle_matrix(self.axes[1], angles[:, 1])
         dR_parent = dR_parent.reshape(-1, 3, 3)
         point = parent[..., :3].reshape(-1, 3) + dR_parent @ (self.anchor - s0[self.parent, :3])
         out = np.empty((len(flat), 2, 7))
         for k, (link, dR) in enumerate(((self.first, dR_parent @ R1), (self.second, dR_parent @ R1 @ R2))):
             out[:, k, :3] = point + dR @ (s0[link, :3] - self.anchor)
-            out[:, k, 3:] = Rotation.from_matrix(dR).as_quat()[:, [3, 0, 1, 2]]
-            out[:, k, 3:] = quat_multiply(out[:, k, 3:], s0[link, 3:])
+            out[:, k, 3:] = quat_multiply(quat_from_matrix(dR), s0[link, 3:])
         return out.reshape(parent.shape[:-1] + (2, 7))
 
 

@@ -16,7 +16,13 @@ from looprig.core.library._build import link
 from looprig.core.retarget import RetargetMapping, TargetSpec, TrackSamples, retarget
 from looprig.core.solvers.fk import solve_fk
 from looprig.core.solvers.ik import IKProblem
-from looprig.core.solvers.motor_roles import Linearizations, unused_by_structure, unused_motors
+from looprig.core.solvers.motor_roles import (
+    Linearization,
+    Linearizations,
+    kinetic_energy,
+    unused_by_structure,
+    unused_motors,
+)
 from looprig.core.terms import FrameObjective, FrameTask
 from scipy.spatial.transform import Rotation
 
@@ -293,3 +299,24 @@ def test_the_start_alone_settles_what_every_pose_would(problem, by_graph):
         assert lazy.keeps_rank([], motor) == full
     if by_graph and "right_antenna" in by_graph:
         assert lazy._poses is None
+
+
+def test_kinetic_energy_is_mass_times_speed_squared_plus_the_turn_through_the_inertia():
+    """A unit motion of the planar arm's hand alone (the tangent of one body): m |v|^2 for a
+    move [per L], w^T R I R^T w for a turn, summed; zero for no motion."""
+    arm = planar_arm()
+    problem = IKProblem(arm, [FrameObjective("tip", 1, 0)])
+    lin = Linearization(problem, arm.initial_state())
+    cs = problem.constraints
+    hand = arm.body_index("hand")
+    col = cs.column_of_body[hand]
+    body = arm.bodies[hand]
+    motion = np.zeros(cs.n_vars)
+    motion[col : col + 3] = [0.3, -0.4, 0.0]
+    motion[col + 3 : col + 6] = [0.0, 0.2, 0.5]
+    R = lin.R[hand]
+    inertia = np.zeros((3, 3)) if body.inertia is None else np.asarray(body.inertia)
+    w = motion[col + 3 : col + 6]
+    expected = body.mass * lin.L**2 * 0.25 + w @ R @ inertia @ R.T @ w
+    assert kinetic_energy(problem, lin, motion) == pytest.approx(expected, rel=1e-12)
+    assert kinetic_energy(problem, lin, np.zeros(cs.n_vars)) == 0.0

@@ -114,17 +114,15 @@ def _rank(A: np.ndarray) -> int:
 
 def kinetic_energy(problem: IKProblem, lin: Linearization, motion: np.ndarray) -> float:
     """Kinetic energy per unit motor speed [kg m^2] of a dimensionless tangent motion (N,)."""
-    cs, mechanism = problem.constraints, problem.mechanism
-    energy = 0.0
-    for b in cs.free_bodies:
-        body = mechanism.bodies[b]
-        v = lin.L * motion[cs.column_of_body[b] : cs.column_of_body[b] + 3]
-        w = motion[cs.column_of_body[b] + 3 : cs.column_of_body[b] + 6]
-        energy += body.mass * float(v @ v)
-        if body.inertia is not None:
-            R = lin.R[b]
-            energy += float(w @ (R @ np.asarray(body.inertia, float) @ R.T) @ w)
-    return energy
+    cs, bodies = problem.constraints, problem.mechanism.bodies
+    free = cs.free_bodies
+    columns = cs.column_of_body[free]
+    v = lin.L * motion[columns[:, None] + np.arange(3)]  # (B, 3) [m per unit]
+    w = motion[columns[:, None] + np.arange(3, 6)]  # (B, 3) [rad per unit]
+    mass = np.array([bodies[b].mass for b in free])
+    inertia = np.array([np.zeros((3, 3)) if bodies[b].inertia is None else bodies[b].inertia for b in free])
+    body_w = np.einsum("bji,bj->bi", lin.R[free], w)  # in body axes: w^T R I R^T w = (R^T w)^T I (R^T w)
+    return float(mass @ (v * v).sum(1) + np.einsum("bi,bij,bj->", body_w, inertia, body_w))
 
 
 class Linearizations:

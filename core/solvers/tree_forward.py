@@ -25,7 +25,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..maths.frame_last import axis_angle, axis_rotation, cross, dot, matmul3, quaternions
+from ..maths.frame_last import axis_rotation, cross, dot, matmul3, quaternions
 from ..maths.rotations import quat_to_matrix
 from ..model.parts import JointKind
 
@@ -124,6 +124,17 @@ class TreeForward:
         self.ball_columns = (
             np.concatenate([b.columns for b in self.balls]) if self.balls else np.zeros(0, int)
         )
+        # every ball joint at once for :meth:`moved`: its d rows (s, 3, 3), coordinates (s, 3),
+        # slots among the rotations and whether its turn is carried by the new body; and per
+        # ball the motions its coordinates drive, for :meth:`poses`
+        self.ball_d = np.array([b.d for b in self.balls]).reshape(-1, 3, 3)
+        self.ball_columns_3 = self.ball_columns.reshape(-1, 3)
+        self.ball_slots = np.array([b.slot for b in self.balls], int)
+        carried = np.array([b.carried for b in self.balls], bool)
+        self.carried_balls, self.other_balls = np.flatnonzero(carried), np.flatnonzero(~carried)
+        self.ball_motions = [
+            np.array([self.motion_of_coordinate[int(q)] for q in b.columns], int) for b in self.balls
+        ]
 
     # ------------------------------------------------------------------ coordinates
     def coordinates(self, R: np.ndarray, c: np.ndarray, near: np.ndarray | None = None):
@@ -207,10 +218,9 @@ class TreeForward:
                 before = Y[:3].copy()
                 Y[:3] = np.einsum("kjf,jif->kif", rotations[b.slot], before)
                 rows = Y[:3] if b.carried else before
-                for d, column in zip(b.d, b.columns, strict=True):
-                    p = self.motion_of_coordinate[int(column)]
-                    axis[p] = d[0] * rows[0] + d[1] * rows[1] + d[2] * rows[2]
-                    anchor[p] = Y[3]
+                p = self.ball_motions[ball]
+                axis[p] = np.einsum("kj,jif->kif", b.d, rows)
+                anchor[p] = Y[3]
             if slide is not None:
                 p = self.motion_of_coordinate[slide]
                 axis[p], anchor[p] = Y[2], Y[3]
@@ -247,11 +257,17 @@ class TreeForward:
             for a in range(3):  # Rodrigues on each axis
                 x = rotations[r, a]
                 rotations[r, a] = x * ca + cross(k, x) * sa + k * dot(k, x) * (1.0 - ca)
-        for b in self.balls:
-            u = np.einsum("pk,pf->kf", b.d, dq[b.columns])  # the turn, in the d rows' axes
-            Qt = axis_rotation(*axis_angle(u))[0].transpose(1, 0, 2)
-            B = rotations[b.slot]  # rows S e_k; S <- S Q (carried) or Q S
-            rotations[b.slot] = matmul3(Qt, B) if b.carried else matmul3(B, Qt)
+        if len(self.balls):  # every ball joint's turn at once, in its d rows' axes
+            u = np.einsum("spk,spf->skf", self.ball_d, dq[self.ball_columns_3])
+            angle = np.sqrt((u * u).sum(1))
+            k = u / np.where(angle > 0.0, angle, 1.0)[:, None]
+            k[:, 0] = np.where(angle > 0.0, k[:, 0], 1.0)
+            Qt = axis_rotation(k, angle).transpose(0, 2, 1, 3)
+            # rows S e_k; S <- S Q where the new body carries the turn, else Q S
+            for picked, carried in ((self.carried_balls, True), (self.other_balls, False)):
+                if len(picked):
+                    slots, B = self.ball_slots[picked], rotations[self.ball_slots[picked]]
+                    rotations[slots] = matmul3(Qt[picked], B) if carried else matmul3(B, Qt[picked])
         q[self.ball_columns] = 0.0
 
     @staticmethod

@@ -62,11 +62,13 @@ def axis_rotation(axis: np.ndarray, angle: np.ndarray) -> np.ndarray:
 
 
 def axis_angle(rotvec: np.ndarray):
-    """(unit axes (1, 3, F), angles (1, F)) of rotation vectors (3, F); any axis for zero."""
-    angle = np.sqrt((rotvec**2).sum(0))
-    axis = rotvec / np.where(angle > 0.0, angle, 1.0)
-    axis[0] = np.where(angle > 0.0, axis[0], 1.0)
-    return axis[None], angle[None]
+    """(unit axes (K, 3, F), angles (K, F)) of rotation vectors (K, 3, F), or (3, F) with
+    K = 1; any axis for zero."""
+    v = rotvec.reshape(-1, 3, rotvec.shape[-1])
+    angle = np.sqrt((v**2).sum(1))
+    axis = v / np.where(angle > 0.0, angle, 1.0)[:, None]
+    axis[:, 0] = np.where(angle > 0.0, axis[:, 0], 1.0)
+    return axis, angle
 
 
 def take_frames(x: np.ndarray, frames: np.ndarray) -> np.ndarray:

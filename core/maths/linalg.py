@@ -1,4 +1,5 @@
-"""BLAS threads for the solvers' streams of small dense systems.
+"""Small dense linear algebra for the solvers: BLAS threads for their streams of small
+systems, and null spaces by the SVD.
 
 Per-frame solves are streams of small dense systems. On small machines
 OpenBLAS's thread pool makes those up to 100x slower than one thread
@@ -8,6 +9,8 @@ OpenBLAS's thread pool makes those up to 100x slower than one thread
 
 import contextlib
 import functools
+
+import numpy as np
 
 
 @functools.cache
@@ -42,3 +45,15 @@ def blas_info() -> str:
         )
         or "none loaded"
     )
+
+
+def null_space(A: np.ndarray, relative: float, floor: float = 0.0) -> np.ndarray:
+    """Orthonormal basis (n, d) of the null space of A (m, n): singular values below
+    ``relative`` times the largest, or below ``floor`` (absolute, A's units), count as
+    zero; every direction when A has no rows."""
+    if A.shape[0] == 0:
+        return np.eye(A.shape[1])
+    _, sigma, Vt = np.linalg.svd(A)
+    largest = sigma.max(initial=0.0)
+    rank = int((sigma > max(relative * largest, floor)).sum()) if largest > 0 else 0
+    return Vt[rank:].T

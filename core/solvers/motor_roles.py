@@ -4,6 +4,7 @@ leave free, how much mass each motor's motion carries, and which joints close lo
 
 import numpy as np
 
+from ..maths.linalg import null_space
 from ..maths.rotations import quat_to_matrix
 from ..model.constraints import ConstraintSet
 from ..model.graph import joined, on_cycles
@@ -18,6 +19,8 @@ from .ik import IKProblem
 CHECK_POSES, CHECK_SPREAD = 4, 0.1
 #: A motor is unused when a unit motion of it moves the objectives less than this times L [m].
 UNUSED_TOLERANCE = 1e-8
+#: Relative singular value below which a direction is free (null spaces).
+NULL_TOLERANCE = 1e-10
 #: Relative singular value below which a direction counts as lost (rank tests).
 RANK_TOLERANCE = 1e-6
 
@@ -60,14 +63,14 @@ class Linearization:
         self.O = np.concatenate(rows) * scale
         self.state, self.R, self.L = state, R[0], L
         # (N, d): the motions that keep the constraints, to the precision of the loops' file
-        self.assembled = _null_space(self.E, problem.mechanism.closure_gap)
+        self.assembled = null_space(self.E, NULL_TOLERANCE, problem.mechanism.closure_gap)
 
     def free_directions(self, locked) -> np.ndarray:
         """Orthonormal basis (N, d) of the motions that keep the constraints and the ``locked`` motors."""
         locked = list(locked)
         if not locked:
             return self.assembled
-        return self.assembled @ _null_space(self.P[locked] @ self.assembled)
+        return self.assembled @ null_space(self.P[locked] @ self.assembled, NULL_TOLERANCE)
 
     def motor_directions(self, locked):
         """Per motor, the motion (N,) that turns it by one unit with the other motors (and the
@@ -84,17 +87,6 @@ class Linearization:
     def objective_rank(self, locked) -> int:
         """Rank of the objectives' Jacobian over the motions that keep ``locked`` motors held."""
         return _rank(self.O @ self.free_directions(locked))
-
-
-def _null_space(A: np.ndarray, floor: float = 0.0) -> np.ndarray:
-    """Orthonormal basis (n, d) of the null space of A (m, n), singular values below 1e-10
-    of the largest, or below ``floor`` (absolute, A's units), counted as zero."""
-    if A.shape[0] == 0:
-        return np.eye(A.shape[1])
-    _, sigma, Vt = np.linalg.svd(A)
-    largest = sigma.max(initial=0.0)
-    rank = int((sigma > max(1e-10 * largest, floor)).sum()) if largest > 0 else 0
-    return Vt[rank:].T
 
 
 def _range(A: np.ndarray, tolerance: float) -> np.ndarray:

@@ -10,6 +10,7 @@ import itertools
 
 import numpy as np
 
+from ..maths.linalg import null_space
 from ..maths.rotations import quat_to_matrix
 from ..terms import Targets
 from . import tree
@@ -40,14 +41,14 @@ def targets_determine(problem: IKProblem, state: np.ndarray, newton: FrameNewton
     determine the motors near ``state`` (n, 7): every direction the constraints allow
     that moves a motor moves a tracked target (a direction that moves neither, such as a
     rod's spin between two ball joints, decides nothing). Where the tree path poses the
-    problem from coordinates, on the tree's rows (:meth:`FrameNewton.targets_determine`,
-    with ``newton`` if given: a few loop rows over the tree's coordinates instead of every
+    problem from coordinates, on the tree's rows (:meth:`FrameNewton.rows_at`, with
+    ``newton`` if given: a few loop rows over the tree's coordinates instead of every
     joint's over the bodies' motions)."""
     if newton is None and tree.unsupported(problem) is None and applies(tree.kinematics(problem)):
         newton = FrameNewton(tree.kinematics(problem), problem.settings, 0.0)
     if newton is not None:
         coordinates = newton.forward.coordinates(*newton.model.to_frames(state[None]))
-        return newton.targets_determine(tuple(x[..., 0] for x in coordinates))
+        return motors_decided(*newton.rows_at(tuple(x[..., 0] for x in coordinates)))
     return determine_on_bodies(problem, state)
 
 
@@ -56,19 +57,23 @@ def determine_on_bodies(problem: IKProblem, state: np.ndarray) -> bool:
     cs = problem.constraints
     motors = problem.readout.jacobian(state, quat_to_matrix(state[:, 3:]), cs.column_of_body, cs.n_vars)
     held = [int(m) for t in problem.equality_terms[1:] for m in getattr(t, "motors", ())]
-    A = np.concatenate([cs.jacobian(state), motors[held]])
-    singular, V = np.linalg.svd(A)[1:]
-    free = V[np.sum(singular > 1e-9 * singular.max(initial=1.0)) :].T  # the constraints' null space
-    if not free.shape[1]:
-        return True
     positions, rotations = problem.frame_terms.poses(state[None])
     com = None if problem.com_term is None else problem.com_term.com(state[None])
     point = problem.point(state[None], Targets(positions, rotations, com), None)
     rows = [problem.frame_terms.residual(point)[1][0]]
     if problem.com_term is not None:
         rows.append(problem.com_term.residual(point)[1][0])
-    seen, V = np.linalg.svd(np.concatenate(rows) @ free)[1:]
-    unseen = free @ V[np.sum(seen > 1e-9 * max(seen.max(initial=0.0), 1e-300)) :].T
+    return motors_decided(np.concatenate([cs.jacobian(state), motors[held]]), np.concatenate(rows), motors)
+
+
+def motors_decided(constraints: np.ndarray, tasks: np.ndarray, motors: np.ndarray) -> bool:
+    """Whether every motion that keeps the ``constraints`` (m_c, N) and moves the
+    ``motors`` (A, N) moves the ``tasks`` (m_t, N) (Jacobians over the same N motions;
+    singular values below 1e-9 of the largest, or of 1, count as zero)."""
+    free = null_space(constraints, 1e-9, 1e-9)
+    if not free.shape[1]:
+        return True
+    unseen = free @ null_space(tasks @ free, 1e-9)
     if not unseen.shape[1]:
         return True
     moved = motors @ unseen  # (A, k): how the directions no target sees move the motors

@@ -25,7 +25,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..maths.frame_last import axis_rotation, cross, dot, matmul3, quaternions
+from ..maths.frame_last import axis_angle, axis_rotation, cross, dot, matmul3, quaternions
 from ..maths.rotations import quat_to_matrix
 from ..model.parts import JointKind
 
@@ -259,10 +259,7 @@ class TreeForward:
                 rotations[r, a] = x * ca + cross(k, x) * sa + k * dot(k, x) * (1.0 - ca)
         if len(self.balls):  # every ball joint's turn at once, in its d rows' axes
             u = np.einsum("spk,spf->skf", self.ball_d, dq[self.ball_columns_3])
-            angle = np.sqrt((u * u).sum(1))
-            k = u / np.where(angle > 0.0, angle, 1.0)[:, None]
-            k[:, 0] = np.where(angle > 0.0, k[:, 0], 1.0)
-            Qt = axis_rotation(k, angle).transpose(0, 2, 1, 3)
+            Qt = axis_rotation(*axis_angle(u)).transpose(0, 2, 1, 3)
             # rows S e_k; S <- S Q where the new body carries the turn, else Q S
             for picked, carried in ((self.carried_balls, True), (self.other_balls, False)):
                 if len(picked):

@@ -15,8 +15,9 @@ system; after each Newton step chord steps on the same matrix while they should 
 convergence; the same stopping and failure tests (``tests/test_tree_frame.py`` compares
 both to 1e-12).
 
-One module of about 470 lines: the one-frame poses, screws, rows and Newton loop are
-one class, whose kernels the tests compare one by one with the batched ones.
+One module of about 500 lines: the one-frame poses, screws, rows, Newton loop and the
+carried-on start of the next frame are one class, whose kernels the tests compare one
+by one with the batched ones.
 
 Layout, one frame: pose blocks P (n, 4, 3) (rows: the body's axes ``R e_k``, then its
 CoM [m]), rotations R (n, 3, 3), screws W, V (D, 3) (a point p on a body the coordinate
@@ -30,7 +31,7 @@ from ..maths.rotations import rotvec_from_matrix, skew
 from .tree import TreeKinematics
 from .tree_forward import forward
 from .tree_metric import metric
-from .tree_newton import inverse_step_limit
+from .tree_newton import inverse_step_limit, joint_values
 from .tree_step import FrameStepSystem, RowSpaceSteps, task_row_count
 
 
@@ -69,19 +70,16 @@ class FrameNewton:
         # ball joints: where they are, their slots among the rotations, their motions' axes
         balls = fw.balls
         self.ball_joint = np.array([b.joint for b in balls], int)
-        self.ball_slot = np.array([b.slot for b in balls], int)
+        self.ball_slot, self.ball_d = fw.ball_slots, fw.ball_d
         self.ball_carried = np.array([b.carried for b in balls], bool)
-        self.ball_d = np.array([b.d for b in balls]).reshape(-1, 3, 3)
-        self.ball_motions = np.array(
-            [[fw.motion_of_coordinate[int(q)] for q in b.columns] for b in balls], int
-        ).reshape(-1, 3)
+        self.ball_motions = np.array(fw.ball_motions, int).reshape(-1, 3)
         # per rotation (roots', then ball joints'): the columns that turn it (a root about
         # world axes, its rows turned; a ball joint about its d axes, S turned on the
         # right where they are carried by the new body, else on the left)
         roots = np.asarray(model.root_columns, int).reshape(-1, 1)
         self.root_turn_columns = roots + np.arange(3, 6)
         self.root_slide_columns = roots + np.arange(3)
-        self.ball_columns_3 = np.array([b.columns for b in balls], int).reshape(-1, 3)
+        self.ball_columns_3 = fw.ball_columns_3
         self.ball_from_axis, self.ball_to_axis = from_axis[self.ball_joint], self.to_axis[self.ball_joint]
         self.after = np.concatenate([np.zeros(len(roots), bool), self.ball_carried])
         self.still = np.concatenate([(roots + np.arange(6)).reshape(-1), fw.ball_columns]).astype(int)
@@ -94,7 +92,6 @@ class FrameNewton:
             for size, end in zip(sizes, ends, strict=True)
         ]
         self._padded = np.zeros(D + 1)
-        self.read_q = model.read_q  # the coordinates whose joint values the rows read
         self._weights, self._row_space = None, None  # the last metric given and its kind of step
         #: the sum of the steps (D,) the last :meth:`solve` took to converge (None: it did not,
         #: or a line search took steps back): with turns added as vectors, the step between
@@ -267,26 +264,20 @@ class FrameNewton:
         """d p / d q (K, 3, D) of world points p (K, 3) on ``bodies`` (K,)."""
         return np.swapaxes(W @ skew(p) + V, 1, 2) * self.model.moves[bodies][:, None]
 
-    def targets_determine(self, coordinates) -> bool:
-        """:func:`~looprig.core.solvers.sequence.targets_determine` at ``coordinates`` (as
-        :meth:`solve` takes them), on the tree's rows: every direction the loop rows and
-        held motors allow that moves a motor moves a weighted target row."""
+    def rows_at(self, coordinates):
+        """The Jacobians (rows, D) at ``coordinates`` (as :meth:`solve` takes them) of the
+        loop and held-motor rows, the weighted task rows and the motors' read-off, for
+        :func:`~looprig.core.solvers.sequence.targets_determine`."""
         model = self.model
         P, axis, anchor = self.poses(*coordinates)
         R, c = P[:, :3].transpose(0, 2, 1), P[:, 3]
         W, V = self.screws(c, axis, anchor)
-        Jc = self.constraint_rows(R, c, W, V, self._joint_values(coordinates[0]), True)[1]
+        values = joint_values(model, coordinates[0][:, None])[:, 0]
+        constraints = self.constraint_rows(R, c, W, V, values, True)[1]
         K = len(model.frame_body)
-        Jt = self.task_rows(R, c, W, V, np.zeros((K, 3)), np.tile(np.eye(3), (K, 1, 1)), True)[1]
+        tasks = self.task_rows(R, c, W, V, np.zeros((K, 3)), np.tile(np.eye(3), (K, 1, 1)), True)[1]
         motors = model.motor_rows(R[..., None], (W.T[..., None], V.T[..., None]))[..., 0]
-        free = _null_space(Jc)
-        if not free.shape[1]:
-            return True
-        unseen = free @ _null_space(Jt @ free)
-        if not unseen.shape[1]:
-            return True
-        moved = motors @ unseen  # (A, k): how the directions no target sees move the motors
-        return bool(np.abs(moved).max(initial=0.0) <= 1e-9 * max(np.abs(motors).max(initial=0.0), 1e-300))
+        return constraints, tasks, motors
 
     # ------------------------------------------------------------------ solve
     def metric(self, coordinates) -> np.ndarray:
@@ -334,7 +325,7 @@ class FrameNewton:
         R, c = P[:, :3].transpose(0, 2, 1), P[:, 3]
         W, V = self.screws(c, axis, anchor)
         H = self._metric(R, c, W, V) if weights is None else weights
-        values = self._joint_values(q)
+        values = joint_values(model, q[:, None])[:, 0]
         mc = model.n_constraints
         if weights is None or weights is not self._weights:  # one metric, one kind of step
             self._weights, self._row_space = (
@@ -403,15 +394,6 @@ class FrameNewton:
             moved = size if fresh else moved + size
             fresh = not fresh and size * moved > settings.step_tolerance
         return (q, rotations, root_c), iterations, converged, residual
-
-    def _joint_values(self, q: np.ndarray) -> np.ndarray:
-        """:func:`~looprig.core.solvers.tree_newton.joint_values` at one frame's coordinates q (D,)."""
-        values = np.zeros(self.model.D)
-        k = self.read_q
-        if len(k):
-            value = q[k] * self.model.sign[k]
-            values[k] = np.where(self.model.angle_coordinate[k], np.angle(np.exp(1j * value)), value)
-        return values
 
     def _move(self, q, rotations, root_c, values, dq) -> None:
         """Step the coordinates (and the joint values read from them) in place by dq (D,),
@@ -494,16 +476,6 @@ class _Backtracking:
     def forget(self) -> None:
         """No step to take back (the next is a fresh Newton step)."""
         self.point = None
-
-
-def _null_space(A: np.ndarray) -> np.ndarray:
-    """Orthonormal basis (n, d) of the null space of A (m, n): singular values below 1e-9 of
-    the largest count as zero (as :func:`~looprig.core.solvers.sequence.targets_determine`
-    counts them)."""
-    if not A.size:
-        return np.eye(A.shape[1])
-    singular, V = np.linalg.svd(A)[1:]
-    return V[np.sum(singular > 1e-9 * max(singular.max(initial=0.0), 1e-300)) :].T
 
 
 def _on(R: np.ndarray, c, bodies: np.ndarray, local: np.ndarray) -> np.ndarray:

@@ -25,6 +25,7 @@ point, (K, 3, D, F). The vector axis of (..., 3, F) arrays is second to last.
 """
 
 import functools
+import weakref
 
 import numpy as np
 
@@ -98,19 +99,32 @@ def _joint_coordinates(problem) -> dict[str, tuple[int, float]]:
     return out
 
 
-class TreeKinematics:
-    """The spanning tree of an :class:`~looprig.core.solvers.problem.IKProblem` in the frame-last
-    layout: which bodies each coordinate moves, the tree joints' motions (axes and anchors
-    in body coordinates), the loop rows' primitives and the rows read from joint values
-    (couplings, held motors), built once per problem."""
+#: Per spanning tree, the :class:`TreeShape` every problem on it shares (a shape holds no
+#: reference to its tree or mechanism, so its entry goes with the tree).
+_SHAPES: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
+
+
+def shape_of(problem) -> "TreeShape":
+    """The :class:`TreeShape` of ``problem``'s spanning tree, built on the first problem
+    on it (a retarget builds several on one robot: with and without held motors)."""
+    shape = _SHAPES.get(problem.tree)
+    if shape is None:
+        shape = _SHAPES[problem.tree] = TreeShape(problem)
+    return shape
+
+
+class TreeShape:
+    """What :class:`TreeKinematics` reads from the mechanism and its spanning tree alone, in
+    the frame-last layout: which bodies each coordinate moves, the tree joints' motions
+    (axes and anchors in body coordinates), the loop rows' primitives and the
+    one-coordinate joints (:func:`shape_of`: once per tree)."""
 
     def __init__(self, problem):
         tree, cs, mech = problem.tree, problem.constraints, problem.mechanism
         tj = tree.joints
-        self.problem, self.tree = problem, tree
         self.n, self.D, self.L = len(mech.bodies), tree.dof, cs.length_scale
         self.moves = JointScrews(tree, self.n).moves.astype(float)  # (n, D)
-        s0 = mech.initial_state()
+        self.initial_state = s0 = mech.initial_state()
         R0 = quat_to_matrix(s0[:, 3:])
         # tree joints in level order: (joint, old body, new body, mechanism joint index)
         self.order = np.concatenate(tree.levels) if tree.levels else np.zeros(0, int)
@@ -168,17 +182,54 @@ class TreeKinematics:
             self.sign[q] = sign
         self.angle_coordinate = np.zeros(self.D, bool)
         self.angle_coordinate[self.motion_q[self.rotation]] = True
-        self.couplings = cs._couplings
-        if self.couplings is not None:
-            names = self.couplings.readout.names
-            self.coupling_q = np.array([self.coordinate[n][0] for n in names], int)
-            self.coupling_sign = np.array([self.coordinate[n][1] for n in names])
         #: motor m's joint (an actuator may carry its own name); the motors that close
         #: loops (revolute: :func:`unsupported`)
         self.motor_joints = [j.name for j in mech.actuated_joints]
         self.loop_motors = np.array(
             [m for m, n in enumerate(self.motor_joints) if n not in self.coordinate], int
         )
+
+    @staticmethod
+    def _instances(stack, loop: set):
+        keep = np.array([set(r.tolist()) <= loop for r in stack.rows], bool).reshape(-1)
+        return stack.bi[keep], stack.bj[keep], stack.a[keep], stack.b[keep], stack.c[keep], stack.d[keep]
+
+    def motion_screws(self, c: np.ndarray, anchor: np.ndarray, axis: np.ndarray):
+        """:meth:`TreeKinematics.screws` from the CoM positions c (n, 3, F) and each
+        motion's world anchor and axis (P, 3, F)."""
+        F = c.shape[-1]
+        omega, v = np.zeros((3, self.D, F)), np.zeros((3, self.D, F))
+        rot = self.rotation
+        omega[:, self.motion_q[rot]] = axis[rot].transpose(1, 0, 2)
+        v[:, self.motion_q[rot]] = cross(anchor[rot], axis[rot]).transpose(1, 0, 2)
+        v[:, self.motion_q[~rot]] = axis[~rot].transpose(1, 0, 2)
+        for body, col in zip(self.root_body, self.root_columns, strict=True):
+            x, y, z = c[body]
+            for a in range(3):
+                v[a, col + a] = 1.0
+                omega[a, col + 3 + a] = 1.0
+            # a turn about the CoM: v = c x e_a
+            v[1, col + 3], v[2, col + 3] = z, -y
+            v[0, col + 4], v[2, col + 4] = -z, x
+            v[0, col + 5], v[1, col + 5] = y, -x
+        return omega, v, anchor, axis
+
+
+class TreeKinematics(TreeShape):
+    """The spanning tree of an :class:`~looprig.core.solvers.problem.IKProblem` in the frame-last
+    layout: its :class:`TreeShape` (shared), the rows read from joint values (couplings,
+    held motors) and the frame tasks' rows, built once per problem."""
+
+    def __init__(self, problem):
+        self.shape = shape_of(problem)
+        vars(self).update(vars(self.shape))
+        self.problem, self.tree = problem, problem.tree
+        cs = problem.constraints
+        self.couplings = cs._couplings
+        if self.couplings is not None:
+            names = self.couplings.readout.names
+            self.coupling_q = np.array([self.coordinate[n][0] for n in names], int)
+            self.coupling_sign = np.array([self.coordinate[n][1] for n in names])
         self.locks = []
         for term in problem.equality_terms[1:]:
             names = [self.motor_joints[m] for m in term.motors]
@@ -203,11 +254,6 @@ class TreeKinematics:
         weighted += [np.repeat(self.sqrt_orientation[:, a, None] > 0, 3, 1) for a in self.task_axes]
         self.task_keep = np.flatnonzero(np.concatenate(weighted, axis=1))
 
-    @staticmethod
-    def _instances(stack, loop: set):
-        keep = np.array([set(r.tolist()) <= loop for r in stack.rows], bool).reshape(-1)
-        return stack.bi[keep], stack.bj[keep], stack.a[keep], stack.b[keep], stack.c[keep], stack.d[keep]
-
     # ------------------------------------------------------------------ states
     def to_frames(self, states: np.ndarray):
         """Body states (F, n, 7) -> rotations (n, 3, 3, F), positions (n, 3, F)."""
@@ -230,26 +276,6 @@ class TreeKinematics:
         joint_new = self.new[self.motion_joint]
         anchor = turn(R[joint_new], self.anchor_new[self.motion_joint]) + c[joint_new]
         return self.motion_screws(c, anchor, axis)
-
-    def motion_screws(self, c: np.ndarray, anchor: np.ndarray, axis: np.ndarray):
-        """:meth:`screws` from the CoM positions c (n, 3, F) and each motion's world
-        anchor and axis (P, 3, F)."""
-        F = c.shape[-1]
-        omega, v = np.zeros((3, self.D, F)), np.zeros((3, self.D, F))
-        rot = self.rotation
-        omega[:, self.motion_q[rot]] = axis[rot].transpose(1, 0, 2)
-        v[:, self.motion_q[rot]] = cross(anchor[rot], axis[rot]).transpose(1, 0, 2)
-        v[:, self.motion_q[~rot]] = axis[~rot].transpose(1, 0, 2)
-        for body, col in zip(self.root_body, self.root_columns, strict=True):
-            x, y, z = c[body]
-            for a in range(3):
-                v[a, col + a] = 1.0
-                omega[a, col + 3 + a] = 1.0
-            # a turn about the CoM: v = c x e_a
-            v[1, col + 3], v[2, col + 3] = z, -y
-            v[0, col + 4], v[2, col + 4] = -z, x
-            v[0, col + 5], v[1, col + 5] = y, -x
-        return omega, v, anchor, axis
 
     def motor_rows(self, R: np.ndarray, screws) -> np.ndarray:
         """The motors' read-off Jacobian in tree coordinates (A, D, F): +-1 on its own

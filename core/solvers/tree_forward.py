@@ -65,13 +65,13 @@ class Ball:
 
 
 class TreeForward:
-    """Forward kinematics of a :class:`~looprig.core.solvers.tree.TreeKinematics` from its
-    coordinates, built once per problem (:func:`forward`)."""
+    """Forward kinematics of a spanning tree (its
+    :class:`~looprig.core.solvers.tree.TreeShape`) from its coordinates, built once per
+    tree (:func:`forward`)."""
 
     def __init__(self, model):
         self.model = model
-        mech = model.problem.mechanism
-        s0 = mech.initial_state()
+        s0 = model.initial_state
         R0 = quat_to_matrix(s0[:, 3:])
         self.axes0 = np.ascontiguousarray(R0.transpose(0, 2, 1))  # (n, 3, 3): A0[b, k] = R0 e_k
         self.c0 = s0[:, :3].copy()
@@ -283,8 +283,11 @@ def applies(model) -> bool:
 
 
 def forward(model) -> TreeForward:
-    """The model's :class:`TreeForward`, built on first use and kept on it."""
-    built = getattr(model, "_forward", None)
+    """The model's :class:`TreeForward`, built on first use and kept on its
+    :class:`~looprig.core.solvers.tree.TreeShape`: it reads the tree alone, so every
+    problem on one tree shares it."""
+    shape = model.shape
+    built = getattr(shape, "_forward", None)
     if built is None:
-        built = model._forward = TreeForward(model)
+        built = shape._forward = TreeForward(shape)
     return built

@@ -172,7 +172,7 @@ def _free_pass(problem: IKProblem, targets: Targets, times, state, reach_toleran
         state,
         reach_tolerance,
     )
-    states = coarse_then_clip(problem, times, targets, first.state, stride=4).states
+    states = coarse_then_clip(problem, times, targets, first.state).states
     values = problem.readout.read(states)
     values[0] = first.actuators
     return _Pass.measure(problem, states, targets, unwrap_sequence(values, problem.readout.is_angle))

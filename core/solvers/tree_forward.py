@@ -21,6 +21,7 @@ gives R itself (n, 3, 3, F) as a view.
 Hand-written: no library offers batched forward kinematics over a frame axis in numpy.
 """
 
+import math
 from dataclasses import dataclass
 
 import numpy as np
@@ -43,10 +44,16 @@ FORWARD_KINDS = {
 
 def basis_with_axis(u: np.ndarray) -> np.ndarray:
     """A right-handed orthonormal basis (3, 3) whose third column is the unit vector u."""
-    helper = np.eye(3)[int(np.argmin(np.abs(u)))]
-    x = np.cross(helper, u)
-    x /= np.linalg.norm(x)
-    return np.stack([x, np.cross(u, x), u], axis=1)
+    a, b, c = (float(v) for v in u)
+    if abs(a) <= min(abs(b), abs(c)):  # x = e_k x u for u's smallest component k, normalised
+        x = np.array([0.0, -c, b])
+    elif abs(b) <= abs(c):
+        x = np.array([c, 0.0, -a])
+    else:
+        x = np.array([-b, a, 0.0])
+    x /= math.sqrt(x @ x)
+    y = np.array([b * x[2] - c * x[1], c * x[0] - a * x[2], a * x[1] - b * x[0]])  # u x x
+    return np.stack([x, y, np.asarray(u, dtype=float)], axis=1)
 
 
 @dataclass(frozen=True)

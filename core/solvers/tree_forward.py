@@ -187,13 +187,13 @@ class TreeForward:
         return np.repeat(np.concatenate([roots, balls])[..., None], F, axis=-1)
 
     # ------------------------------------------------------------------ poses
-    def poses(self, q: np.ndarray, rotations: np.ndarray, root_c: np.ndarray):
+    def poses(self, q: np.ndarray, rotations: np.ndarray, root_c: np.ndarray, motions: bool = True):
         """Every body's axes A (n, 3, 3, F) and CoM c (n, 3, F) [m] at coordinates q (D, F),
         rotations (r + s, 3, 3, F) and root positions, and each motion's world axis and a
-        point on it (P, 3, F), the screws' ingredients (:meth:`screws`). A and c are views
-        of one (n, 4, 3, F) array of pose blocks ``[axes; CoM]``, each tree joint two
-        products by constant (4, 4) maps and a turn of two rows (all three rows by S^T
-        at a ball joint)."""
+        point on it (P, 3, F), the screws' ingredients (:meth:`screws`; ``motions`` False:
+        None, for a step that evaluates residuals only). A and c are views of one
+        (n, 4, 3, F) array of pose blocks ``[axes; CoM]``, each tree joint two products by
+        constant (4, 4) maps and a turn of two rows (all three rows by S^T at a ball joint)."""
         model = self.model
         F = q.shape[-1]
         P = np.empty((model.n, 4, 3, F))
@@ -202,9 +202,8 @@ class TreeForward:
         P[fixed, 3] = self.c0[fixed][..., None]
         P[model.root_body, :3] = rotations[:roots]
         P[model.root_body, 3] = root_c
-        n_motions = len(model.motion_q)
-        axis = np.empty((n_motions, 3, F))
-        anchor = np.empty((n_motions, 3, F))
+        if motions:
+            axis, anchor = np.empty((2, len(model.motion_q), 3, F))
         cos = np.cos(q[self.turns])
         sin = np.sin(q[self.turns])
         t = 0
@@ -218,22 +217,24 @@ class TreeForward:
                 y -= Y[0] * sin[t]
                 Y[0], Y[1] = x, y
                 t += 1
-                p = self.motion_of_coordinate[turn]
-                axis[p], anchor[p] = Y[2], Y[3]
+                if motions:
+                    p = self.motion_of_coordinate[turn]
+                    axis[p], anchor[p] = Y[2], Y[3]
             if ball is not None:
                 b = self.balls[ball]
                 before = Y[:3].copy()
                 Y[:3] = np.einsum("kjf,jif->kif", rotations[b.slot], before)
-                rows = Y[:3] if b.carried else before
-                p = self.ball_motions[ball]
-                axis[p] = np.einsum("kj,jif->kif", b.d, rows)
-                anchor[p] = Y[3]
+                if motions:
+                    p = self.ball_motions[ball]
+                    axis[p] = np.einsum("kj,jif->kif", b.d, Y[:3] if b.carried else before)
+                    anchor[p] = Y[3]
             if slide is not None:
-                p = self.motion_of_coordinate[slide]
-                axis[p], anchor[p] = Y[2], Y[3]
+                if motions:
+                    p = self.motion_of_coordinate[slide]
+                    axis[p], anchor[p] = Y[2], Y[3]
                 Y[3] += Y[2] * q[slide]
             np.matmul(from_axis, Y.reshape(4, 3 * F), out=P[new].reshape(4, 3 * F))
-        return P[:, :3], P[:, 3], (axis, anchor)
+        return P[:, :3], P[:, 3], (axis, anchor) if motions else None
 
     @staticmethod
     def rotations(A: np.ndarray) -> np.ndarray:
@@ -281,7 +282,7 @@ class TreeForward:
 
     def posed(self, coordinates) -> np.ndarray:
         """Body states (F, n, 7) at ``coordinates`` (q (D, F), rotations, root positions)."""
-        return self.states(*self.poses(*coordinates)[:2])
+        return self.states(*self.poses(*coordinates, motions=False)[:2])
 
 
 def applies(model) -> bool:

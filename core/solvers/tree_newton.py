@@ -80,16 +80,17 @@ class _Poses:
         """The coordinates (q (D, F), rotations (r + s, 3, 3, F), root positions (r, 3, F))."""
         return self.q, self.rotations, self.root_c
 
-    def at(self, frames=None):
+    def at(self, frames=None, screws: bool = True):
         """Rotations (n, 3, 3, B), CoM positions (n, 3, B) and screws of ``frames``
-        (all: None)."""
+        (all: None); ``screws`` False: None for them where the forward kinematics poses
+        (a chord step's residuals need none)."""
         pick = (lambda x: x) if frames is None else (lambda x: take_frames(x, frames))
         if self.forward is None:
             R, c = pick(self.R), pick(self.c)
             return R, c, self.model.screws(R, c)
         fw = self.forward
-        A, c, motions = fw.poses(pick(self.q), pick(self.rotations), pick(self.root_c))
-        return fw.rotations(A), c, fw.screws(A, c, motions)
+        A, c, motions = fw.poses(pick(self.q), pick(self.rotations), pick(self.root_c), screws)
+        return fw.rotations(A), c, fw.screws(A, c, motions) if screws else None
 
     def step(self, frames, R, c, screws, dq) -> None:
         """Move ``frames`` (at R, c with their screws) by dq (D, B)."""
@@ -107,7 +108,7 @@ class _Poses:
         """Body states (F, n, 7) of every frame."""
         if self.forward is None:
             return self.model.to_states(self.R, self.c)
-        A, c, _ = self.forward.poses(self.q, self.rotations, self.root_c)
+        A, c, _ = self.forward.poses(self.q, self.rotations, self.root_c, motions=False)
         return self.forward.states(A, c)
 
 
@@ -185,10 +186,10 @@ def _newton(model, poses, start, positions, rotations, H_all, g_first, values_al
     for _ in range(min(settings.max_iterations, 12)):
         if not len(active):
             break
-        R, c, screws = poses.at(active) if start is None else start
+        new = fresh[active]
+        R, c, screws = poses.at(active, new.any()) if start is None else start
         start = None
         values = take_frames(values_all, active)
-        new = fresh[active]
         rc, rt = np.empty((mc, len(active))), np.empty((mt, len(active)))
         for newton in (True, False):  # the frames taking a Newton step, then a chord step
             part = np.flatnonzero(new == newton)

@@ -13,10 +13,12 @@ from looprig.core import Actuator, Body, Frame, Joint, JointKind, Mechanism
 from looprig.core.errors import LooprigWarning
 from looprig.core.library import NAMES, build
 from looprig.core.library._build import link
+from looprig.core.maths.linalg import null_space
 from looprig.core.retarget import RetargetMapping, TargetSpec, TrackSamples, retarget
 from looprig.core.solvers.fk import solve_fk
 from looprig.core.solvers.ik import IKProblem
 from looprig.core.solvers.motor_roles import (
+    NULL_TOLERANCE,
     Linearization,
     Linearizations,
     kinetic_energy,
@@ -299,6 +301,18 @@ def test_the_start_alone_settles_what_every_pose_would(problem, by_graph):
         assert lazy.keeps_rank([], motor) == full
     if by_graph and "right_antenna" in by_graph:
         assert lazy._poses is None
+
+
+@pytest.mark.parametrize("problem", [pytest.param(c.values[0], id=c.id) for c in _decision_cases()])
+def test_the_motions_that_keep_the_constraints_are_the_null_space_of_all_their_rows(problem):
+    """Linearization finds the motions that keep the constraints among the spanning tree's
+    joint motions (an SVD of D columns): the same space as the null space of every
+    constraint row over the N body tangents, at the start and at each check pose."""
+    state = problem.mechanism.initial_state()
+    for lin in Linearizations(problem, state).poses:
+        full = null_space(lin.E, NULL_TOLERANCE, problem.mechanism.closure_gap)
+        assert lin.assembled.shape == full.shape
+        np.testing.assert_allclose(lin.assembled @ lin.assembled.T, full @ full.T, atol=1e-9)
 
 
 def test_kinetic_energy_is_mass_times_speed_squared_plus_the_turn_through_the_inertia():

@@ -62,8 +62,13 @@ class Linearization:
             rows.append(com_task.residual(point)[1][0])
         self.O = np.concatenate(rows) * scale
         self.state, self.R, self.L = state, R[0], L
-        # (N, d): the motions that keep the constraints, to the precision of the loops' file
-        self.assembled = null_space(self.E, NULL_TOLERANCE, problem.mechanism.closure_gap)
+        # (N, d): the motions that keep the constraints, to the precision of the loops' file:
+        # of the spanning tree's joint motions (which keep the tree joints: their rows
+        # vanish on them to rounding, hence the floor relative to all of E) those that keep
+        # the other rows; the same space as E's null space, an SVD of D columns, not N
+        tree_motions = np.linalg.qr(problem.tree.joint_basis(s, R)[0] / scale[:, None])[0]
+        floor = max(problem.mechanism.closure_gap, NULL_TOLERANCE * np.linalg.norm(self.E))
+        self.assembled = tree_motions @ null_space(self.E @ tree_motions, NULL_TOLERANCE, floor)
 
     def free_directions(self, locked) -> np.ndarray:
         """Orthonormal basis (N, d) of the motions that keep the constraints and the ``locked`` motors."""

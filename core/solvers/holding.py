@@ -162,20 +162,26 @@ def _travel(path: np.ndarray, units: np.ndarray) -> float:
 
 def _free_pass(problem: IKProblem, targets: Targets, times, state, reach_tolerance: float) -> _Pass:
     """The coarse frames at ``times`` (C,) [s]: the first from ``state`` as the clip's first
-    frame is (restarts where the start is singular), the others as the clip solver does
-    (:func:`~looprig.core.solvers.clip.coarse_then_clip`: every few in order, then all together)."""
-    first = solve_first_frame(
-        problem,
-        IKTargets(
-            targets.positions[0], targets.rotations[0], None if targets.com is None else targets.com[0]
-        ),
-        state,
-        reach_tolerance,
-    )
-    states = coarse_then_clip(problem, times, targets, first.state).states
-    values = problem.readout.read(states)
-    values[0] = first.actuators
-    return _Pass.measure(problem, states, targets, unwrap_sequence(values, problem.readout.is_angle))
+    frame is (restarts where the start is singular; ``state`` itself where it meets the
+    targets already, the clip starting where the robot is), the others as the clip solver
+    does (:func:`~looprig.core.solvers.clip.coarse_then_clip`: every few in order, then all
+    together)."""
+    values = problem.readout.read(state)
+    start = _Pass.measure(problem, state[None], targets.take([0]), values[None])
+    if start.miss[0] > problem.constraints.tolerance(problem.settings.constraint_tolerance):
+        first = solve_first_frame(
+            problem,
+            IKTargets(
+                targets.positions[0], targets.rotations[0], None if targets.com is None else targets.com[0]
+            ),
+            state,
+            reach_tolerance,
+        )
+        state, values = first.state, first.actuators
+    states = coarse_then_clip(problem, times, targets, state).states
+    read = problem.readout.read(states)
+    read[0] = values
+    return _Pass.measure(problem, states, targets, unwrap_sequence(read, problem.readout.is_angle))
 
 
 def _held_pass(problem: IKProblem, targets: Targets, free: _Pass) -> _Pass:

@@ -17,6 +17,7 @@ from looprig.core.retarget import solve as solve_module
 from looprig.core.solvers import tree, tree_newton
 from looprig.core.solvers.clip import coarse_coordinates
 from looprig.core.solvers.fk import solve_fk
+from looprig.core.solvers.sequence import frames_in_order
 from looprig.core.solvers.tree_forward import applies, forward
 from looprig.core.solvers.tree_frame import FrameNewton
 from looprig.core.solvers.tree_step import least_squares_rows
@@ -161,24 +162,25 @@ def test_the_step_between_two_poses_moves_one_onto_the_other(problem, motion):
     assert np.abs(taken - seen).max(initial=0.0) <= 1e-12 * max(np.abs(step).max(initial=0.0), 1.0)
 
 
-def test_three_frames_carried_on_start_nearer_the_next_than_two():
+def test_each_frame_more_carried_on_starts_nearer_the_next():
     """On a smooth motion of the spatial four-bar (ball joints), the next frame's seen
-    coordinates are nearer the start carried on from three frames (second order) than from
-    two (first order)."""
+    coordinates are nearer the start carried on from four frames (third order) than from
+    three (second order), and from three than from two (first order)."""
     problem = IKProblem(rssr(False), [FrameObjective("tip", 1, 0)], settings=SETTINGS)
     model = tree.kinematics(problem)
     newton = FrameNewton(model, SETTINGS, 1e-12)
     motion = feasible_motion(problem.mechanism, duration=0.2, rate=100, seed=3)
     frames = [_one(newton.forward.coordinates(*model.to_frames(motion[[k]]))) for k in range(len(motion))]
     errors = []
-    for k in range(3, len(frames)):
-        steps = [newton.step_between(a, b) for a, b in itertools.pairwise(frames[k - 3 : k])]
-        for last in (steps[1:], steps):
+    for k in range(4, len(frames)):
+        steps = [newton.step_between(a, b) for a, b in itertools.pairwise(frames[k - 4 : k])]
+        for last in (steps[2:], steps[1:], steps):
             start = newton.carried_on(frames[k - 1], last)[0]
             miss = newton.step_between(start, frames[k])
             errors.append(np.abs(miss - model.unseen @ (model.unseen.T @ miss)).max())
-    two, three = np.array(errors).reshape(-1, 2).T
+    two, three, four = np.array(errors).reshape(-1, 3).T
     assert three.max() < 0.5 * two.max() and np.median(three / two) < 0.5
+    assert four.max() < 0.5 * three.max() and np.median(four / three) < 0.5
 
 
 @pytest.mark.parametrize(("problem", "motion"), list(_cases()))
@@ -314,3 +316,28 @@ def _counted(function, calls: list):
         return function(*args, **kwargs)
 
     return counted
+
+
+def test_a_dense_clip_takes_one_newton_step_a_frame_to_the_same_answers():
+    """The four-bar tracked by its coupler point (determined), a smooth motion at 1200 Hz
+    frame by frame: carried on to third order from the three frames before, each frame's
+    first Newton step is below the step tolerance and is its last (what it leaves is second
+    order in it); the answers meet the targets and are those of steps down to 1e-13
+    within 1e-11."""
+    problem = _problem("fourbar", (1, 0))
+    motion = feasible_motion(problem.mechanism, duration=0.2, rate=1200, seed=5)
+    targets = Targets(*problem.frame_terms.poses(motion))
+    frames = np.arange(len(motion))
+    model = tree.kinematics(problem)
+    solved = []
+    for settings in (IKSettings(), IKSettings(step_tolerance=1e-13)):
+        order = list(frames_in_order(problem, targets, frames, motion[0], settings, predict=True))
+        assert all(converged for _, _, converged, _ in order)
+        solved.append(order)
+    iterations = np.array([x[1] for x in solved[0]])
+    assert (iterations[4:] == 1).all()
+    coordinates = tuple(np.stack(x, axis=-1) for x in zip(*(x[0] for x in solved[0]), strict=True))
+    states = forward(model).posed(coordinates)
+    assert problem.frame_terms.tracking_errors(states, None, targets)[0].max() <= 1e-9 * model.L
+    default, fine = (np.stack([x[0][0] for x in order]) for order in solved)
+    np.testing.assert_allclose(default, fine, rtol=0, atol=1e-11)

@@ -34,6 +34,11 @@ from .tree_metric import metric
 from .tree_newton import inverse_step_limit, joint_values
 from .tree_step import FrameStepSystem, RowSpaceSteps, task_row_count
 
+#: :meth:`FrameNewton.carried_on`'s weights of the steps between the last one, two or three
+#: frames (oldest first): the last step again, then with its change, then with the change
+#: of that (constant velocity, acceleration, jerk: third order).
+CARRY = ((1.0,), (-1.0, 2.0), (1.0, -3.0, 3.0))
+
 
 class FrameNewton:
     """The Newton method of :mod:`~looprig.core.solvers.tree_newton` for one frame of a
@@ -303,7 +308,11 @@ class FrameNewton:
         (r, 3))`` (assembled) against frame targets position (K, 3) [m] and rotation
         (K, 3, 3). Returns the coordinates reached, iterations, converged and the loop
         rows' largest residual [m], as
-        :func:`~looprig.core.solvers.tree_newton.solve_coordinates` on one frame.
+        :func:`~looprig.core.solvers.tree_newton.solve_coordinates` on one frame, with one
+        shortcut: a Newton step below the step tolerance whose start missed the loop rows
+        is not followed by a chord step to certify it; the loop rows are measured after it
+        (what it left is second order in it), and where they hold it was the last (a
+        frame carried on from three before, :meth:`carried_on`, takes one step).
 
         ``via``: other targets (position, rotation) the first Newton step aims at instead
         (counted as an iteration; the metric stays the start's), then Newton's method
@@ -339,18 +348,26 @@ class FrameNewton:
         search = _Backtracking((1e-9 * model.L) ** 2) if line_search else None
         self.taken, taken = None, np.zeros(model.D)
         evaluated = True  # the rows at q are the first ones computed below
+        certify = False  # the last step, a Newton step, was below the step tolerance
         for _ in range(min(settings.max_iterations, 12) * (4 if line_search else 1)):
             if not evaluated:
                 P, axis, anchor = self.poses(q, rotations, root_c, fresh)
                 R, c = P[:, :3].transpose(0, 2, 1), P[:, 3]
                 W, V = self.screws(c, axis, anchor) if fresh else (None, None)
             evaluated = False
-            rt, Jt = self.task_rows(R, c, W, V, *aims[0], fresh)
             rc, Jc = (
                 self.constraint_rows(R, c, W, V, values, fresh)
                 if mc
                 else (np.zeros(0), np.zeros((0, model.D)))
             )
+            if certify:  # what it left of the loop rows is second order in it: measured, not stepped
+                residual = float(np.abs(rc).max(initial=0.0))
+                if residual <= self.tolerance:
+                    converged = True
+                    self.taken = taken
+                    break
+                certify = False
+            rt, Jt = self.task_rows(R, c, W, V, *aims[0], fresh)
             if search is not None:
                 merit = float(rt @ rt + rc @ rc)
                 if search.rejects(merit):
@@ -388,6 +405,7 @@ class FrameNewton:
                 converged = True
                 self.taken = None if line_search else taken
                 break
+            certify = fresh and size <= settings.step_tolerance and not line_search
             if not np.isfinite(size) or (not line_search and iterations > 2 and size > 0.5 * last):
                 break
             last = size
@@ -428,13 +446,13 @@ class FrameNewton:
 
     def carried_on(self, current, steps):
         """Coordinates one frame on from ``current`` (as :meth:`solve` takes them) given the
-        ``steps`` (D,) between the one or two frames before and it, oldest first
-        (:meth:`step_between`), and the step taken: the last step taken again, with the
-        change it made on the step before where there are two (``2 d1 - d0``: second
-        order, so a smooth clip's next frame starts within its jerk times the frame time
-        cubed), less what no motor, target or loop sees (:attr:`TreeKinematics.unseen`:
-        carried on, a rod's spin would gather speed)."""
-        step = steps[-1] if len(steps) == 1 else 2.0 * steps[-1] - steps[-2]
+        ``steps`` (D,) between the one to three frames before and it, oldest first
+        (:meth:`step_between`), and the step taken: the steps extrapolated (:data:`CARRY`;
+        with three, ``3 d2 - 3 d1 + d0``: third order, so a smooth clip's next frame starts
+        within its fourth derivative times the frame time to the fourth, and a dense one's
+        first Newton step is its last), less what no motor, target or loop sees
+        (:attr:`TreeKinematics.unseen`: carried on, a rod's spin would gather speed)."""
+        step = sum(c * d for c, d in zip(CARRY[len(steps) - 1], steps, strict=True))
         unseen = self.model.unseen
         step = step - unseen @ (unseen.T @ step)
         q, rotations, root_c = (np.array(x, dtype=float) for x in current)

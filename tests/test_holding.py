@@ -15,6 +15,7 @@ from looprig.core.library import NAMES, build
 from looprig.core.library._build import link
 from looprig.core.maths.linalg import null_space
 from looprig.core.retarget import RetargetMapping, TargetSpec, TrackSamples, retarget
+from looprig.core.solvers import holding
 from looprig.core.solvers.fk import solve_fk
 from looprig.core.solvers.ik import IKProblem
 from looprig.core.solvers.motor_roles import (
@@ -27,6 +28,7 @@ from looprig.core.solvers.motor_roles import (
 )
 from looprig.core.terms import FrameObjective, FrameTask
 from scipy.spatial.transform import Rotation
+from test_tree_frame import _counted
 
 Z = np.array([0.0, 0.0, 1.0])
 REACHY = (
@@ -208,6 +210,37 @@ def test_on_a_7_joint_arm_the_base_is_held_when_the_other_six_follow_the_hand():
     assert result.holding.redundant == ("j1",) and "missed" in result.holding.kept_free["j2"]
     assert np.abs(result.curves.values[:, 0] - 0.2).max() < 1e-12
     assert result.position_error.max() < 1e-7 and result.orientation_error.max() < 1e-7
+
+
+def test_a_clip_near_its_start_is_decided_from_it_as_along_the_path(monkeypatch):
+    """The 7-joint arm's hand on a 2 cm loop turning by up to 0.2 rad (every frame within
+    MAX_SEQUENTIAL_MOTION of the first): the free pass solves the coarse frames all at once
+    from the start, no sequence, and decides as the pass along the path does (forced by a
+    zero bound): the base yaw held, the same motors kept free for the same reasons."""
+    arm = seven_joint_arm()
+    start = {"j1": 0.2, "j2": 0.5, "j3": 0.1, "j4": 1.0, "j5": -0.1, "j6": 0.6}
+    values = [start.get(name, 0.0) for name in arm.actuator_names]
+    points, axes = FrameTask(arm, [FrameObjective("hand")]).poses(solve_fk(arm, values).state)
+    t = np.arange(401) / 200.0
+    w = np.pi * t
+    loop = 0.02 * np.stack([np.sin(w), 1 - np.cos(w), 0.5 * np.sin(2 * w)], -1)
+    turn = Rotation.from_rotvec(np.outer(np.sin(w), [0.1, 0.05, 0.15])).as_matrix()
+    clip = TrackSamples(t, {"hand": points[0] + loop}, {"hand": turn @ axes[0]})
+    mapping = RetargetMapping((TargetSpec("hand", "hand", (1, 1, 1), (1, 1, 1)),), rate=200.0, start=start)
+    sequences = []
+    monkeypatch.setattr(holding, "coarse_then_clip", _counted(holding.coarse_then_clip, sequences))
+    decisions = []
+    for bound in (holding.MAX_SEQUENTIAL_MOTION, -1.0):
+        monkeypatch.setattr(holding, "MAX_SEQUENTIAL_MOTION", bound)
+        with pytest.warns(LooprigWarning, match="j1"):
+            decisions.append(retarget(arm, clip, mapping).holding)
+        assert len(sequences) == (bound < 0)
+    near, along = decisions
+    assert near.redundant == along.redundant == ("j1",)
+    assert near.kept_free.keys() == along.kept_free.keys()
+    assert [why.split(" by ")[0] for why in near.kept_free.values()] == [
+        why.split(" by ")[0] for why in along.kept_free.values()
+    ]
 
 
 def test_the_command_line_says_which_motors_it_held_and_how_to_free_them(capsys, tmp_path):

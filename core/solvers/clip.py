@@ -275,12 +275,12 @@ def _coarse_frames(problem: IKProblem, targets: Targets, frames: int, stride: in
     sparse = guided or targets_determine(problem, first_state)
     limit = MAX_DETERMINED_MOTION if sparse else MAX_SEQUENTIAL_MOTION
     sub = stride
-    while sub > 1 and _target_motion(problem, targets, _every(coarse, sub)) > limit:
+    while sub > 1 and target_motion(problem, targets, _every(coarse, sub)) > limit:
         sub //= 2
     while (
         sub == stride * (sub // stride)
         and len(coarse) >= 2 * sub * SEQUENTIAL_COARSE // 8
-        and _target_motion(problem, targets, _every(coarse, 2 * sub)) <= limit
+        and target_motion(problem, targets, _every(coarse, 2 * sub)) <= limit
     ):
         sub *= 2
     return coarse, sub
@@ -291,17 +291,19 @@ def _every(frames: np.ndarray, stride: int) -> np.ndarray:
     return np.unique(np.r_[frames[::stride], frames[-1]])
 
 
-def _target_motion(problem: IKProblem, targets: Targets, frames: np.ndarray) -> float:
+def target_motion(
+    problem: IKProblem, targets: Targets, frames: np.ndarray, start: int | None = None
+) -> float:
     """The largest move of a tracked frame (position / L, orientation [rad]) or the CoM
-    (/ L) between consecutive ``frames`` of the clip."""
+    (/ L) between consecutive ``frames`` of the clip, or from frame ``start`` to each."""
     L = problem.constraints.length_scale
-    p, R = targets.positions[frames], targets.rotations[frames]
-    moves = [np.linalg.norm(np.diff(p, axis=0), axis=-1).max(initial=0.0) / L]
-    relative = np.einsum("fkab,fkac->fkbc", R[:-1], R[1:])  # R_a^T R_b
+    a, b = (frames[:-1], frames[1:]) if start is None else (np.full(len(frames), start), frames)
+    moves = [np.linalg.norm(targets.positions[b] - targets.positions[a], axis=-1).max(initial=0.0) / L]
+    relative = np.einsum("fkab,fkac->fkbc", targets.rotations[a], targets.rotations[b])  # R_a^T R_b
     cosine = (np.trace(relative, axis1=-2, axis2=-1) - 1.0) / 2.0
     moves.append(np.arccos(np.clip(cosine, -1.0, 1.0)).max(initial=0.0))
     if targets.com is not None:
-        moves.append(np.linalg.norm(np.diff(targets.com[frames], axis=0), axis=-1).max(initial=0.0) / L)
+        moves.append(np.linalg.norm(targets.com[b] - targets.com[a], axis=-1).max(initial=0.0) / L)
     return float(max(moves))
 
 

@@ -61,7 +61,7 @@ from ..maths.rotations import quat_to_matrix
 from ..model.readoff import unwrap_sequence, unwrap_to
 from ..terms import MotorLock, Targets
 from ..terms.base import motor_units
-from .clip import coarse_then_clip, solve_clip
+from .clip import MAX_SEQUENTIAL_MOTION, coarse_then_clip, solve_clip, target_motion
 from .ik import IKProblem, IKTargets
 from .motor_roles import UNUSED_TOLERANCE, Linearizations, kinetic_energy, loop_joints
 from .start import solve_first_frame
@@ -165,7 +165,11 @@ def _free_pass(problem: IKProblem, targets: Targets, times, state, reach_toleran
     frame is (restarts where the start is singular; ``state`` itself where it meets the
     targets already, the clip starting where the robot is), the others as the clip solver
     does (:func:`~looprig.core.solvers.clip.coarse_then_clip`: every few in order, then all
-    together)."""
+    together) or, where no frame's targets move more than
+    :data:`~looprig.core.solvers.clip.MAX_SEQUENTIAL_MOTION` from the first's (the spacing
+    the clip solver takes its frames in sequence at), all together from the first: each
+    redundant answer then the nearest the start instead of along the path, which differ
+    to second order in the motion (Reachy Mini's free travel 8.0167 against 8.0162)."""
     values = problem.readout.read(state)
     start = _Pass.measure(problem, state[None], targets.take([0]), values[None])
     if start.miss[0] > problem.constraints.tolerance(problem.settings.constraint_tolerance):
@@ -178,7 +182,10 @@ def _free_pass(problem: IKProblem, targets: Targets, times, state, reach_toleran
             reach_tolerance,
         )
         state, values = first.state, first.actuators
-    states = coarse_then_clip(problem, times, targets, state).states
+    if target_motion(problem, targets, np.arange(1, len(times)), start=0) <= MAX_SEQUENTIAL_MOTION:
+        states = solve_clip(problem, targets, np.repeat(state[None], len(times), axis=0)).states
+    else:
+        states = coarse_then_clip(problem, times, targets, state).states
     read = problem.readout.read(states)
     read[0] = values
     return _Pass.measure(problem, states, targets, unwrap_sequence(read, problem.readout.is_angle))

@@ -14,9 +14,10 @@ per floating root (``[dc, dtheta]``, the root turning about its CoM). A step ``d
 or slides every tree joint exactly, so only the rows outside the tree (loop closures,
 couplings, held motors) are constraints.
 
-One module of about 450 lines: the rows are written over the tree's own arrays (which
-bodies each coordinate moves, the motions' axes, the loop primitives), so the class
-that builds those and the rows that read them stay together; the forward kinematics,
+One module of about 480 lines: the rows are written over the tree's own arrays (which
+bodies each coordinate moves, the motions' axes, the loop primitives; built once per
+tree, :class:`TreeShape`), so the classes that build those and the rows that read them
+stay together; the forward kinematics,
 metric, steps and Newton loop that build on it live in ``tree_*`` modules of their own.
 
 Layout: body rotations ``R`` (n, 3, 3, F), CoM positions ``c`` (n, 3, F) [m], world;

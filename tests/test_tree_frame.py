@@ -183,6 +183,28 @@ def test_each_frame_more_carried_on_starts_nearer_the_next():
     assert four.max() < 0.5 * three.max() and np.median(four / three) < 0.5
 
 
+def test_the_carry_takes_the_order_that_predicted_the_last_step_best():
+    """Four steps that grow quadratically frame by frame are carried on to third order
+    (exactly); four that jitter about one step (+-1 % in turn) to first order, which
+    predicted the last of them best and multiplies the jitter least."""
+    problem = _problem("fourbar")
+    model = tree.kinematics(problem)
+    newton = FrameNewton(model, SETTINGS, 1e-12)
+    current = _one(newton.forward.coordinates(*model.to_frames(problem.mechanism.initial_state()[None])))
+    seen = np.eye(model.D) - model.unseen @ model.unseen.T
+    direction = seen @ np.random.default_rng(0).normal(size=model.D)
+    direction *= 1e-3 / np.abs(direction).max()
+    k = np.arange(4)
+    for sizes, order in ((1 + 0.1 * k + 0.05 * k**2, 3), (1 + 0.01 * (-1.0) ** k, 1)):
+        steps = [size * direction for size in sizes]
+        _, step = newton.carried_on(current, steps)
+        expected = steps[-1] if order == 1 else 3 * steps[-1] - 3 * steps[-2] + steps[-3]
+        np.testing.assert_allclose(step, expected, rtol=0, atol=1e-15)
+    np.testing.assert_allclose(
+        newton.carried_on(current, steps[:3])[1], 3 * steps[2] - 3 * steps[1] + steps[0]
+    )
+
+
 @pytest.mark.parametrize(("problem", "motion"), list(_cases()))
 def test_a_converged_solve_says_the_step_it_took(problem, motion):
     """``taken`` after a solve from one frame to the next is the step between its start and

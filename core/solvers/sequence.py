@@ -97,9 +97,10 @@ def frames_in_order(problem, targets: Targets, frames: np.ndarray, first_state, 
     at a time, for a caller that reports progress or may cancel.
 
     ``predict``: where the targets determine the motors (each answer the same from any
-    start on its branch), a frame next to the one before starts from the three before
-    carried on to third order (:meth:`FrameNewton.carried_on`): a clip's consecutive
-    frames then take 2 steps instead of 4, a dense clip's (Reachy Mini's at 600 Hz) 1."""
+    start on its branch), a frame next to the one before starts from the ones before
+    carried on (:meth:`FrameNewton.carried_on`: to third order where that predicted the
+    frame before best): a clip's consecutive frames then take 2 steps instead of 4, a
+    dense clip's (Reachy Mini's at 600 Hz) 1."""
     model = tree.kinematics(problem)
     newton = FrameNewton(model, settings, dual_regularization(problem, settings))
     determined = targets_determine(problem, first_state, newton)
@@ -113,7 +114,7 @@ def frames_in_order(problem, targets: Targets, frames: np.ndarray, first_state, 
         reached, *solve = _reached(problem, newton, targets, start, before, f, determined, weights)
         if neighbours:  # the step between the two frames: the prediction's and Newton's, or measured
             step = newton.step_between(current, reached) if newton.taken is None else carried + newton.taken
-            steps = [*steps[-2:], step]
+            steps = [*steps[-3:], step]
         else:
             steps = []
         current = reached

@@ -34,11 +34,6 @@ from .tree_metric import metric
 from .tree_newton import inverse_step_limit, joint_values
 from .tree_step import FrameStepSystem, RowSpaceSteps, task_row_count
 
-#: :meth:`FrameNewton.carried_on`'s weights of the steps between the last one, two or three
-#: frames (oldest first): the last step again, then with its change, then with the change
-#: of that (constant velocity, acceleration, jerk: third order).
-CARRY = ((1.0,), (-1.0, 2.0), (1.0, -3.0, 3.0))
-
 
 class FrameNewton:
     """The Newton method of :mod:`~looprig.core.solvers.tree_newton` for one frame of a
@@ -447,30 +442,27 @@ class FrameNewton:
     def carried_on(self, current, steps):
         """Coordinates one frame on from ``current`` (as :meth:`solve` takes them) given the
         ``steps`` (D,) between the one to five frames before and it, oldest first
-        (:meth:`step_between`), and the step taken: the steps extrapolated (:data:`CARRY`)
-        to the highest order they allow or, with four, to the order that best predicted
-        the last of them from the three before; less what no motor, target or loop sees
-        (:attr:`TreeKinematics.unseen`: carried on, a rod's spin would gather speed).
-        Third order (``3 d2 - 3 d1 + d0``) starts a smooth clip's next frame within its
-        fourth derivative times the frame time to the fourth, and a dense one's first
-        Newton step is its last; on a track with jitter a lower order starts nearer (each
-        multiplies the jitter by the norm of its weights: 1, 2.2, 4.4)."""
-        order = min(len(steps), 3)
-        if len(steps) == 4:
-            *before, last = steps
-            misses = [np.abs(_extrapolated(before[-k:]) - last).max() for k in (1, 2, 3)]
-            order = 1 + int(np.argmin(misses))
-        step = _extrapolated(steps[-order:])
+        (:meth:`step_between`), and the step taken: the last step plus its last first and
+        second differences, as far as the steps allow (constant step, acceleration, jerk:
+        first to third order) or, with four, as far as the order whose last difference
+        is the smallest (the one that predicted the last step best from the three before);
+        less what no motor, target or loop sees (:attr:`TreeKinematics.unseen`: carried
+        on, a rod's spin would gather speed). Third order (``3 d2 - 3 d1 + d0``) starts a
+        smooth clip's next frame within its fourth derivative times the frame time to the
+        fourth, and a dense one's first Newton step is its last; on a track with jitter a
+        lower order starts nearer (each multiplies the jitter by the norm of its weights:
+        1, 2.2, 4.4)."""
+        ends = [np.asarray(steps[-4:])]  # the steps, then their first, second, third differences
+        while len(ends[-1]) > 1:
+            ends.append(ends[-1][1:] - ends[-1][:-1])
+        ends = [d[-1] for d in ends]
+        order = 1 + int(np.argmin(np.abs(ends[1:]).max(axis=1))) if len(ends) == 4 else len(ends)
+        step = sum(ends[:order])
         unseen = self.model.unseen
         step = step - unseen @ (unseen.T @ step)
         q, rotations, root_c = (np.array(x, dtype=float) for x in current)
         self._move(q, rotations, root_c, np.zeros(self.model.D), step)
         return (q, rotations, root_c), step
-
-
-def _extrapolated(steps) -> np.ndarray:
-    """The step (D,) after ``steps`` (one to three, oldest first) by :data:`CARRY`."""
-    return sum(c * d for c, d in zip(CARRY[len(steps) - 1], steps, strict=True))
 
 
 class _Backtracking:
